@@ -1,0 +1,41 @@
+"""SimMS engine: headless core of SimMS desktop.
+
+Read spectral libraries, preprocess peaks, and search them with the exact greedy
+cosine of matchms ``CosineGreedy`` on the CPU (numba) or an NVIDIA GPU (numba
+CUDA).  Never imports Qt: the desktop application, the ``simms`` command line
+and Python scripts all use this same API.
+"""
+
+from engine.backends import Backend, available_backends, get_backend
+from engine.hits import HitTable
+from engine.io import load_library, read_library
+from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
+from engine.kernels.cpu import cosine_greedy_pair, modified_cosine_pair
+from engine.library import LibrarySource, SpectrumLibrary
+from engine.params import SearchParameters
+from engine.search import CancelToken, SearchJob, SearchProgress, score_matrix, search
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "CancelToken",
+    "HitTable",
+    "ImportIssue",
+    "ImportReport",
+    "LibrarySource",
+    "SearchJob",
+    "SearchParameters",
+    "SearchProgress",
+    "SpectrumFileError",
+    "SpectrumLibrary",
+    "__version__",
+    "available_backends",
+    "cosine_greedy_pair",
+    "get_backend",
+    "load_library",
+    "modified_cosine_pair",
+    "read_library",
+    "score_matrix",
+    "search",
+]

@@ -1,0 +1,181 @@
+"""The ``simms`` command: the engine, headless, for batch work.
+
+Examples
+--------
+``simms search queries.mgf library.mgf -o hits.tsv --tolerance 0.02 --top 5``
+``simms info library.msp`` prints the import report of a file.
+``simms backends`` lists the compute backends usable here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+from engine import __version__
+from engine.backends import available_backends
+from engine.export import hit_columns, provenance_lines, write_delimited, write_hits
+from engine.io import load_library
+from engine.io.report import SpectrumFileError
+from engine.params import SearchParameters
+from engine.search import SearchJob, SearchProgress
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``simms`` (also used to document the CLI)."""
+    parser = argparse.ArgumentParser(
+        prog="simms",
+        description="Exact greedy-cosine search of MS/MS spectra (MGF, MSP, mzML).",
+    )
+    parser.add_argument("--version", action="version", version=f"simms {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("search", help="search query spectra against a library")
+    s.add_argument("queries", help="query spectra (MGF, MSP or mzML, optionally .gz)")
+    s.add_argument("library", help="library spectra (MGF, MSP or mzML, optionally .gz)")
+    s.add_argument("-o", "--output", help="hit list: .tsv, .csv or .parquet (default: TSV on stdout)")
+    s.add_argument("--tolerance", type=float, default=0.1, help="peak m/z tolerance in Da [0.1]")
+    s.add_argument("--mz-power", type=float, default=0.0, help="m/z exponent of peak weights [0]")
+    s.add_argument("--intensity-power", type=float, default=1.0, help="intensity exponent [1]")
+    s.add_argument("--score", choices=["cosine", "modified-cosine"], default="cosine")
+    s.add_argument("--precursor-tolerance", type=float, help="precursor window (Da, or ppm with --ppm)")
+    s.add_argument("--ppm", action="store_true", help="precursor tolerance is in ppm")
+    s.add_argument("--min-matches", type=int, default=0, help="minimum matched peaks [0]")
+    s.add_argument("--threshold", type=float, default=0.0, help="minimum score [0]")
+    s.add_argument("--top", type=int, default=10, help="hits per query, 0 = all [10]")
+    s.add_argument("--preprocess", default="none", help="preset: none, gnps or msas [none]")
+    s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
+    s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+    i = sub.add_parser("info", help="read spectrum files and print their import reports")
+    i.add_argument("files", nargs="+")
+    i.add_argument("--all", action="store_true", help="list every issue, not the first 20")
+
+    sub.add_parser("backends", help="list the compute backends usable here")
+    return parser
+
+
+class _ProgressPrinter:
+    """A one-line progress bar on stderr (plain lines when stderr is no terminal)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, p: SearchProgress) -> None:
+        now = time.monotonic()
+        if self.quiet or (now - self.last < (0.1 if self.tty else 5.0) and p.fraction < 1):
+            return
+        self.last = now
+        width = 30
+        bar = "#" * int(width * p.fraction)
+        left = "" if p.seconds_left == float("inf") else f", {p.seconds_left:.0f} s left"
+        line = (
+            f"[{bar:<{width}}] {100 * p.fraction:5.1f}%  {p.pairs_done:.3g}/{p.pairs_total:.3g} "
+            f"pairs, {p.pairs_per_second:.3g} pairs/s{left}, {p.hits} hits"
+        )
+        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and not self.quiet and self.last:
+            sys.stderr.write("\n")
+
+
+def _search(args: argparse.Namespace) -> int:
+    params = SearchParameters(
+        tolerance=args.tolerance,
+        mz_power=args.mz_power,
+        intensity_power=args.intensity_power,
+        score=args.score,
+        precursor_tolerance=args.precursor_tolerance,
+        precursor_unit="ppm" if args.ppm else "Da",
+        min_matches=args.min_matches,
+        threshold=args.threshold,
+        top_n=args.top,
+        batch_size=args.batch_size,
+        preprocess=args.preprocess,
+    )
+    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
+    queries = load_library(args.queries, cache=not args.no_cache)
+    library = load_library(args.library, cache=not args.no_cache)
+    for lib in (queries, library):
+        if lib.report is not None and lib.report.issues:
+            say(lib.report.summary() + "  (simms info FILE lists them)")
+    progress = _ProgressPrinter(args.quiet)
+    job = SearchJob(
+        queries, library, params, backend=args.backend, on_progress=progress, on_message=say
+    )
+    say(f"searching {len(queries)} × {len(library)} spectra on {job.backend.device}")
+    interrupted = False
+    try:
+        job.run()
+    except KeyboardInterrupt:
+        job.cancel()
+        interrupted = True
+    progress.done()
+    hits = job.hits
+    extra = {"complete": "no (cancelled: partial hits)"} if interrupted or job.cancelled else {}
+    backend, device = job.backend.name, job.backend.device
+    if args.output:
+        write_hits(
+            args.output, hits, queries, library, params,
+            backend=backend, device=device, extra_provenance=extra,
+        )  # fmt: skip
+    else:
+        header = provenance_lines(
+            queries, library, params, backend=backend, device=device, extra=extra
+        )
+        write_delimited(sys.stdout, hit_columns(hits, queries, library), header, delimiter="\t")
+    p = job.progress
+    say(
+        f"{len(hits)} hits from {p.pairs_done:.4g} pairs in {p.elapsed:.2f} s "
+        f"({p.pairs_per_second:.3g} pairs/s)" + (f" -> {args.output}" if args.output else "")
+    )
+    return 130 if interrupted else 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.files:
+        try:
+            lib = load_library(path, cache=False)
+        except SpectrumFileError as exc:
+            print(f"simms: error: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        report = lib.report
+        print(report.summary())
+        shown = report.issues if args.all else report.issues[:20]
+        for issue in shown:
+            print(f"  {issue}")
+        if len(shown) < len(report.issues):
+            print(f"  ... {len(report.issues) - len(shown)} more (--all lists them)")
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``simms``; returns the exit status (0 ok, 2 unusable input, 130 interrupted)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "search":
+            return _search(args)
+        if args.command == "info":
+            return _info(args)
+        for name, device in available_backends().items():
+            print(f"{name}\t{device}")
+        return 0
+    except (SpectrumFileError, ValueError, OSError) as exc:
+        print(f"simms: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Spectrum file readers (MGF, MSP, mzML; plain or gzip), import report and library cache.
+
+Public entry points: :func:`read_library` (read a file) and :func:`load_library`
+(read through the on-disk cache).
+"""
+
+from engine.io.cache import default_cache_dir, load_library
+from engine.io.reader import read_library
+from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
+
+__all__ = [
+    "ImportIssue",
+    "ImportReport",
+    "SpectrumFileError",
+    "default_cache_dir",
+    "load_library",
+    "read_library",
+]

@@ -1,0 +1,257 @@
+"""Shared back end of the readers: collect records, validate peaks, build a library.
+
+Every reader hands its records to a :class:`LibraryBuilder`, one call per record
+(:meth:`~LibraryBuilder.add` or :meth:`~LibraryBuilder.skip`).  Peak validation
+happens once, vectorised over all peaks, in :meth:`~LibraryBuilder.build`:
+
+- peaks with NaN/inf or negative m/z are dropped (record repaired);
+- peaks with NaN/inf, zero or negative intensity are dropped (record repaired);
+- spectra whose m/z are not ascending are sorted, stably (record repaired);
+- repeated m/z values are kept as they are (record repaired, with a note);
+- a spectrum left with no peaks is skipped ("no valid peaks");
+- a spectrum without precursor m/z is kept with NaN (record repaired, with a note).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
+from engine.library import STANDARD_COLUMNS, LibrarySource, SpectrumLibrary
+
+__all__ = ["LibraryBuilder", "parse_ion_mode", "parse_charge_text", "polarity_from_adduct"]
+
+_POSITIVE = {"positive", "pos", "p", "+", "positive scan", "1", "+1"}
+_NEGATIVE = {"negative", "neg", "n", "-", "negative scan", "-1"}
+
+#: Keys whose value fills a standard column when the standard key itself is absent.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "name": ("compound_name", "compoundname"),
+    "adduct": ("precursor_type", "precursortype", "adduct_type"),
+    "inchikey": ("inchi_key",),
+    "formula": ("molecular_formula",),
+}
+
+_CHARGE_RE = re.compile(r"^\s*([+-]?)\s*(\d+)\s*([+-]?)\s*$")
+
+
+def parse_ion_mode(text: str | None) -> int:
+    """Ion mode code (+1, -1, 0) from an IONMODE / Ion_mode / polarity value."""
+    if not text:
+        return 0
+    value = str(text).strip().lower()
+    if value in _POSITIVE:
+        return 1
+    if value in _NEGATIVE:
+        return -1
+    return 0
+
+
+def parse_charge_text(text: str | None) -> int | None:
+    """Signed charge from text such as ``"2+"``, ``"-1"``, ``"1"``; None when unreadable."""
+    if text is None:
+        return None
+    first = str(text).replace(" and ", ",").split(",")[0]
+    match = _CHARGE_RE.match(first)
+    if match is None:
+        return None
+    sign = -1 if "-" in (match.group(1) + match.group(3)) else 1
+    return sign * int(match.group(2))
+
+
+def polarity_from_adduct(adduct: str | None) -> int:
+    """+1 / -1 from an adduct ending in ``+`` / ``-`` (``"[M+H]+"``), else 0."""
+    if not adduct:
+        return 0
+    tail = adduct.strip()[-1:]
+    return 1 if tail == "+" else -1 if tail == "-" else 0
+
+
+class LibraryBuilder:
+    """Collects the records of one file and turns them into a :class:`SpectrumLibrary`.
+
+    Parameters
+    ----------
+    path : str
+        The file (for the report and error messages).
+    format : str
+        Format the file is read as.
+    """
+
+    def __init__(self, path: str, format: str) -> None:
+        self.path = path
+        self.format = format
+        self.records = 0
+        self._issues: list[ImportIssue] = []
+        self._record_no: list[int] = []
+        self._titles: list[str] = []
+        self._mz: list[np.ndarray] = []
+        self._intensity: list[np.ndarray] = []
+        self._precursor: list[float] = []
+        self._charge: list[int] = []
+        self._ion_mode: list[int] = []
+        self._meta: list[Mapping[str, str]] = []
+        self._notes: list[list[str]] = []
+
+    # -- reader side ------------------------------------------------------------------
+    def skip(self, record: int, title: str, reason: str) -> None:
+        """Record ``record`` (1-based) was left out because of ``reason``."""
+        self._issues.append(ImportIssue(record, title or "", reason, skipped=True))
+
+    def add(
+        self,
+        record: int,
+        *,
+        mz: np.ndarray,
+        intensity: np.ndarray,
+        precursor_mz: float,
+        charge: int,
+        ion_mode: int,
+        metadata: Mapping[str, str],
+        notes: Sequence[str] = (),
+    ) -> None:
+        """Add one spectrum; peaks are validated later in :meth:`build`.
+
+        ``metadata`` keys must be lowercase; ``id`` and ``title`` may be empty.
+        The charge sign is made to follow ``ion_mode`` when that is known.
+        """
+        if ion_mode == 0:
+            ion_mode = -1 if charge < 0 else polarity_from_adduct(metadata.get("adduct"))
+        if ion_mode != 0 and charge != 0:
+            charge = abs(charge) * ion_mode
+        mz = np.asarray(mz, dtype=np.float64).ravel()
+        intensity = np.asarray(intensity, dtype=np.float64).ravel()
+        if len(mz) != len(intensity):
+            title = metadata.get("title") or metadata.get("id") or ""
+            self.skip(record, title, "peak list has m/z values without intensities")
+            return
+        notes = list(notes)
+        if not np.isfinite(precursor_mz) or precursor_mz <= 0:
+            if not np.isnan(precursor_mz):
+                notes.append(f"invalid precursor m/z {precursor_mz!r} ignored")
+            else:
+                notes.append("no precursor m/z (kept with unknown precursor)")
+            precursor_mz = np.nan
+        self._record_no.append(record)
+        self._titles.append(metadata.get("title") or metadata.get("id") or "")
+        self._mz.append(mz)
+        self._intensity.append(intensity)
+        self._precursor.append(float(precursor_mz))
+        self._charge.append(int(charge))
+        self._ion_mode.append(int(ion_mode))
+        self._meta.append(metadata)
+        self._notes.append(notes)
+
+    # -- build ------------------------------------------------------------------------
+    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
+        """Validate all peaks and return the library (raises when nothing is usable)."""
+        n = len(self._mz)
+        lengths = np.fromiter((len(m) for m in self._mz), dtype=np.int64, count=n)
+        mz = np.concatenate(self._mz) if n else np.empty(0)
+        intensity = np.concatenate(self._intensity) if n else np.empty(0)
+        seg = np.repeat(np.arange(n, dtype=np.int64), lengths)
+
+        bad_mz = ~(np.isfinite(mz) & (mz >= 0))
+        bad_int = ~(np.isfinite(intensity) & (intensity > 0)) & ~bad_mz
+        bad = bad_mz | bad_int
+        if bad.any():
+            n_bad_mz = np.bincount(seg[bad_mz], minlength=n)
+            n_bad_int = np.bincount(seg[bad_int], minlength=n)
+            for i in np.flatnonzero(n_bad_mz):
+                self._notes[i].append(f"dropped {n_bad_mz[i]} peak(s) with invalid m/z")
+            for i in np.flatnonzero(n_bad_int):
+                self._notes[i].append(
+                    f"dropped {n_bad_int[i]} peak(s) with zero, negative or non-finite intensity"
+                )
+            keep = ~bad
+            mz, intensity, seg = mz[keep], intensity[keep], seg[keep]
+        counts = np.bincount(seg, minlength=n)
+
+        same = seg[1:] == seg[:-1]
+        step = np.diff(mz)
+        unsorted = same & (step < 0)
+        if unsorted.any():
+            for i in np.unique(seg[1:][unsorted]):
+                self._notes[i].append("peaks sorted by m/z")
+            order = np.lexsort((mz, seg))  # stable: equal m/z keep file order
+            mz, intensity = mz[order], intensity[order]
+            step = np.diff(mz)
+        dup = same & (step == 0)
+        if dup.any():
+            n_dup = np.bincount(seg[1:][dup], minlength=n)
+            for i in np.flatnonzero(n_dup):
+                self._notes[i].append(f"{n_dup[i]} repeated m/z value(s) kept")
+
+        kept = counts > 0
+        for i in range(n):
+            record, title = self._record_no[i], self._titles[i]
+            if not kept[i]:
+                had = len(self._mz[i])
+                reason = "no valid peaks" if had else "no peaks"
+                extra = [x for x in self._notes[i] if x.startswith("dropped")]
+                if extra:
+                    reason += " (" + "; ".join(extra) + ")"
+                self._issues.append(ImportIssue(record, title, reason, skipped=True))
+            elif self._notes[i]:
+                self._issues.append(
+                    ImportIssue(record, title, "; ".join(self._notes[i]), skipped=False)
+                )
+        self._issues.sort(key=lambda issue: issue.record)
+        report = ImportReport(
+            path=self.path,
+            format=self.format,
+            records=self.records,
+            spectra=int(kept.sum()),
+            issues=self._issues,
+        )
+        if report.spectra == 0:
+            skipped = len(report.skipped)
+            raise SpectrumFileError(
+                self.path,
+                f"no valid spectra ({self.records} records seen, {skipped} skipped)"
+                + (f"; first problem: {report.skipped[0]}" if skipped else ""),
+            )
+
+        idx = np.flatnonzero(kept)
+        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(counts[idx], out=offsets[1:])
+        metas = [self._meta[i] for i in idx]
+        return SpectrumLibrary(
+            mz=np.ascontiguousarray(mz),
+            intensity=np.ascontiguousarray(intensity),
+            offsets=offsets,
+            precursor_mz=np.asarray(self._precursor, dtype=np.float64)[idx],
+            charge=np.asarray(self._charge, dtype=np.int16)[idx],
+            ion_mode=np.asarray(self._ion_mode, dtype=np.int8)[idx],
+            metadata=_columns(metas),
+            source=source,
+            report=report,
+        )
+
+
+def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
+    """Metadata dicts to object columns (``""`` for missing); fills id/title/aliases."""
+    keys: dict[str, None] = dict.fromkeys(STANDARD_COLUMNS)
+    for meta in metas:
+        keys.update(dict.fromkeys(meta))
+    n = len(metas)
+    columns: dict[str, np.ndarray] = {}
+    for key in keys:
+        column = np.empty(n, dtype=object)
+        column[:] = [meta.get(key, "") for meta in metas]
+        columns[key] = column
+    for key, aliases in _ALIASES.items():
+        column = columns[key]
+        for alias in aliases:
+            if alias in columns:
+                empty = column == ""
+                column[empty] = columns[alias][empty]
+    ids, titles, names = columns["id"], columns["title"], columns["name"]
+    empty = titles == ""
+    titles[empty] = names[empty]
+    for i in np.flatnonzero(ids == ""):
+        ids[i] = titles[i] or f"#{i}"
+    return columns

@@ -1,0 +1,99 @@
+"""On-disk library cache keyed by the file's content (sha256) and the reader version.
+
+A library read once is saved as ``<sha256>-r<READER_VERSION>.npz`` (no pickles,
+see :meth:`SpectrumLibrary.save`) in the cache directory; reading the same bytes
+again, under any path, loads that file instead of parsing.  Bump
+:data:`READER_VERSION` whenever the readers' output changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import warnings
+from pathlib import Path
+
+from engine.io.reader import read_raw
+from engine.io.sniff import open_raw, read_bytes
+from engine.library import SpectrumLibrary
+
+__all__ = ["READER_VERSION", "default_cache_dir", "cache_path", "load_library"]
+
+#: Version of the readers' output; part of the cache key.
+READER_VERSION = 1
+
+
+def default_cache_dir() -> Path:
+    """``$SIMMS_CACHE_DIR``, else ``$XDG_CACHE_HOME/simms``, else ``~/.cache/simms``."""
+    if os.environ.get("SIMMS_CACHE_DIR"):
+        return Path(os.environ["SIMMS_CACHE_DIR"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "simms"
+    return Path.home() / ".cache" / "simms"
+
+
+def cache_path(sha256: str, cache_dir: str | Path | None = None) -> Path:
+    """Cache file of the content with digest ``sha256``."""
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return directory / f"{sha256}-r{READER_VERSION}.npz"
+
+
+def load_library(
+    path: str | Path,
+    *,
+    cache: bool = True,
+    cache_dir: str | Path | None = None,
+    format: str | None = None,
+) -> SpectrumLibrary:
+    """Read a library file through the on-disk cache.
+
+    Parameters
+    ----------
+    path : str or Path
+        MGF, MSP or mzML file, plain or gzip (see :func:`engine.io.read_library`).
+    cache : bool, default True
+        Use the cache; False always parses the file (and writes nothing).
+    cache_dir : str or Path, optional
+        Cache directory (default :func:`default_cache_dir`).
+    format : {"mgf", "msp", "mzml"}, optional
+        Force a format, as in :func:`engine.io.read_library`.
+
+    Returns
+    -------
+    SpectrumLibrary
+        As :func:`engine.io.read_library` returns it; ``source.path`` and
+        ``report.path`` name ``path`` even when the cache entry came from
+        another copy of the same bytes.
+
+    Raises
+    ------
+    SpectrumFileError
+        The file cannot be read (cache problems only warn).
+    """
+    disk = read_bytes(path)
+    if not cache:
+        return read_raw(open_raw(path, disk), format=format)
+    target = cache_path(hashlib.sha256(disk).hexdigest(), cache_dir)
+    if target.is_file():
+        try:
+            return _renamed(SpectrumLibrary.load(target), str(path))
+        except Exception as exc:  # noqa: BLE001 - a bad cache entry is re-read
+            warnings.warn(f"ignoring unreadable cache file {target}: {exc}", stacklevel=2)
+    library = read_raw(open_raw(path, disk), format=format)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        library.save(target)
+    except Exception as exc:  # noqa: BLE001 - caching is best effort
+        warnings.warn(f"could not write library cache {target}: {exc}", stacklevel=2)
+    return library
+
+
+def _renamed(library: SpectrumLibrary, path: str) -> SpectrumLibrary:
+    source = library.source
+    if source is not None and source.path != path:
+        source = dataclasses.replace(source, path=path)
+    report = library.report
+    if report is not None and getattr(report, "path", path) != path:
+        report = dataclasses.replace(report, path=path)
+    return dataclasses.replace(library, source=source, report=report)

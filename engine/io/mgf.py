@@ -1,0 +1,129 @@
+"""MGF reader built on :mod:`pyteomics.mgf`, robust to bad records.
+
+pyteomics stops at the first malformed record when it iterates a file, so the
+text is split into ``BEGIN IONS`` .. ``END IONS`` blocks here (one regular
+expression pass) and each block is parsed by pyteomics' own spectrum parser.
+A block that fails is skipped alone, with its 1-based record number.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+
+import numpy as np
+from pyteomics import mgf as _mgf
+from pyteomics.auxiliary import PyteomicsError
+
+from engine.io._build import LibraryBuilder, parse_ion_mode
+
+__all__ = ["read_mgf_text"]
+
+_MARKER_RE = re.compile(r"^[ \t]*(BEGIN IONS|END IONS)[ \t]*\r?$", re.MULTILINE)
+#: Parameters pyteomics converts itself; an unreadable one is dropped and the record kept.
+_PARSED_KEYS = ("PEPMASS", "CHARGE", "RTINSECONDS")
+_NUMERIC_PARAMS = {"pepmass", "charge"}
+_ION_MODE_KEYS = ("ionmode", "ion_mode", "polarity", "ionization_mode")
+
+
+def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
+    """Parse MGF ``text`` record by record into ``builder``.
+
+    Parameters
+    ----------
+    text : str
+        The whole file, decoded.
+    builder : LibraryBuilder
+        Receives every record (kept or skipped).
+    """
+    markers = list(_MARKER_RE.finditer(text))
+    header_end = markers[0].start() if markers else len(text)
+    reader = _mgf.MGF(
+        io.StringIO(text[:header_end]), convert_arrays=1, read_charges=False, dtype=np.float64
+    )
+    record = 0
+    start: re.Match | None = None
+    for marker in markers:
+        if marker.group(1) == "BEGIN IONS":
+            if start is not None:
+                record += 1
+                lines = text[start.start() : marker.start()].splitlines()
+                builder.skip(record, _title(lines), "no END IONS before the next BEGIN IONS")
+            start = marker
+        elif start is not None:
+            record += 1
+            _read_block(reader, text[start.start() : marker.end()].splitlines(), record, builder)
+            start = None
+    if start is not None:
+        record += 1
+        lines = text[start.start() :].splitlines()
+        builder.skip(record, _title(lines), "file ends inside the record (no END IONS)")
+    builder.records = record
+
+
+def _read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
+    try:
+        spectrum, notes = _parse(reader, lines)
+    except (PyteomicsError, ValueError, TypeError, IndexError) as exc:
+        builder.skip(record, _title(lines), _reason(exc))
+        return
+    params = spectrum["params"]
+    pepmass = params.get("pepmass") or (None,)
+    precursor = pepmass[0] if pepmass[0] is not None else math.nan
+    charges = params.get("charge")
+    charge = int(charges[0]) if charges else 0
+    ion_mode = 0
+    for key in _ION_MODE_KEYS:
+        if key in params:
+            ion_mode = parse_ion_mode(params[key])
+            break
+    metadata = {k: str(v) for k, v in params.items() if k not in _NUMERIC_PARAMS}
+    metadata["id"] = metadata.get("spectrumid", "")
+    metadata.setdefault("title", metadata.get("name", ""))
+    builder.add(
+        record,
+        mz=spectrum["m/z array"],
+        intensity=spectrum["intensity array"],
+        precursor_mz=float(precursor),
+        charge=charge,
+        ion_mode=ion_mode,
+        metadata=metadata,
+        notes=notes,
+    )
+
+
+def _parse(reader: _mgf.MGF, lines: list[str]) -> tuple[dict, list[str]]:
+    """pyteomics' parse of one block; retried without an unreadable PEPMASS/CHARGE/RTINSECONDS."""
+    try:
+        return reader._read_spectrum_lines(lines), []
+    except (PyteomicsError, ValueError, TypeError) as exc:
+        first = exc
+    for key in _PARSED_KEYS:
+        hits = [i for i, line in enumerate(lines) if line.lstrip().upper().startswith(key + "=")]
+        if not hits:
+            continue
+        trial = [line for i, line in enumerate(lines) if i not in hits]
+        try:
+            spectrum = reader._read_spectrum_lines(trial)
+        except (PyteomicsError, ValueError, TypeError):
+            continue
+        value = lines[hits[0]].split("=", 1)[1].strip()
+        return spectrum, [f"unreadable {key} {value!r} ignored"]
+    raise first
+
+
+def _reason(exc: Exception) -> str:
+    message = str(exc)
+    if "Line:" in message:
+        line = message.split("Line:", 1)[1].strip()
+        return f"unreadable peak line {line[:60]!r}"
+    return message.splitlines()[0][:120] if message else type(exc).__name__
+
+
+def _title(lines: list[str]) -> str:
+    for line in lines:
+        stripped = line.strip()
+        if stripped.upper().startswith("TITLE="):
+            return stripped[6:].strip()
+    return ""

@@ -1,0 +1,166 @@
+"""MSP (NIST-style) reader.
+
+pyteomics 5.0.1 has no MSP reader, so this is a small parser.  A record starts
+at a ``Name:`` line; ``Key: value`` lines are metadata (keys lowercased); the
+``Num Peaks:`` line starts the peak list, which runs to the next blank line or
+``Name:`` line.  Peak lines hold ``m/z intensity`` separated by whitespace,
+comma or colon, optionally followed by a quoted annotation; several pairs on one
+line are separated by ``;``.  A peak line that is not numeric skips its record.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from engine.io._build import LibraryBuilder, parse_charge_text, parse_ion_mode
+
+__all__ = ["read_msp_text"]
+
+_KEY_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_QUOTED_RE = re.compile(r'"[^"]*"')
+_SPLIT_RE = re.compile(r"[\s,:]+")
+_ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
+_PRECURSOR_KEYS = ("precursormz", "precursor_mz", "precursor m/z", "pepmass", "precursormass")
+_ION_MODE_KEYS = ("ion_mode", "ionmode", "ion mode", "polarity")
+_ID_KEYS = ("db#", "accession", "spectrumid", "id")
+
+
+class _PeakLineError(ValueError):
+    pass
+
+
+def read_msp_text(text: str, builder: LibraryBuilder) -> None:
+    """Parse MSP ``text`` record by record into ``builder``.
+
+    Parameters
+    ----------
+    text : str
+        The whole file, decoded.
+    builder : LibraryBuilder
+        Receives every record (kept or skipped).
+    """
+    record = 0
+    meta: dict[str, str] | None = None
+    peak_lines: list[str] = []
+    num_peaks: str | None = None
+    in_peaks = False
+
+    def finish() -> None:
+        nonlocal record
+        if meta is None:
+            return
+        record += 1
+        _emit(record, meta, peak_lines, num_peaks, builder)
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            if in_peaks:
+                finish()
+                meta, peak_lines, num_peaks, in_peaks = None, [], None, False
+            continue
+        match = None if (in_peaks and stripped[0] not in "Nn") else _KEY_RE.match(stripped)
+        if match is not None and match.group(1).lower() == "name":
+            finish()
+            meta, peak_lines, num_peaks, in_peaks = {}, [], None, False
+        if in_peaks:
+            peak_lines.append(stripped)
+            continue
+        if meta is None:
+            if match is None:
+                continue  # text outside any record
+            meta = {}
+        if match is None:
+            continue  # stray line in the metadata block
+        key, value = match.group(1).lower(), match.group(2)
+        if key == "num peaks":
+            num_peaks, in_peaks = value, True
+        elif key not in meta:
+            meta[key] = value
+    finish()
+    builder.records = record
+
+
+def _emit(
+    record: int,
+    meta: dict[str, str],
+    peak_lines: list[str],
+    num_peaks: str | None,
+    builder: LibraryBuilder,
+) -> None:
+    title = meta.get("name", "")
+    if num_peaks is None:
+        builder.skip(record, title, "no 'Num Peaks' line")
+        return
+    try:
+        mz, intensity = _parse_peaks(peak_lines)
+    except _PeakLineError as exc:
+        builder.skip(record, title, str(exc))
+        return
+    notes = []
+    try:
+        expected = int(num_peaks)
+    except ValueError:
+        expected = None
+    if expected is not None and expected != len(mz):
+        notes.append(f"'Num Peaks: {num_peaks}' but {len(mz)} peak(s) found")
+
+    precursor = math.nan
+    for key in _PRECURSOR_KEYS:
+        if key in meta:
+            value = meta[key].split()[0] if meta[key].split() else ""
+            try:
+                precursor = float(value)
+            except ValueError:
+                notes.append(f"unreadable precursor m/z {meta[key]!r} ignored")
+            break
+    ion_mode = 0
+    for key in _ION_MODE_KEYS:
+        if key in meta:
+            ion_mode = parse_ion_mode(meta[key])
+            break
+    adduct = meta.get("precursor_type") or meta.get("adduct") or ""
+    charge = parse_charge_text(meta.get("charge"))
+    if charge is None:
+        found = _ADDUCT_CHARGE_RE.search(adduct)
+        charge = (int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)) if found else 0
+    metadata = dict(meta)
+    metadata["id"] = next((meta[k] for k in _ID_KEYS if meta.get(k)), "")
+    metadata["title"] = title
+    builder.add(
+        record,
+        mz=mz,
+        intensity=intensity,
+        precursor_mz=precursor,
+        charge=charge,
+        ion_mode=ion_mode,
+        metadata=metadata,
+        notes=notes,
+    )
+
+
+def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    mz: list[float] = []
+    intensity: list[float] = []
+    for line in lines:
+        for pair in _QUOTED_RE.sub(" ", line).split(";"):
+            tokens = _SPLIT_RE.split(pair.strip())
+            if tokens == [""]:
+                continue
+            try:
+                values = [float(t) for t in tokens]
+            except ValueError:
+                values = None
+            if values is not None and len(values) > 2 and len(values) % 2 == 0:
+                mz.extend(values[0::2])  # several "m/z int" pairs on one line
+                intensity.extend(values[1::2])
+                continue
+            try:
+                mz.append(float(tokens[0]))
+                intensity.append(float(tokens[1]))
+            except (ValueError, IndexError):
+                raise _PeakLineError(f"unreadable peak line {line[:60]!r}") from None
+    return np.asarray(mz, dtype=np.float64), np.asarray(intensity, dtype=np.float64)

@@ -1,0 +1,90 @@
+"""mzML reader (MS2 scans only) built on :mod:`pyteomics.mzml`.
+
+Every ``<spectrum>`` element counts as a record (record numbers are 1-based
+positions in the file); scans with an MS level other than 2 are passed over
+without an issue.  A file whose XML breaks part-way keeps the spectra read
+before the break, and the break is reported as a skipped record.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+from lxml import etree
+from pyteomics import mzml as _mzml
+from pyteomics.auxiliary import PyteomicsError
+
+from engine.io._build import LibraryBuilder
+
+__all__ = ["read_mzml_bytes"]
+
+
+def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
+    """Parse mzML ``data`` into ``builder`` (MS2 spectra only).
+
+    Parameters
+    ----------
+    data : bytes
+        The whole (uncompressed) file.
+    builder : LibraryBuilder
+        Receives every MS2 record (kept or skipped).
+    """
+    record = 0
+    reader = _mzml.MzML(io.BytesIO(data), use_index=False, read_schema=False, decode_binary=True)
+    iterator = iter(reader)
+    while True:
+        try:
+            spectrum = next(iterator)
+        except StopIteration:
+            break
+        except (etree.XMLSyntaxError, PyteomicsError, ValueError, KeyError) as exc:
+            builder.skip(
+                record + 1, "", f"XML broken here, rest of file not read ({_first_line(exc)})"
+            )
+            break
+        record += 1
+        if spectrum.get("ms level") != 2:
+            continue
+        _add(spectrum, record, builder)
+    builder.records = record
+
+
+def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
+    native_id = str(spectrum.get("id", ""))
+    title = str(spectrum.get("spectrum title", "")) or native_id
+    precursor, charge = math.nan, 0
+    try:
+        precursors = spectrum["precursorList"]["precursor"]
+        ion = precursors[0]["selectedIonList"]["selectedIon"][0]
+        precursor = float(ion.get("selected ion m/z", math.nan))
+        charge = int(ion.get("charge state", 0) or 0)
+    except (KeyError, IndexError, TypeError, ValueError):
+        pass
+    ion_mode = 1 if "positive scan" in spectrum else -1 if "negative scan" in spectrum else 0
+    mz = spectrum.get("m/z array")
+    intensity = spectrum.get("intensity array")
+    if mz is None or intensity is None:
+        builder.skip(record, title, "no m/z or intensity array")
+        return
+    metadata = {"id": native_id, "title": title, "ms_level": "2"}
+    scans = spectrum.get("scanList", {}).get("scan") or [{}]
+    if "scan start time" in scans[0]:
+        metadata["scan_start_time"] = str(float(scans[0]["scan start time"]))
+    if "filter string" in scans[0]:
+        metadata["filter_string"] = str(scans[0]["filter string"])
+    builder.add(
+        record,
+        mz=np.asarray(mz, dtype=np.float64),
+        intensity=np.asarray(intensity, dtype=np.float64),
+        precursor_mz=precursor,
+        charge=charge,
+        ion_mode=ion_mode,
+        metadata=metadata,
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:100]

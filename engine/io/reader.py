@@ -1,0 +1,100 @@
+"""``read_library``: one entry point for MGF, MSP and mzML files, plain or gzip."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from engine.io._build import LibraryBuilder
+from engine.io.mgf import read_mgf_text
+from engine.io.msp import read_msp_text
+from engine.io.mzml import read_mzml_bytes
+from engine.io.report import SpectrumFileError
+from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
+from engine.library import LibrarySource, SpectrumLibrary
+
+__all__ = ["read_library", "read_raw"]
+
+_NOT_FOUND_HINT = {
+    "mgf": "no 'BEGIN IONS' line found",
+    "msp": "no 'Name:' line found",
+    "mzml": "no <mzML> element found",
+}
+
+
+def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibrary:
+    """Read a spectral library file.
+
+    Parameters
+    ----------
+    path : str or Path
+        An MGF, MSP or mzML file, optionally gzip-compressed (detected from the
+        content, not the name).
+    format : {"mgf", "msp", "mzml"}, optional
+        Force a format.  By default it is told from the content; when the file
+        name says otherwise the content wins (with a warning).
+
+    Returns
+    -------
+    SpectrumLibrary
+        The valid spectra, with ``library.report`` (an :class:`ImportReport` of
+        skipped and repaired records) and ``library.source`` (path, sha256 of
+        the bytes on disk, format).  For mzML only MS2 scans are read.
+
+    Raises
+    ------
+    SpectrumFileError
+        The file is missing, empty, binary, a truncated gzip, not in a
+        supported format, or holds no valid spectrum.
+    ValueError
+        ``format`` is not one of the supported names.
+    """
+    return read_raw(open_raw(path), format=format)
+
+
+def read_raw(raw: RawFile, *, format: str | None = None) -> SpectrumLibrary:
+    """:func:`read_library` on bytes already read (used by the cache)."""
+    fmt = _choose_format(raw, format)
+    builder = LibraryBuilder(raw.path, fmt)
+    if fmt == "mzml":
+        read_mzml_bytes(raw.data, builder)
+    elif fmt == "mgf":
+        read_mgf_text(decode_text(raw.data), builder)
+    else:
+        read_msp_text(decode_text(raw.data), builder)
+    return builder.build(LibrarySource(raw.path, raw.sha256, fmt))
+
+
+def _choose_format(raw: RawFile, requested: str | None) -> str:
+    if requested is not None and requested.lower() not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, not {requested!r}")
+    detected = sniff_format(raw.data)
+    named = format_from_name(raw.path)
+    if detected == "binary":
+        raise SpectrumFileError(raw.path, "binary content, not an MGF, MSP or mzML text file")
+    if detected == "mzxml":
+        raise SpectrumFileError(raw.path, "mzXML is not supported (convert it to mzML)")
+    if detected == "xml":
+        raise SpectrumFileError(raw.path, "XML but not mzML")
+    if requested is not None:
+        fmt = requested.lower()
+        if detected is not None and detected != fmt:
+            raise SpectrumFileError(
+                raw.path, f"asked to read as {fmt.upper()} but the content is {detected.upper()}"
+            )
+        if detected is None:
+            raise SpectrumFileError(raw.path, f"not a valid {fmt.upper()} file: {_NOT_FOUND_HINT[fmt]}")
+        return fmt
+    if detected is None:
+        if named is not None:
+            raise SpectrumFileError(
+                raw.path, f"not a valid {named.upper()} file: {_NOT_FOUND_HINT[named]}"
+            )
+        raise SpectrumFileError(raw.path, "unknown format: the content is not MGF, MSP or mzML")
+    if named is not None and named != detected:
+        warnings.warn(
+            f"{raw.path}: named as {named.upper()} but the content is {detected.upper()}; "
+            f"read as {detected.upper()}",
+            stacklevel=3,
+        )
+    return detected

@@ -1,0 +1,435 @@
+"""numba CUDA kernels of the exact greedy cosine (device code only).
+
+The logic mirrors :mod:`engine.kernels.greedy` operation for operation, so that
+the GPU selects the same peak pairs as the CPU and as matchms, and adds the
+products in the same order:
+
+* the library spectrum is ``A`` (matchms ``reference``, the outer loop), the
+  query spectrum ``B``;
+* plain cosine: connected components of the candidate graph are found in one
+  merge pass; components of one or two candidates are resolved directly, those
+  of up to :data:`K` candidates by an insertion sort in per-thread scratch;
+* modified cosine: when the shift exceeds the tolerance, all zero-shift and
+  shifted candidates of the pair (up to :data:`K`) are sorted in the scratch.
+
+Anything larger is **never approximated**: the pair is flagged (after an exact
+upper-bound test, see :func:`score_kernel`) and the host rescores it exactly
+with the CPU core.
+
+This module imports ``numba.cuda``; import it only through
+:mod:`engine.kernels.cuda`, which applies the numpy compatibility shim first.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import cuda, float64, int32, uint8
+
+__all__ = ["FLAGGED", "K", "NOT_SCORED", "SMALL_QUERY", "SORT_MAX", "score_kernel", "select_kernel"]
+
+#: Candidates a component (or a modified-cosine pair) may have to be resolved on chip.
+K = 32
+#: Size of the float64 scratch: K sorted products, then the taken peaks of a
+#: modified-cosine pair (2 × K).
+K3 = 3 * K
+#: Queries with at most this many peaks are staged in shared memory.
+SMALL_QUERY = 256
+#: Longest row (library columns per launch) the top-N selection can sort.
+SORT_MAX = 2048
+
+#: Score sentinels written for pairs that are not (yet) scored.
+NOT_SCORED = -1.0
+FLAGGED = -2.0
+
+
+@cuda.jit(device=True)
+def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover - device code
+    pos = t
+    while pos > 0 and sp[pos - 1] <= p:
+        sp[pos] = sp[pos - 1]
+        si[pos] = si[pos - 1]
+        sj[pos] = sj[pos - 1]
+        pos -= 1
+    sp[pos] = p
+    si[pos] = i
+    sj[pos] = j
+
+
+@cuda.jit(device=True)
+def _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
+    """Greedy numerator, matches, and the candidate-product sum of overflowing components.
+
+    Returns ``(score, matches, overflow_sum, overflowed)``; when ``overflowed``
+    the first two cover only the components resolved exactly.
+    """
+    score = 0.0
+    nm = 0
+    osum = 0.0
+    oflag = False
+    lo = b0
+    i = a0
+    while i < a1:
+        a = mzA[i]
+        low = a - tol
+        while lo < b1 and mzB[lo] < low:
+            lo += 1
+        if lo == b1:
+            break
+        high = a + tol
+        if mzB[lo] > high:
+            i += 1
+            continue
+        hi = lo + 1
+        while hi < b1 and mzB[hi] <= high:
+            hi += 1
+        ci0 = i
+        cj0 = lo
+        cnt = hi - lo
+        k = i + 1
+        lo_k = lo
+        while k < a1:
+            low_k = mzA[k] - tol
+            while lo_k < b1 and mzB[lo_k] < low_k:
+                lo_k += 1
+            if lo_k >= hi:
+                break
+            high_k = mzA[k] + tol
+            while hi < b1 and mzB[hi] <= high_k:
+                hi += 1
+            cnt += hi - lo_k
+            k += 1
+        if cnt == 1:
+            score += wA[i] * wB[lo]
+            nm += 1
+        elif cnt == 2:
+            if k - ci0 == 1:
+                p0 = wA[i] * wB[lo]
+                p1 = wA[i] * wB[lo + 1]
+            else:
+                p0 = wA[i] * wB[lo]
+                p1 = wA[i + 1] * wB[hi - 1]
+            score += p1 if p1 >= p0 else p0
+            nm += 1
+        elif cnt <= K:
+            t = 0
+            jl = cj0
+            for ii in range(ci0, k):
+                x = mzA[ii]
+                lw = x - tol
+                hg = x + tol
+                wa = wA[ii]
+                for j in range(jl, hi):
+                    b = mzB[j]
+                    if b > hg:
+                        break
+                    if b < lw:
+                        jl = j + 1
+                    else:
+                        _insert_desc(sp, si, sj, t, wa * wB[j], ii - ci0, j - cj0)
+                        t += 1
+            na = k - ci0
+            nb = hi - cj0
+            for r in range(na):
+                ua[r] = 0
+            for r in range(nb):
+                ub[r] = 0
+            left = min(na, nb)
+            for r in range(t):
+                x_ = si[r]
+                y_ = sj[r]
+                if ua[x_] == 0 and ub[y_] == 0:
+                    ua[x_] = 1
+                    ub[y_] = 1
+                    score += sp[r]
+                    nm += 1
+                    left -= 1
+                    if left == 0:
+                        break
+        else:
+            # too big for the scratch: sum every candidate product (an upper bound)
+            oflag = True
+            jl = cj0
+            for ii in range(ci0, k):
+                x = mzA[ii]
+                lw = x - tol
+                hg = x + tol
+                wa = wA[ii]
+                for j in range(jl, hi):
+                    b = mzB[j]
+                    if b > hg:
+                        break
+                    if b < lw:
+                        jl = j + 1
+                    else:
+                        osum += wa * wB[j]
+        i = k
+        lo = lo_k
+    return score, nm, osum, oflag
+
+
+@cuda.jit(device=True)
+def _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift):  # pragma: no cover
+    """Number of candidates of ``find_matches(..., shift)`` and the sum of their products."""
+    lo = b0
+    c = 0
+    s = 0.0
+    for i in range(a0, a1):
+        a = mzA[i]
+        low = a - tol
+        high = a + tol
+        wa = wA[i]
+        for j in range(lo, b1):
+            b = mzB[j] + shift
+            if b > high:
+                break
+            if b < low:
+                lo = j + 1
+            else:
+                c += 1
+                s += wa * wB[j]
+    return c, s
+
+
+@cuda.jit(device=True)
+def _modified(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub):  # pragma: no cover
+    """Modified cosine, same return convention as :func:`_cosine`."""
+    shift = pA - pB
+    if not (abs(shift) > tol):
+        return _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub)
+    n0, s0 = _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0)
+    n1, s1 = _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift)
+    cnt = n0 + n1
+    if cnt == 0:
+        return 0.0, 0, 0.0, False
+    if cnt > K:
+        return 0.0, 0, s0 + s1, True
+    t = 0
+    for s_ in range(2):
+        sh = 0.0 if s_ == 0 else shift
+        lo = b0
+        for i in range(a0, a1):
+            a = mzA[i]
+            low = a - tol
+            high = a + tol
+            wa = wA[i]
+            for j in range(lo, b1):
+                b = mzB[j] + sh
+                if b > high:
+                    break
+                if b < low:
+                    lo = j + 1
+                else:
+                    _insert_desc(sp, si, sj, t, wa * wB[j], i - a0, j - b0)
+                    t += 1
+    # used peaks: peak indexes may exceed K, so keep the taken ones in ua/ub-sized lists
+    score = 0.0
+    nm = 0
+    for r in range(t):
+        x_ = si[r]
+        y_ = sj[r]
+        free = True
+        for u in range(nm):
+            if sp[K + u] == x_ or sp[2 * K + u] == y_:
+                free = False
+                break
+        if free:
+            sp[K + nm] = x_
+            sp[2 * K + nm] = y_
+            score += sp[r]
+            nm += 1
+    return score, nm, 0.0, False
+
+
+@cuda.jit(device=True)
+def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
+    if ptol <= 0.0:
+        return True
+    t = ptol * 1e-6 * qp if ppm else ptol
+    return abs(qp - lp) <= t
+
+
+@cuda.jit(device=True)
+def _pair(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified, sp, si, sj, ua, ub):  # pragma: no cover
+    if modified:
+        return _modified(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, sp, si, sj, ua, ub)
+    return _cosine(mzL, wL, l0, l1, mzQ, wQ, q0, q1, tol, sp, si, sj, ua, ub)
+
+
+@cuda.jit(cache=True)
+def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
+                 q_first, cols, l_first, tol, modified, ptol, ppm, prune, threshold,
+                 out_s, out_m, ovf_r, ovf_c, ovf_count):  # pragma: no cover
+    """Score query rows × library columns, one thread per pair.
+
+    Grid ``(ceil(len(cols) / threads), rows)``.  Row ``r`` is query
+    ``q_first + r``; thread ``c`` scores library spectrum ``cols[c]`` and writes
+    ``out_s[r, cols[c] - l_first]`` / ``out_m[...]`` (so columns keep the
+    library order although ``cols`` may be sorted by peak count).
+
+    A pair outside the precursor window gets ``NOT_SCORED`` and 0 matches.  A
+    pair with a component too big for the scratch is first bounded: the exact
+    part plus the sum of all candidate products of the big components is an
+    upper bound of the score; if ``prune`` and the bound is under ``threshold``
+    the pair cannot be a hit (``NOT_SCORED``), otherwise it gets ``FLAGGED``
+    and ``-1`` matches and is appended to ``ovf_r``/``ovf_c`` for the host's
+    exact rescoring.
+    """
+    r = cuda.blockIdx.y
+    q = q_first + r
+    c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    sq_mz = cuda.shared.array(SMALL_QUERY, float64)
+    sq_w = cuda.shared.array(SMALL_QUERY, float64)
+    qa = q_off[q]
+    qb = q_off[q + 1]
+    nqp = qb - qa
+    staged = nqp <= SMALL_QUERY
+    if staged:
+        for t in range(cuda.threadIdx.x, nqp, cuda.blockDim.x):
+            sq_mz[t] = q_mz[qa + t]
+            sq_w[t] = q_w[qa + t]
+        cuda.syncthreads()
+    if c >= cols.shape[0]:
+        return
+    l = cols[c]
+    col = l - l_first
+    qp = q_prec[q]
+    lp = l_prec[l]
+    if not _prec_ok(qp, lp, ptol, ppm):
+        out_s[r, col] = NOT_SCORED
+        out_m[r, col] = 0
+        return
+    den = l_norm[l] * q_norm[q]
+    if den == 0.0:
+        out_s[r, col] = 0.0
+        out_m[r, col] = 0
+        return
+    sp = cuda.local.array(K3, float64)
+    si = cuda.local.array(K, int32)
+    sj = cuda.local.array(K, int32)
+    ua = cuda.local.array(K, uint8)
+    ub = cuda.local.array(K, uint8)
+    if staged:
+        raw, nm, osum, oflag = _pair(l_mz, l_w, l_off[l], l_off[l + 1], lp,
+                                     sq_mz, sq_w, 0, nqp, qp, tol, modified, sp, si, sj, ua, ub)
+    else:
+        raw, nm, osum, oflag = _pair(l_mz, l_w, l_off[l], l_off[l + 1], lp,
+                                     q_mz, q_w, qa, qb, qp, tol, modified, sp, si, sj, ua, ub)
+    if oflag:
+        bound = (raw + osum) / den
+        if prune and bound * (1.0 + 1e-9) + 1e-12 < threshold:
+            out_s[r, col] = NOT_SCORED
+            out_m[r, col] = 0
+            return
+        out_s[r, col] = FLAGGED
+        out_m[r, col] = -1
+        slot = cuda.atomic.add(ovf_count, 0, 1)
+        if slot < ovf_r.shape[0]:
+            ovf_r[slot] = r
+            ovf_c[slot] = col
+        return
+    if nm == 0:
+        out_s[r, col] = 0.0
+        out_m[r, col] = 0
+        return
+    out_s[r, col] = raw / den
+    out_m[r, col] = nm
+
+
+@cuda.jit(device=True)
+def _before(ka, ia, kb, ib):  # pragma: no cover
+    return ka > kb or (ka == kb and ia < ib)
+
+
+@cuda.jit(cache=True)
+def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
+                  hit_r, hit_c, hit_s, hit_m, hit_count):  # pragma: no cover
+    """Per-row hits of a scored block: one thread block per row.
+
+    A column is a hit when ``matches >= min_matches`` (>= 1), ``score >= 0`` and
+    ``score >= threshold``.  With ``top_n > 0`` and more hits than that, the
+    row is bitonic-sorted in shared memory by (score descending, column
+    ascending) and the first ``top_n`` are kept.  Hits are appended to the
+    ``hit_*`` arrays at a slot reserved with one atomic add per row.
+    """
+    r = cuda.blockIdx.x
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    keys = cuda.shared.array(SORT_MAX, float64)
+    idx = cuda.shared.array(SORT_MAX, int32)
+    shared_i = cuda.shared.array(2, int32)
+    if tid == 0:
+        shared_i[0] = 0
+    cuda.syncthreads()
+    mine = 0
+    for c in range(tid, ncols, nt):
+        s = out_s[r, c]
+        if out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold:
+            mine += 1
+    if mine > 0:
+        cuda.atomic.add(shared_i, 0, mine)
+    cuda.syncthreads()
+    count = shared_i[0]
+    cuda.syncthreads()
+    if count == 0:
+        return
+    if top_n <= 0 or count <= top_n:
+        if tid == 0:
+            shared_i[1] = cuda.atomic.add(hit_count, 0, count)
+            shared_i[0] = 0
+        cuda.syncthreads()
+        base = shared_i[1]
+        for c in range(tid, ncols, nt):
+            s = out_s[r, c]
+            m = out_m[r, c]
+            if m >= min_matches and s >= 0.0 and s >= threshold:
+                pos = base + cuda.atomic.add(shared_i, 0, 1)
+                if pos < hit_r.shape[0]:
+                    hit_r[pos] = r
+                    hit_c[pos] = c
+                    hit_s[pos] = s
+                    hit_m[pos] = m
+        return
+    # more hits than top_n: sort the row (padded to a power of two)
+    size = 1
+    while size < ncols:
+        size *= 2
+    for c in range(tid, size, nt):
+        if c < ncols:
+            s = out_s[r, c]
+            keys[c] = s if (out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold) else -math.inf
+        else:
+            keys[c] = -math.inf
+        idx[c] = c
+    cuda.syncthreads()
+    k = 2
+    while k <= size:
+        j = k // 2
+        while j > 0:
+            for t in range(tid, size, nt):
+                p = t ^ j
+                if p > t:
+                    first = _before(keys[t], idx[t], keys[p], idx[p])
+                    if ((t & k) == 0) != first:
+                        kt = keys[t]
+                        keys[t] = keys[p]
+                        keys[p] = kt
+                        it = idx[t]
+                        idx[t] = idx[p]
+                        idx[p] = it
+            cuda.syncthreads()
+            j //= 2
+        k *= 2
+    if tid == 0:
+        shared_i[1] = cuda.atomic.add(hit_count, 0, top_n)
+    cuda.syncthreads()
+    base = shared_i[1]
+    for t in range(tid, top_n, nt):
+        pos = base + t
+        if pos < hit_r.shape[0]:
+            c = idx[t]
+            hit_r[pos] = r
+            hit_c[pos] = c
+            hit_s[pos] = out_s[r, c]
+            hit_m[pos] = out_m[r, c]
+

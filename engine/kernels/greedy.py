@@ -1,0 +1,372 @@
+"""Exact greedy-cosine cores on plain arrays (numba ``njit``, device-agnostic logic).
+
+Everything here reproduces matchms 0.33 ``CosineGreedy`` / ``ModifiedCosineGreedy``
+bit for bit in the *selection* of peak pairs (the score sum may differ in the last
+bits because products are added in another order):
+
+* candidates ``(i, j)`` are all pairs with ``mz_A[i] - tol <= mz_B[j] + shift <=
+  mz_A[i] + tol`` in float64, exactly as ``find_matches`` evaluates them;
+* a candidate's product is ``w_A[i] * w_B[j]`` with ``w = (mz ** mz_power) *
+  (intensity ** intensity_power)`` (the evaluation order of ``collect_peak_pairs``);
+* candidates are taken greedily by product, descending; on equal products the
+  candidate enumerated later (i-major, j-minor) comes first, since matchms
+  reverses a stable ascending mergesort.
+
+Spectrum ``A`` is matchms' ``reference`` (first argument of ``pair``), ``B`` the
+``query``.
+
+The plain cosine core uses the connected-component formulation: with both
+spectra sorted, the bipartite candidate graph splits into runs of consecutive
+peaks with overlapping tolerance windows.  The greedy choice never crosses a
+component, so each component is resolved on its own: a single candidate is just
+added, small components are sorted by insertion in a fixed scratch, and large
+ones (more than ``scratch.size`` candidates) take an exact mergesort path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "SCRATCH_SIZE",
+    "cosine_core",
+    "modified_core",
+    "weights_and_norms",
+]
+
+#: Candidates a component may have to be resolved in the fixed scratch buffers.
+SCRATCH_SIZE = 64
+
+
+@njit(cache=True)
+def weights_and_norms(mz, intensity, offsets, mz_power, intensity_power):  # pragma: no cover
+    """Peak weights ``(mz ** p) * (intensity ** q)`` and per-spectrum L2 norms."""
+    n = mz.shape[0]
+    w = np.empty(n, dtype=np.float64)
+    for k in range(n):
+        w[k] = (mz[k] ** mz_power) * (intensity[k] ** intensity_power)
+    ns = offsets.shape[0] - 1
+    norm = np.empty(ns, dtype=np.float64)
+    for s in range(ns):
+        acc = 0.0
+        for k in range(offsets[s], offsets[s + 1]):
+            acc += w[k] * w[k]
+        norm[s] = np.sqrt(acc)
+    return w, norm
+
+
+@njit(cache=True, inline="always")
+def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
+    """Insert candidate number ``t`` into ``sp[:t]`` (sorted descending, later first on ties)."""
+    pos = t
+    while pos > 0 and sp[pos - 1] <= p:
+        sp[pos] = sp[pos - 1]
+        si[pos] = si[pos - 1]
+        sj[pos] = sj[pos - 1]
+        pos -= 1
+    sp[pos] = p
+    si[pos] = i
+    sj[pos] = j
+
+
+@njit(cache=True)
+def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, cnt):  # pragma: no cover
+    """Exact greedy on one big component (matchms order via a stable mergesort)."""
+    prods = np.empty(cnt, dtype=np.float64)
+    ci = np.empty(cnt, dtype=np.int64)
+    cj = np.empty(cnt, dtype=np.int64)
+    t = 0
+    lo = j0
+    for i in range(i0, i1):
+        a = mzA[i]
+        low = a - tol
+        high = a + tol
+        wa = wA[i]
+        for j in range(lo, j1):
+            b = mzB[j]
+            if b > high:
+                break
+            if b < low:
+                lo = j + 1
+            else:
+                prods[t] = wa * wB[j]
+                ci[t] = i - i0
+                cj[t] = j - j0
+                t += 1
+    order = np.argsort(prods[:t], kind="mergesort")
+    used_a = np.zeros(i1 - i0, dtype=np.bool_)
+    used_b = np.zeros(j1 - j0, dtype=np.bool_)
+    score = 0.0
+    nm = 0
+    for r in range(t - 1, -1, -1):
+        k = order[r]
+        a = ci[k]
+        b = cj[k]
+        if not used_a[a] and not used_b[b]:
+            used_a[a] = True
+            used_b[b] = True
+            score += prods[k]
+            nm += 1
+    return score, nm
+
+
+@njit(cache=True, inline="always")
+def _gallop_b(mzB, lo, b1, low):  # pragma: no cover
+    """First ``j >= lo`` with ``not mzB[j] < low`` (``mzB[lo] < low`` holds)."""
+    step = 1
+    # exponential search: keep mzB[lo] < low
+    while lo + step < b1 and mzB[lo + step] < low:
+        lo += step
+        step += step
+    hi = min(lo + step, b1)
+    lo += 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if mzB[mid] < low:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
+    """First ``k >= i`` with ``not mzA[k] + tol < b`` (or ``a1``)."""
+    if i >= a1 or not mzA[i] + tol < b:
+        return i
+    step = 1
+    while i + step < a1 and mzA[i + step] + tol < b:
+        i += step
+        step += step
+    hi = min(i + step, a1)
+    i += 1
+    while i < hi:
+        mid = (i + hi) >> 1
+        if mzA[mid] + tol < b:
+            i = mid + 1
+        else:
+            hi = mid
+    return i
+
+
+@njit(cache=True)
+def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
+    """Greedy cosine numerator and match count of ``A[a0:a1]`` vs ``B[b0:b1]``.
+
+    ``sp`` (float64), ``si``, ``sj`` (int64) are scratch arrays of length K and
+    ``ua``, ``ub`` (bool) scratch of length >= K; components with more than K candidates are resolved
+    by :func:`_resolve_large`.  Returns ``(sum of taken products, matches)``.
+    """
+    kmax = sp.shape[0]
+    score = 0.0
+    nm = 0
+    lo = b0
+    i = a0
+    while i < a1:
+        a = mzA[i]
+        low = a - tol
+        if lo < b1 and mzB[lo] < low:
+            lo = _gallop_b(mzB, lo, b1, low)
+        if lo == b1:
+            break
+        high = a + tol
+        b = mzB[lo]
+        if b > high:
+            # no candidate for peak i; skip A peaks whose window ends below b
+            i = _gallop_a(mzA, i + 1, a1, tol, b)
+            continue
+        hi = lo + 1
+        while hi < b1 and mzB[hi] <= high:
+            hi += 1
+        # peak i opens a component: extend over following A peaks sharing B peaks
+        ci0 = i
+        cj0 = lo
+        cnt = hi - lo
+        k = i + 1
+        lo_k = lo
+        while k < a1:
+            low_k = mzA[k] - tol
+            while lo_k < b1 and mzB[lo_k] < low_k:
+                lo_k += 1
+            if lo_k >= hi:
+                break
+            high_k = mzA[k] + tol
+            while hi < b1 and mzB[hi] <= high_k:
+                hi += 1
+            cnt += hi - lo_k
+            k += 1
+        if cnt == 1:
+            score += wA[i] * wB[lo]
+            nm += 1
+        elif cnt == 2:
+            # two candidates always share a peak: take the larger, the later on ties
+            if k - ci0 == 1:
+                p0 = wA[i] * wB[lo]
+                p1 = wA[i] * wB[lo + 1]
+            else:
+                p0 = wA[i] * wB[lo]
+                p1 = wA[i + 1] * wB[hi - 1]
+            score += p1 if p1 >= p0 else p0
+            nm += 1
+        elif cnt <= kmax:
+            t = 0
+            jl = cj0
+            for ii in range(ci0, k):
+                x = mzA[ii]
+                lw = x - tol
+                hg = x + tol
+                wa = wA[ii]
+                for j in range(jl, hi):
+                    b = mzB[j]
+                    if b > hg:
+                        break
+                    if b < lw:
+                        jl = j + 1
+                    else:
+                        _insert_desc(sp, si, sj, t, wa * wB[j], ii - ci0, j - cj0)
+                        t += 1
+            na = k - ci0
+            nb = hi - cj0
+            for r in range(na):
+                ua[r] = False
+            for r in range(nb):
+                ub[r] = False
+            left = min(na, nb)
+            for r in range(t):
+                x_ = si[r]
+                y_ = sj[r]
+                if not ua[x_] and not ub[y_]:
+                    ua[x_] = True
+                    ub[y_] = True
+                    score += sp[r]
+                    nm += 1
+                    left -= 1
+                    if left == 0:
+                        break
+        else:
+            s_, n_ = _resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, cnt)
+            score += s_
+            nm += n_
+        i = k
+        lo = lo_k
+    return score, nm
+
+
+@njit(cache=True)
+def _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t):  # pragma: no cover
+    """Append candidates of ``find_matches(..., shift)`` after position ``t``."""
+    lo = b0
+    for i in range(a0, a1):
+        a = mzA[i]
+        low = a - tol
+        high = a + tol
+        wa = wA[i]
+        for j in range(lo, b1):
+            b = mzB[j] + shift
+            if b > high:
+                break
+            if b < low:
+                lo = j + 1
+            else:
+                prods[t] = wa * wB[j]
+                ci[t] = i - a0
+                cj[t] = j - b0
+                t += 1
+    return t
+
+
+@njit(cache=True)
+def _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, shift):  # pragma: no cover
+    lo = b0
+    c = 0
+    for i in range(a0, a1):
+        a = mzA[i]
+        low = a - tol
+        high = a + tol
+        for j in range(lo, b1):
+            b = mzB[j] + shift
+            if b > high:
+                break
+            if b < low:
+                lo = j + 1
+            else:
+                c += 1
+    return c
+
+
+@njit(cache=True)
+def modified_core(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol,
+                  sp, si, sj, ua, ub):  # pragma: no cover
+    """Greedy modified-cosine numerator and match count (matchms ``ModifiedCosineGreedy``).
+
+    ``shift = pA - pB`` is added to the m/z of ``B``.  When ``|shift| <= tol``
+    (or a precursor is NaN) this is the plain cosine.  Otherwise the zero-shift
+    candidates followed by the shifted ones are ordered by product (later first on
+    ties) and taken greedily.
+    """
+    shift = pA - pB
+    if not (abs(shift) > tol):
+        return cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub)
+    n0 = _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, 0.0)
+    n1 = _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, shift)
+    cnt = n0 + n1
+    if cnt == 0:
+        return 0.0, 0
+    na = a1 - a0
+    nb = b1 - b0
+    kmax = sp.shape[0]
+    if cnt <= kmax and na <= ua.shape[0] and nb <= ub.shape[0]:
+        t = 0
+        for s_ in range(2):
+            sh = 0.0 if s_ == 0 else shift
+            lo = b0
+            for i in range(a0, a1):
+                a = mzA[i]
+                low = a - tol
+                high = a + tol
+                wa = wA[i]
+                for j in range(lo, b1):
+                    b = mzB[j] + sh
+                    if b > high:
+                        break
+                    if b < low:
+                        lo = j + 1
+                    else:
+                        _insert_desc(sp, si, sj, t, wa * wB[j], i - a0, j - b0)
+                        t += 1
+        for r in range(na):
+            ua[r] = False
+        for r in range(nb):
+            ub[r] = False
+        score = 0.0
+        nm = 0
+        for r in range(t):
+            x_ = si[r]
+            y_ = sj[r]
+            if not ua[x_] and not ub[y_]:
+                ua[x_] = True
+                ub[y_] = True
+                score += sp[r]
+                nm += 1
+        return score, nm
+    prods = np.empty(cnt, dtype=np.float64)
+    ci = np.empty(cnt, dtype=np.int64)
+    cj = np.empty(cnt, dtype=np.int64)
+    t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, prods, ci, cj, 0)
+    t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t)
+    order = np.argsort(prods[:t], kind="mergesort")
+    used_a = np.zeros(na, dtype=np.bool_)
+    used_b = np.zeros(nb, dtype=np.bool_)
+    score = 0.0
+    nm = 0
+    for r in range(t - 1, -1, -1):
+        k = order[r]
+        x_ = ci[k]
+        y_ = cj[k]
+        if not used_a[x_] and not used_b[y_]:
+            used_a[x_] = True
+            used_b[y_] = True
+            score += prods[k]
+            nm += 1
+    return score, nm

@@ -1,0 +1,291 @@
+"""Columnar spectrum library: CSR peak arrays plus a metadata table.
+
+A :class:`SpectrumLibrary` holds every spectrum of a file in a handful of flat
+numpy arrays, so memory grows with the number of peaks and kernels can work on
+plain arrays.  Spectrum ``i`` has peaks ``mz[offsets[i]:offsets[i + 1]]``
+(sorted ascending) and ``intensity[offsets[i]:offsets[i + 1]]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["LibrarySource", "SpectrumLibrary", "ION_MODE_CODES"]
+
+#: Ion mode codes stored in :attr:`SpectrumLibrary.ion_mode`.
+ION_MODE_CODES = {"positive": 1, "negative": -1, "unknown": 0}
+
+#: Metadata columns every library has (empty string when a record lacks it).
+STANDARD_COLUMNS = ("id", "title", "name", "smiles", "inchikey", "formula", "adduct")
+
+
+@dataclass(frozen=True)
+class LibrarySource:
+    """Where a library came from.
+
+    Attributes
+    ----------
+    path : str
+        The file as the user named it.
+    sha256 : str
+        Hex digest of the file's bytes (the cache key and provenance).
+    format : str
+        ``"mgf"``, ``"msp"`` or ``"mzml"``.
+    """
+
+    path: str
+    sha256: str
+    format: str
+
+
+@dataclass(frozen=True, eq=False)
+class SpectrumLibrary:
+    """Spectra in columnar (CSR) form.
+
+    Attributes
+    ----------
+    mz : ndarray of float64, shape (n_peaks,)
+        Peak m/z of all spectra, each spectrum's slice sorted ascending.
+    intensity : ndarray of float64, shape (n_peaks,)
+        Peak intensities, finite and > 0.
+    offsets : ndarray of int64, shape (n_spectra + 1,)
+        Spectrum ``i`` owns peaks ``offsets[i]:offsets[i + 1]``.
+    precursor_mz : ndarray of float64, shape (n_spectra,)
+        Precursor m/z, NaN when unknown.
+    charge : ndarray of int16, shape (n_spectra,)
+        Signed charge, 0 when unknown.
+    ion_mode : ndarray of int8, shape (n_spectra,)
+        +1 positive, -1 negative, 0 unknown (see :data:`ION_MODE_CODES`).
+    metadata : dict of str to ndarray of object
+        One column per field, each an object array of ``str`` (``""`` when
+        missing).  Always holds :data:`STANDARD_COLUMNS`.
+    source : LibrarySource or None
+        The file the spectra were read from.
+    report : ImportReport or None
+        What the reader kept, skipped and repaired.
+    """
+
+    mz: np.ndarray
+    intensity: np.ndarray
+    offsets: np.ndarray
+    precursor_mz: np.ndarray
+    charge: np.ndarray
+    ion_mode: np.ndarray
+    metadata: dict[str, np.ndarray] = field(default_factory=dict)
+    source: LibrarySource | None = None
+    report: object | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.offsets) - 1
+        if n < 0 or self.offsets[0] != 0 or self.offsets[-1] != len(self.mz):
+            raise ValueError("offsets must start at 0 and end at the number of peaks")
+        if len(self.intensity) != len(self.mz):
+            raise ValueError("mz and intensity must have the same length")
+        for name in ("precursor_mz", "charge", "ion_mode"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} must have one entry per spectrum")
+        for key in STANDARD_COLUMNS:
+            self.metadata.setdefault(key, _empty_column(n))
+        for key, column in self.metadata.items():
+            if len(column) != n:
+                raise ValueError(f"metadata column {key!r} must have one entry per spectrum")
+
+    # -- construction -----------------------------------------------------------------
+    @classmethod
+    def from_peak_lists(
+        cls,
+        mz: Sequence[np.ndarray],
+        intensity: Sequence[np.ndarray],
+        *,
+        precursor_mz: Iterable[float] | None = None,
+        charge: Iterable[int] | None = None,
+        ion_mode: Iterable[int] | None = None,
+        metadata: Mapping[str, Sequence[str]] | None = None,
+        source: LibrarySource | None = None,
+        report: object | None = None,
+    ) -> SpectrumLibrary:
+        """Build a library from per-spectrum peak arrays (each sorted by m/z).
+
+        Parameters
+        ----------
+        mz, intensity : sequence of array_like
+            Peaks of each spectrum.
+        precursor_mz, charge, ion_mode : iterable, optional
+            One value per spectrum (NaN / 0 / 0 when omitted).
+        metadata : mapping of str to sequence of str, optional
+            Metadata columns, one value per spectrum.
+        source, report : optional
+            Provenance, see the class attributes.
+        """
+        n = len(mz)
+        if len(intensity) != n:
+            raise ValueError("mz and intensity must list the same number of spectra")
+        lengths = np.fromiter((len(m) for m in mz), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat_mz = np.concatenate([np.asarray(m, dtype=np.float64) for m in mz]) if n else np.empty(0)
+        flat_int = (
+            np.concatenate([np.asarray(i, dtype=np.float64) for i in intensity]) if n else np.empty(0)
+        )
+        columns = {k: _object_column(v) for k, v in (metadata or {}).items()}
+        return cls(
+            mz=flat_mz,
+            intensity=flat_int,
+            offsets=offsets,
+            precursor_mz=_column(precursor_mz, n, np.float64, np.nan),
+            charge=_column(charge, n, np.int16, 0),
+            ion_mode=_column(ion_mode, n, np.int8, 0),
+            metadata=columns,
+            source=source,
+            report=report,
+        )
+
+    # -- access -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __repr__(self) -> str:
+        where = f" from {Path(self.source.path).name!r}" if self.source else ""
+        return f"<SpectrumLibrary of {len(self)} spectra, {self.n_peaks} peaks{where}>"
+
+    @property
+    def n_peaks(self) -> int:
+        """Total number of peaks."""
+        return len(self.mz)
+
+    @property
+    def peak_counts(self) -> np.ndarray:
+        """Number of peaks of each spectrum."""
+        return np.diff(self.offsets)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Spectrum identifiers (the ``id`` metadata column)."""
+        return self.metadata["id"]
+
+    def peaks(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(mz, intensity)`` views of spectrum ``index``."""
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"spectrum index {index} out of range for {len(self)} spectra")
+        index %= len(self)
+        start, stop = self.offsets[index], self.offsets[index + 1]
+        return self.mz[start:stop], self.intensity[start:stop]
+
+    def record(self, index: int) -> dict[str, object]:
+        """All metadata of one spectrum as a plain dict (plus precursor, charge, ion mode)."""
+        out: dict[str, object] = {k: v[index] for k, v in self.metadata.items()}
+        out["precursor_mz"] = float(self.precursor_mz[index])
+        out["charge"] = int(self.charge[index])
+        out["ion_mode"] = {1: "positive", -1: "negative"}.get(int(self.ion_mode[index]), "unknown")
+        return out
+
+    # -- derived libraries ------------------------------------------------------------
+    def subset(self, indices: Sequence[int] | np.ndarray) -> SpectrumLibrary:
+        """A new library with the spectra at ``indices`` (in that order)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        counts = self.peak_counts[idx]
+        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        take = _ranges(self.offsets[idx], counts)
+        return SpectrumLibrary(
+            mz=self.mz[take],
+            intensity=self.intensity[take],
+            offsets=offsets,
+            precursor_mz=self.precursor_mz[idx],
+            charge=self.charge[idx],
+            ion_mode=self.ion_mode[idx],
+            metadata={k: v[idx] for k, v in self.metadata.items()},
+            source=self.source,
+            report=self.report,
+        )
+
+    def with_peaks(
+        self, mz: np.ndarray, intensity: np.ndarray, offsets: np.ndarray
+    ) -> SpectrumLibrary:
+        """The same spectra (metadata, precursors) with new peak arrays."""
+        return replace(self, mz=mz, intensity=intensity, offsets=offsets)
+
+    # -- persistence ------------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """Write the library to an ``.npz`` file (no pickles), atomically."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".part")
+        header = {
+            "source": None if self.source is None else self.source.__dict__,
+            "metadata": {k: list(map(str, v)) for k, v in self.metadata.items()},
+            "report": None if self.report is None else _report_to_json(self.report),
+        }
+        with open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                mz=self.mz,
+                intensity=self.intensity,
+                offsets=self.offsets,
+                precursor_mz=self.precursor_mz,
+                charge=self.charge,
+                ion_mode=self.ion_mode,
+                header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+            )
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> SpectrumLibrary:
+        """Read a library written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(data["header"].tobytes().decode())
+            arrays = {k: data[k] for k in data.files if k != "header"}
+        metadata = {k: _object_column(v) for k, v in header["metadata"].items()}
+        source = LibrarySource(**header["source"]) if header["source"] else None
+        report = _report_from_json(header["report"]) if header["report"] else None
+        return cls(**arrays, metadata=metadata, source=source, report=report)
+
+
+def _empty_column(n: int) -> np.ndarray:
+    column = np.empty(n, dtype=object)
+    column[:] = ""
+    return column
+
+
+def _object_column(values: Sequence[str]) -> np.ndarray:
+    column = np.empty(len(values), dtype=object)
+    column[:] = ["" if v is None else str(v) for v in values]
+    return column
+
+
+def _column(values, n: int, dtype, missing) -> np.ndarray:
+    if values is None:
+        return np.full(n, missing, dtype=dtype)
+    out = np.asarray(list(values), dtype=dtype)
+    if out.shape != (n,):
+        raise ValueError(f"expected {n} values, got {out.shape[0]}")
+    return out
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenate ``arange(s, s + c)`` for each start/count pair, vectorised."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    step = np.ones(total, dtype=np.int64)
+    nonempty = counts > 0
+    first = (ends - counts)[nonempty]
+    step[first] = starts[nonempty] - np.concatenate(([0], (starts + counts - 1)[nonempty][:-1]))
+    step[0] = starts[nonempty][0]
+    return np.cumsum(step)
+
+
+def _report_to_json(report) -> dict:
+    to_dict = getattr(report, "to_dict", None)
+    return to_dict() if to_dict else {}
+
+
+def _report_from_json(data: dict):
+    from engine.io.report import ImportReport
+
+    return ImportReport.from_dict(data)

@@ -1,0 +1,116 @@
+"""Which peaks a greedy cosine matched: the pairs behind one score (mirror plots).
+
+Plain numpy, deliberately independent of the numba kernels: it enumerates the
+candidate pairs, orders them the way matchms does and takes them greedily.  It
+is fast enough for one spectrum pair and doubles as a second implementation of
+the score in tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["PeakMatches", "greedy_matches"]
+
+
+@dataclass(frozen=True)
+class PeakMatches:
+    """Matched peak pairs of one spectrum pair.
+
+    Attributes
+    ----------
+    query_peak, library_peak : ndarray of int64
+        Indexes of the matched peaks in each spectrum (sorted by query m/z).
+    contribution : ndarray of float64
+        Each pair's share of the score (they sum to ``score``).
+    shifted : ndarray of bool
+        True where a modified-cosine pair matched across the precursor shift.
+    score : float
+    """
+
+    query_peak: np.ndarray
+    library_peak: np.ndarray
+    contribution: np.ndarray
+    shifted: np.ndarray
+    score: float
+
+    @property
+    def matches(self) -> int:
+        """Number of matched pairs."""
+        return len(self.query_peak)
+
+
+def _candidates(mz1: np.ndarray, mz2: np.ndarray, tolerance: float, shift: float):
+    """All (i, j) with ``mz1[i] - tol <= mz2[j] + shift <= mz1[i] + tol``, i-major."""
+    shifted = mz2 + shift
+    lo = np.searchsorted(shifted, mz1 - tolerance, side="left")
+    hi = np.searchsorted(shifted, mz1 + tolerance, side="right")
+    counts = hi - lo
+    i = np.repeat(np.arange(len(mz1)), counts)
+    j = np.repeat(lo - np.cumsum(np.r_[0, counts[:-1]]), counts) + np.arange(counts.sum())
+    return i, j
+
+
+def greedy_matches(
+    mz1: np.ndarray,
+    int1: np.ndarray,
+    mz2: np.ndarray,
+    int2: np.ndarray,
+    *,
+    tolerance: float = 0.1,
+    mz_power: float = 0.0,
+    intensity_power: float = 1.0,
+    precursor_mz1: float | None = None,
+    precursor_mz2: float | None = None,
+) -> PeakMatches:
+    """Greedy peak matching of two spectra, as matchms ``CosineGreedy`` does it.
+
+    With both precursor m/z given, pairs shifted by their difference are also
+    candidates (modified cosine, ``ModifiedCosineGreedy``).
+
+    Parameters
+    ----------
+    mz1, int1, mz2, int2 : array_like
+        Peaks of the query and the library spectrum, each sorted by m/z.
+    tolerance, mz_power, intensity_power : float
+        As in :class:`~engine.params.SearchParameters`.
+    precursor_mz1, precursor_mz2 : float, optional
+        Precursor m/z of both spectra, for the modified cosine.
+
+    Returns
+    -------
+    PeakMatches
+    """
+    mz1, int1 = np.asarray(mz1, np.float64), np.asarray(int1, np.float64)
+    mz2, int2 = np.asarray(mz2, np.float64), np.asarray(int2, np.float64)
+    w1 = mz1**mz_power * int1**intensity_power
+    w2 = mz2**mz_power * int2**intensity_power
+    norm = np.sqrt(np.sum(w1**2)) * np.sqrt(np.sum(w2**2))
+    i, j = _candidates(mz1, mz2, tolerance, 0.0)
+    shifted = np.zeros(len(i), dtype=bool)
+    modified = precursor_mz1 is not None and precursor_mz2 is not None
+    if modified and np.isfinite(precursor_mz1) and np.isfinite(precursor_mz2):
+        si, sj = _candidates(mz1, mz2, tolerance, float(precursor_mz1) - float(precursor_mz2))
+        i, j = np.r_[i, si], np.r_[j, sj]
+        shifted = np.r_[shifted, np.ones(len(si), dtype=bool)]
+    product = w1[i] * w2[j]
+    # stable ascending sort reversed: larger product first, later candidate first on ties
+    order = np.argsort(product, kind="stable")[::-1]
+    used1 = np.zeros(len(mz1), dtype=bool)
+    used2 = np.zeros(len(mz2), dtype=bool)
+    keep = []
+    for k in order:
+        if not used1[i[k]] and not used2[j[k]]:
+            used1[i[k]] = used2[j[k]] = True
+            keep.append(k)
+    keep = np.array(sorted(keep, key=lambda k: (i[k], j[k])), dtype=np.int64)
+    contribution = product[keep] / norm if norm > 0 else np.zeros(len(keep))
+    return PeakMatches(
+        query_peak=i[keep].astype(np.int64),
+        library_peak=j[keep].astype(np.int64),
+        contribution=contribution,
+        shifted=shifted[keep],
+        score=float(contribution.sum()),
+    )

@@ -1,0 +1,88 @@
+"""Search parameters, validated once where they are made."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Literal
+
+__all__ = ["SearchParameters", "SCORES"]
+
+#: Score names accepted by :class:`SearchParameters`.
+SCORES = ("cosine", "modified_cosine")
+
+
+@dataclass(frozen=True)
+class SearchParameters:
+    """Everything that decides which hits a search returns.
+
+    Parameters
+    ----------
+    tolerance : float
+        Peak m/z tolerance in Da (matchms ``tolerance``).
+    mz_power, intensity_power : float
+        Peak weight ``mz**mz_power * intensity**intensity_power``.
+    score : {"cosine", "modified_cosine"}
+        Greedy cosine (matchms ``CosineGreedy``) or modified cosine
+        (matchms ``ModifiedCosineGreedy``).
+    precursor_tolerance : float or None
+        Only library spectra whose precursor m/z is within this of the query's
+        are scored.  ``None`` (default) scores every pair.
+    precursor_unit : {"Da", "ppm"}
+        Unit of ``precursor_tolerance`` (ppm of the query precursor m/z).
+    min_matches : int
+        A hit needs at least this many matched peaks (and always at least one).
+    threshold : float
+        A hit needs a score of at least this.
+    top_n : int
+        Keep each query's ``top_n`` best hits; 0 keeps all.
+    batch_size : int
+        Queries and library spectra per batch (2048 × 2048 by default).
+    preprocess : str
+        Name of the preprocessing preset applied to both sides (``"none"``:
+        peaks as in the files, so scores equal matchms).
+    """
+
+    tolerance: float = 0.1
+    mz_power: float = 0.0
+    intensity_power: float = 1.0
+    score: Literal["cosine", "modified_cosine"] = "cosine"
+    precursor_tolerance: float | None = None
+    precursor_unit: Literal["Da", "ppm"] = "Da"
+    min_matches: int = 0
+    threshold: float = 0.0
+    top_n: int = 10
+    batch_size: int = 2048
+    preprocess: str = "none"
+
+    def __post_init__(self) -> None:
+        score = self.score.replace("-", "_")
+        object.__setattr__(self, "score", score)
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {', '.join(SCORES)}, not {self.score!r}")
+        if not self.tolerance >= 0:
+            raise ValueError(f"tolerance must be >= 0, not {self.tolerance}")
+        if self.precursor_tolerance is not None and not self.precursor_tolerance > 0:
+            raise ValueError("precursor_tolerance must be > 0 (or None to switch it off)")
+        if self.precursor_unit not in ("Da", "ppm"):
+            raise ValueError(f"precursor_unit must be 'Da' or 'ppm', not {self.precursor_unit!r}")
+        if self.min_matches < 0:
+            raise ValueError("min_matches must be >= 0")
+        if self.top_n < 0:
+            raise ValueError("top_n must be >= 0 (0 keeps all hits)")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+
+    @property
+    def modified(self) -> bool:
+        """True for the modified cosine."""
+        return self.score == "modified_cosine"
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain dict (for provenance headers and settings)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> SearchParameters:
+        """Build from a dict, ignoring unknown keys (e.g. settings of an older version)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

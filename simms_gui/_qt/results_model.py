@@ -1,0 +1,360 @@
+"""Table model of search hits over columnar numpy data.
+
+Rows live in growing numpy columns (``engine.export.hit_columns`` plus the
+library's name).  What the view shows is ``_view``, an int64 array of storage
+rows: sorting is one ``np.argsort`` of a column over the visible rows, filtering
+one boolean mask; ``data()`` reads ``column[_view[row]]``.  Text columns sort and
+filter through integer codes computed over the *distinct* spectra they come
+from (a library has tens of thousands of names, a hit list may have millions of
+rows), so a million hits sort and filter in well under a second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
+
+from engine import HitTable
+
+__all__ = ["COLUMNS", "Column", "HitsTableModel"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One visible column: ``key`` in the hit columns, header text, number format."""
+
+    key: str
+    title: str
+    fmt: str = ""  # "" text, "d" integer, ".4f" float
+    tip: str = ""
+
+
+#: Columns shown, in order.
+COLUMNS: tuple[Column, ...] = (
+    Column("query_index", "Q #", "d", "Position of the query in the query file"),
+    Column("query_id", "Query ID"),
+    Column("query_name", "Query"),
+    Column("library_name", "Hit"),
+    Column("score", "Score", ".4f", "Greedy cosine (or modified cosine) score"),
+    Column("matches", "Matches", "d", "Matched peak pairs"),
+    Column("query_precursor_mz", "Query m/z", ".4f", "Query precursor m/z"),
+    Column("library_precursor_mz", "Hit m/z", ".4f", "Hit precursor m/z"),
+    Column("precursor_mz_delta", "Δ m/z", "+.4f", "Hit minus query precursor m/z"),
+    Column("library_adduct", "Adduct"),
+    Column("library_formula", "Formula"),
+    Column("library_smiles", "SMILES"),
+    Column("library_inchikey", "InChIKey"),
+    Column("library_id", "Hit ID"),
+    Column("library_index", "Hit #", "d", "Position of the hit in the library file"),
+    Column("library", "Library", "", "Library file"),
+)
+
+#: Text columns searched by the text filter.
+TEXT_FILTER_KEYS = ("query_id", "query_name", "library_name", "library_id", "library_inchikey")
+
+_NUMERIC_ALIGN = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+
+
+class HitsTableModel(QAbstractTableModel):
+    """Hits as a sortable, filterable table.
+
+    Signals
+    -------
+    countsChanged(int, int)
+        ``(visible rows, all rows)`` after appends and filter changes.
+    """
+
+    countsChanged = pyqtSignal(int, int)  # noqa: N815 (Qt naming)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._cols: dict[str, np.ndarray] = {}
+        self._n = 0
+        self._view = np.empty(0, dtype=np.int64)
+        self._sort_column = -1
+        self._sort_order = Qt.SortOrder.AscendingOrder
+        self._text = ""
+        self._score_range: tuple[float, float] | None = None
+        self._best_only = False
+        self._codes: dict[str, np.ndarray] = {}
+        self._library_name = ""
+
+    # -- data in ----------------------------------------------------------------------
+    def clear(self, library_name: str = "") -> None:
+        """Remove all rows (a new search starts)."""
+        self.beginResetModel()
+        self._cols = {}
+        self._n = 0
+        self._view = np.empty(0, dtype=np.int64)
+        self._codes = {}
+        self._library_name = library_name
+        self.endResetModel()
+        self.countsChanged.emit(0, 0)
+
+    def set_columns(self, columns: dict[str, np.ndarray], library_name: str = "") -> None:
+        """Replace all rows by ``columns`` (a dict like ``hit_columns``' output)."""
+        self.clear(library_name)
+        self.append_columns(columns)
+        self.apply()
+
+    def append_columns(self, columns: dict[str, np.ndarray]) -> None:
+        """Append a chunk of hits (``hit_columns`` of one ``HitTable`` chunk).
+
+        Rows that pass the current filters are inserted at the end of the view
+        (``beginInsertRows``); a sorted view is re-sorted by :meth:`apply`.
+        """
+        n_new = len(columns["score"])
+        if n_new == 0:
+            return
+        columns = dict(columns)
+        if "library" not in columns:
+            lib = np.empty(n_new, dtype=object)
+            lib[:] = self._library_name
+            columns["library"] = lib
+        start = self._n
+        if not self._cols:
+            self._cols = {k: np.asarray(v) for k, v in columns.items()}
+        else:
+            self._cols = {k: np.concatenate([v, np.asarray(columns[k])]) for k, v in self._cols.items()}
+        self._n += n_new
+        self._codes = {}
+        new_rows = np.arange(start, self._n, dtype=np.int64)
+        if self._best_only:
+            # best-per-query depends on all rows: recompute the whole view
+            self.apply()
+            return
+        keep = new_rows[self._mask(new_rows)]
+        if len(keep):
+            first = len(self._view)
+            self.beginInsertRows(QModelIndex(), first, first + len(keep) - 1)
+            self._view = np.concatenate([self._view, keep])
+            self.endInsertRows()
+        self.countsChanged.emit(len(self._view), self._n)
+
+    # -- Qt model API -----------------------------------------------------------------
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._view)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and 0 <= section < len(COLUMNS):
+            col = COLUMNS[section]
+            if role == Qt.ItemDataRole.DisplayRole:
+                return col.title
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return col.tip or col.title
+        elif orientation == Qt.Orientation.Vertical and role == Qt.ItemDataRole.DisplayRole:
+            return str(section + 1)
+        return None
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not self._cols:
+            return None
+        col = COLUMNS[index.column()]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            value = self._cols[col.key][self._view[index.row()]]
+            return _format(value, col.fmt)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt:
+            return _NUMERIC_ALIGN
+        if role == Qt.ItemDataRole.UserRole:
+            value = self._cols[col.key][self._view[index.row()]]
+            return value.item() if isinstance(value, np.generic) else value
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort the visible rows by ``column`` (-1: storage order); stable."""
+        self._sort_column, self._sort_order = column, order
+        self.layoutAboutToBeChanged.emit()
+        old = self._view
+        self._view = self._sorted(self._view)
+        self._remap_persistent(old, self._view)
+        self.layoutChanged.emit()
+
+    # -- filters ----------------------------------------------------------------------
+    def set_text_filter(self, text: str) -> None:
+        """Show rows whose query/hit name, id or InChIKey contains ``text`` (any case)."""
+        self._text = text.strip().lower()
+        self.apply()
+
+    def set_score_range(self, low: float | None, high: float | None) -> None:
+        """Show rows with ``low <= score <= high`` (None: no limit)."""
+        if low is None and high is None:
+            self._score_range = None
+        else:
+            self._score_range = (-math.inf if low is None else low, math.inf if high is None else high)
+        self.apply()
+
+    def set_best_only(self, best: bool) -> None:
+        """Show only the best hit of each query."""
+        self._best_only = bool(best)
+        self.apply()
+
+    def clear_filters(self) -> None:
+        """Drop all filters (the view is recomputed by the next :meth:`apply`)."""
+        self._text, self._score_range, self._best_only = "", None, False
+
+    def apply(self) -> None:
+        """Recompute the visible rows (filters, then sort) in one reset."""
+        rows = np.arange(self._n, dtype=np.int64)
+        view = self._sorted(rows[self._mask(rows)])
+        self.beginResetModel()
+        self._view = view
+        self.endResetModel()
+        self.countsChanged.emit(len(self._view), self._n)
+
+    # -- reading rows -----------------------------------------------------------------
+    @property
+    def total_rows(self) -> int:
+        """Rows stored (visible or not)."""
+        return self._n
+
+    @property
+    def view_rows(self) -> np.ndarray:
+        """Storage rows in display order (read-only view)."""
+        out = self._view.view()
+        out.flags.writeable = False
+        return out
+
+    def column(self, key: str, *, visible: bool = True) -> np.ndarray:
+        """Column ``key`` of the visible rows in display order (or of all rows)."""
+        if not self._cols:
+            return np.empty(0)
+        col = self._cols[key]
+        return col[self._view] if visible else col
+
+    def row_of(self, view_row: int) -> dict[str, object]:
+        """All columns of one visible row."""
+        r = self._view[view_row]
+        return {k: v[r] for k, v in self._cols.items()}
+
+    def hit_table(self, *, visible: bool = True) -> HitTable:
+        """The visible rows (display order) or all rows as a :class:`HitTable`."""
+        if not self._cols:
+            return HitTable.empty()
+        rows = self._view if visible else slice(None)
+        return HitTable.from_arrays(
+            self._cols["query_index"][rows],
+            self._cols["library_index"][rows],
+            self._cols["score"][rows],
+            self._cols["matches"][rows],
+        )
+
+    def find_row(self, query_index: int, library_index: int) -> int:
+        """Visible row of a hit, -1 when hidden or absent."""
+        if not self._cols:
+            return -1
+        q = self._cols["query_index"][self._view]
+        lib = self._cols["library_index"][self._view]
+        hit = np.flatnonzero((q == query_index) & (lib == library_index))
+        return int(hit[0]) if len(hit) else -1
+
+    # -- internals --------------------------------------------------------------------
+    def _mask(self, rows: np.ndarray) -> np.ndarray:
+        mask = np.ones(len(rows), dtype=bool)
+        if not self._cols or not len(rows):
+            return mask
+        if self._score_range is not None:
+            s = self._cols["score"][rows]
+            lo, hi = self._score_range
+            mask &= (s >= lo - 1e-12) & (s <= hi + 1e-12)
+        if self._text:
+            text_mask = np.zeros(len(rows), dtype=bool)
+            for key in TEXT_FILTER_KEYS:
+                if key in self._cols:
+                    uniq, inverse = self._distinct(key)
+                    hit = np.fromiter(
+                        (self._text in str(v).lower() for v in uniq), dtype=bool, count=len(uniq)
+                    )
+                    text_mask |= hit[inverse[rows]]
+            mask &= text_mask
+        if self._best_only:
+            mask &= self._best_rows()[rows]
+        return mask
+
+    def _best_rows(self) -> np.ndarray:
+        """Boolean over storage rows: the best hit of each query (canonical tie-break)."""
+        q = self._cols["query_index"]
+        order = np.lexsort((self._cols["library_index"], -self._cols["score"], q))
+        first = np.r_[True, q[order][1:] != q[order][:-1]]
+        best = np.zeros(self._n, dtype=bool)
+        best[order[first]] = True
+        return best
+
+    def _source_key(self, key: str) -> str | None:
+        if key.startswith("query_") and "query_index" in self._cols:
+            return "query_index"
+        if key.startswith("library_") and "library_index" in self._cols:
+            return "library_index"
+        return None
+
+    def _distinct(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct values of a text column and each row's position among them.
+
+        Uses the spectrum index the column derives from, so only the distinct
+        spectra (not all rows) are looked at.
+        """
+        cache_key = "distinct:" + key
+        if cache_key in self._codes:
+            return self._codes[cache_key], self._codes[cache_key + ":inv"]
+        col = self._cols[key]
+        source = self._source_key(key)
+        if source is not None:
+            _, first, inverse = np.unique(self._cols[source], return_index=True, return_inverse=True)
+            uniq = col[first]
+        else:
+            uniq, inverse = np.unique(col.astype(str), return_inverse=True)
+        self._codes[cache_key], self._codes[cache_key + ":inv"] = uniq, inverse.ravel()
+        return uniq, inverse.ravel()
+
+    def _sort_key(self, key: str) -> np.ndarray:
+        """A numeric array ordering rows like column ``key`` (text: rank codes)."""
+        col = self._cols[key]
+        if col.dtype != object:
+            return col
+        cache_key = "rank:" + key
+        if cache_key not in self._codes:
+            uniq, inverse = self._distinct(key)
+            text = np.array([str(v).lower() for v in uniq], dtype=str)
+            _, rank = np.unique(text, return_inverse=True)
+            self._codes[cache_key] = rank.ravel()[inverse]
+        return self._codes[cache_key]
+
+    def _sorted(self, rows: np.ndarray) -> np.ndarray:
+        if self._sort_column < 0 or not self._cols or len(rows) < 2:
+            return np.sort(rows) if self._sort_column < 0 else rows
+        key = self._sort_key(COLUMNS[self._sort_column].key)[rows]
+        if self._sort_order == Qt.SortOrder.DescendingOrder:
+            if key.dtype.kind == "f":
+                key = np.where(np.isnan(key), np.inf, -key)  # NaN last either way
+            else:
+                key = -key.astype(np.int64)
+        order = np.argsort(key, kind="stable")
+        return rows[order]
+
+    def _remap_persistent(self, old: np.ndarray, new: np.ndarray) -> None:
+        indexes = self.persistentIndexList()
+        if not indexes:
+            return
+        position = np.empty(self._n, dtype=np.int64)
+        position[new] = np.arange(len(new))
+        changed_from, changed_to = [], []
+        for idx in indexes:
+            if 0 <= idx.row() < len(old):
+                row = int(position[old[idx.row()]])
+                changed_from.append(idx)
+                changed_to.append(self.index(row, idx.column()))
+        self.changePersistentIndexList(changed_from, changed_to)
+
+
+def _format(value, fmt: str) -> str:
+    if fmt == "d":
+        return str(int(value))
+    if fmt:
+        v = float(value)
+        return "" if math.isnan(v) else format(v, fmt)
+    return str(value)

@@ -1,0 +1,149 @@
+"""Results panel: filter bar and the hits table."""
+
+from __future__ import annotations
+
+from PyQt6.QtCore import QItemSelectionModel, Qt, pyqtSignal
+from PyQt6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from simms_gui._qt.results_model import COLUMNS, HitsTableModel
+
+__all__ = ["ResultsPanel"]
+
+#: Initial column widths in characters (others: fit to header).
+_WIDTHS = {"query_name": 22, "library_name": 26, "library_smiles": 24, "library_inchikey": 28,
+           "query_id": 16, "library_id": 16, "library": 16}
+
+
+class ResultsPanel(QWidget):
+    """Hits table with a text filter, a score range and a best-hit-per-query toggle.
+
+    Signals
+    -------
+    hitSelected(int)
+        Visible row of the current hit (-1 when none).
+    """
+
+    hitSelected = pyqtSignal(int)  # noqa: N815
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = HitsTableModel(self)
+
+        self.filter_edit = QLineEdit(placeholderText="Filter name, ID or InChIKey…")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.setToolTip("Show hits whose query or hit name, ID or InChIKey contains this")
+        self.score_min = QDoubleSpinBox(decimals=3, minimum=0.0, maximum=1.0, singleStep=0.05)
+        self.score_max = QDoubleSpinBox(decimals=3, minimum=0.0, maximum=1.0, singleStep=0.05)
+        self.score_max.setValue(1.0)
+        for box, tip in ((self.score_min, "Lowest score shown"), (self.score_max, "Highest score shown")):
+            box.setToolTip(tip)
+            box.setKeyboardTracking(False)
+        self.best_check = QCheckBox("Best hit per query")
+        self.best_check.setToolTip("Show only the highest-scoring hit of each query")
+        self.count_label = QLabel("No hits")
+        self.count_label.setMinimumWidth(150)
+        self.count_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(0, 0, 0, 0)
+        bar.addWidget(self.filter_edit, 3)
+        bar.addWidget(QLabel("Score"))
+        bar.addWidget(self.score_min)
+        bar.addWidget(QLabel("–"))
+        bar.addWidget(self.score_max)
+        bar.addWidget(self.best_check)
+        bar.addWidget(self.count_label, 1)
+
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        header.setSectionsMovable(True)
+        header.setHighlightSections(False)
+        header.setStretchLastSection(True)
+        char = self.fontMetrics().horizontalAdvance("0")
+        for k, col in enumerate(COLUMNS):
+            width = _WIDTHS.get(col.key)
+            if width is None:
+                width = max(len(col.title) + 4, 9 if col.fmt != "d" else 6)
+            self.table.setColumnWidth(k, width * char)
+        self.table.setSortingEnabled(True)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.table)
+
+        self.filter_edit.textChanged.connect(self.model.set_text_filter)
+        self.score_min.valueChanged.connect(self._score_changed)
+        self.score_max.valueChanged.connect(self._score_changed)
+        self.best_check.toggled.connect(self.model.set_best_only)
+        self.model.countsChanged.connect(self._update_count)
+        self.table.selectionModel().currentRowChanged.connect(
+            lambda current, _previous: self.hitSelected.emit(current.row())
+        )
+        self.model.modelReset.connect(lambda: self.hitSelected.emit(self.current_row()))
+
+    # -- API --------------------------------------------------------------------------
+    def current_row(self) -> int:
+        """Visible row of the current hit, -1 when none."""
+        index = self.table.currentIndex()
+        return index.row() if index.isValid() else -1
+
+    def select_row(self, row: int) -> None:
+        """Make visible row ``row`` current and selected, and scroll to it."""
+        if not 0 <= row < self.model.rowCount():
+            return
+        index = self.model.index(row, 0)
+        flags = (
+            QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows
+        )
+        self.table.selectionModel().setCurrentIndex(index, flags)
+        self.table.scrollTo(index)
+
+    def reset_filters(self) -> None:
+        """Clear the text filter, the score range and the best-hit toggle."""
+        for w in (self.filter_edit, self.score_min, self.score_max, self.best_check):
+            w.blockSignals(True)
+        self.filter_edit.clear()
+        self.score_min.setValue(0.0)
+        self.score_max.setValue(1.0)
+        self.best_check.setChecked(False)
+        for w in (self.filter_edit, self.score_min, self.score_max, self.best_check):
+            w.blockSignals(False)
+        self.model.clear_filters()
+
+    def _score_changed(self) -> None:
+        lo, hi = self.score_min.value(), self.score_max.value()
+        if lo <= 0.0 and hi >= 1.0:
+            self.model.set_score_range(None, None)
+        else:
+            self.model.set_score_range(lo, hi)
+
+    def _update_count(self, visible: int, total: int) -> None:
+        if total == 0:
+            self.count_label.setText("No hits")
+        elif visible == total:
+            self.count_label.setText(f"{total:,} hits")
+        else:
+            self.count_label.setText(f"{visible:,} of {total:,} hits")

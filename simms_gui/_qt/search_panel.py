@@ -1,0 +1,275 @@
+"""Search panel: parameters, backend, Search/Stop and progress."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtGui import QStandardItemModel
+from PyQt6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine import SearchParameters, SearchProgress, available_backends
+from simms_gui._qt.settings import load_json, save_json
+
+__all__ = ["SearchPanel", "preset_names", "detected_backends"]
+
+_SCORES = (("cosine", "Cosine (greedy)"), ("modified_cosine", "Modified cosine"))
+_PRECURSOR_UNITS = (("off", "Off"), ("Da", "Da"), ("ppm", "ppm"))
+SETTINGS_KEY = "search/parameters"
+
+
+def preset_names() -> tuple[str, ...]:
+    """Preprocessing presets of ``engine.preprocess`` (``none`` first)."""
+    try:
+        from engine import preprocess
+    except ImportError:
+        return ("none", "gnps", "msas")
+    names = getattr(preprocess, "PRESETS", None) or getattr(preprocess, "PRESET_NAMES", None)
+    names = tuple(names) if names else ("none", "gnps", "msas")
+    return ("none", *[n for n in names if n != "none"])
+
+
+@functools.cache
+def detected_backends() -> dict[str, str]:
+    """``engine.available_backends()``, detected once per process."""
+    try:
+        return dict(available_backends())
+    except Exception:  # detection must never stop the window from opening
+        return {"cpu": "CPU"}
+
+
+class SearchPanel(QWidget):
+    """Widgets for the :class:`~engine.SearchParameters` and the search controls.
+
+    Signals
+    -------
+    searchRequested()
+    stopRequested()
+    """
+
+    searchRequested = pyqtSignal()  # noqa: N815
+    stopRequested = pyqtSignal()  # noqa: N815
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tolerance = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=5.0, singleStep=0.005)
+        self.tolerance.setSuffix(" Da")
+        self.tolerance.setToolTip("Fragment peak m/z tolerance")
+        self.score = QComboBox()
+        for key, text in _SCORES:
+            self.score.addItem(text, key)
+        self.precursor_unit = QComboBox()
+        for key, text in _PRECURSOR_UNITS:
+            self.precursor_unit.addItem(text, key)
+        self.precursor_tolerance = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e5)
+        self.precursor_tolerance.setToolTip("Only library spectra within this precursor window")
+        self.precursor_tolerance.setValue(0.02)
+        self._hidden: dict[str, object] = {}
+        self.min_matches = QSpinBox(minimum=0, maximum=1000)
+        self.min_matches.setToolTip("A hit needs at least this many matched peaks")
+        self.threshold = QDoubleSpinBox(decimals=3, minimum=0.0, maximum=1.0, singleStep=0.05)
+        self.threshold.setToolTip("A hit needs at least this score")
+        self.top_n = QSpinBox(minimum=0, maximum=100000)
+        self.top_n.setSpecialValueText("all")
+        self.top_n.setToolTip("Keep each query's N best hits (0: all)")
+        self.preprocess = QComboBox()
+        for name in preset_names():
+            self.preprocess.addItem(name, name)
+        self.preprocess.setToolTip("Peak preprocessing applied to queries and library")
+        self.backend = QComboBox()
+        self._fill_backends()
+
+        precursor = QHBoxLayout()
+        precursor.setContentsMargins(0, 0, 0, 0)
+        precursor.addWidget(self.precursor_unit)
+        precursor.addWidget(self.precursor_tolerance, 1)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.addRow("Score", self.score)
+        form.addRow("Tolerance", self.tolerance)
+        form.addRow("Precursor", precursor)
+        form.addRow("Min. matches", self.min_matches)
+        form.addRow("Threshold", self.threshold)
+        form.addRow("Top N", self.top_n)
+        form.addRow("Preprocessing", self.preprocess)
+        form.addRow("Backend", self.backend)
+
+        self.search_button = QPushButton("Search")
+        self.search_button.setDefault(True)
+        self.search_button.setToolTip("Search the queries against the active library (Ctrl+R)")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        self.stop_button.setToolTip("Stop the search; hits found so far are kept (Esc)")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.search_button, 2)
+        buttons.addWidget(self.stop_button, 1)
+
+        self.progress_bar = QProgressBar(minimum=0, maximum=1000)
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setFormat("idle")
+        self.progress_label = QLabel("")
+        self.progress_label.setWordWrap(True)
+        self.progress_label.setStyleSheet("color: palette(mid);")
+
+        box = QGroupBox("Search")
+        box_layout = QVBoxLayout(box)
+        box_layout.addLayout(form)
+        box_layout.addLayout(buttons)
+        box_layout.addWidget(self.progress_bar)
+        box_layout.addWidget(self.progress_label)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(box)
+
+        self.precursor_unit.currentIndexChanged.connect(self._precursor_unit_changed)
+        self.search_button.clicked.connect(self.searchRequested)
+        self.stop_button.clicked.connect(self.stopRequested)
+        self.set_parameters(SearchParameters())
+        self.load_settings()
+
+    # -- parameters -------------------------------------------------------------------
+    def _fill_backends(self) -> None:
+        found = detected_backends()
+        self.backend.addItem("Auto (GPU if available)", "auto")
+        self.backend.addItem(f"CPU — {found.get('cpu', 'CPU')}", "cpu")
+        if "cuda" in found:
+            self.backend.addItem(f"GPU — {found['cuda']}", "cuda")
+        else:
+            self.backend.addItem("GPU — not available", "cuda")
+            model = self.backend.model()
+            if isinstance(model, QStandardItemModel):
+                item = model.item(2)
+                item.setEnabled(False)
+                item.setToolTip("No usable NVIDIA GPU with CUDA was found; searches run on the CPU")
+        self.backend.setItemData(
+            0, "CUDA when a usable GPU is present, else the CPU", Qt.ItemDataRole.ToolTipRole
+        )
+
+    def _precursor_unit_changed(self) -> None:
+        unit = self.precursor_unit.currentData()
+        self.precursor_tolerance.setEnabled(unit != "off")
+        self.precursor_tolerance.setSuffix(" ppm" if unit == "ppm" else " Da")
+
+    def parameters(self, **overrides) -> SearchParameters:
+        """The parameters shown (with ``overrides`` applied) as :class:`~engine.SearchParameters`."""
+        unit = self.precursor_unit.currentData()
+        values: dict[str, object] = {
+            "tolerance": self.tolerance.value(),
+            "score": self.score.currentData(),
+            "precursor_tolerance": None if unit == "off" else self.precursor_tolerance.value(),
+            "precursor_unit": "Da" if unit == "off" else unit,
+            "min_matches": self.min_matches.value(),
+            "threshold": self.threshold.value(),
+            "top_n": self.top_n.value(),
+            "preprocess": self.preprocess.currentData(),
+        }
+        return SearchParameters.from_dict({**self._hidden, **values, **overrides})
+
+    def set_parameters(self, params: SearchParameters) -> None:
+        """Show ``params`` in the widgets (fields without a widget are remembered)."""
+        self.tolerance.setValue(params.tolerance)
+        _select(self.score, params.score)
+        if params.precursor_tolerance is None:
+            _select(self.precursor_unit, "off")
+        else:
+            _select(self.precursor_unit, params.precursor_unit)
+            self.precursor_tolerance.setValue(params.precursor_tolerance)
+        self.min_matches.setValue(params.min_matches)
+        self.threshold.setValue(params.threshold)
+        self.top_n.setValue(params.top_n)
+        if self.preprocess.findData(params.preprocess) < 0:
+            self.preprocess.addItem(params.preprocess, params.preprocess)
+        _select(self.preprocess, params.preprocess)
+        d = params.to_dict()
+        self._hidden = {k: d[k] for k in ("mz_power", "intensity_power", "batch_size")}
+        self._precursor_unit_changed()
+
+    def backend_name(self) -> str:
+        """``"auto"``, ``"cpu"`` or ``"cuda"``."""
+        return self.backend.currentData() or "auto"
+
+    def set_backend(self, name: str) -> None:
+        """Choose the backend by name (a disabled GPU entry falls back to auto)."""
+        index = self.backend.findData(name)
+        model = self.backend.model()
+        if index < 0 or (isinstance(model, QStandardItemModel) and not model.item(index).isEnabled()):
+            index = 0
+        self.backend.setCurrentIndex(index)
+
+    # -- settings ---------------------------------------------------------------------
+    def load_settings(self) -> None:
+        """Restore the last parameters and backend from QSettings."""
+        data = load_json(SETTINGS_KEY)
+        if not isinstance(data, dict):
+            return
+        try:
+            self.set_parameters(SearchParameters.from_dict(data.get("params", {})))
+        except (TypeError, ValueError):
+            return
+        self.set_backend(str(data.get("backend", "auto")))
+
+    def save_settings(self) -> None:
+        """Store the parameters and backend in QSettings."""
+        save_json(SETTINGS_KEY, {"params": self.parameters().to_dict(), "backend": self.backend_name()})
+
+    # -- running state ----------------------------------------------------------------
+    def set_running(self, running: bool) -> None:
+        """Enable Stop while a search runs, Search otherwise."""
+        self.search_button.setEnabled(not running)
+        self.stop_button.setEnabled(running)
+        if running:
+            self.progress_bar.setValue(0)
+            self.progress_bar.setFormat("starting…")
+            self.progress_label.setText("")
+
+    def show_progress(self, progress: SearchProgress) -> None:
+        """Show pairs done, rate and time left."""
+        self.progress_bar.setValue(int(1000 * progress.fraction))
+        self.progress_bar.setFormat(f"{100 * progress.fraction:.0f} %")
+        left = progress.seconds_left
+        left_text = "" if math.isinf(left) else f" · {_duration(left)} left"
+        self.progress_label.setText(
+            f"{_count(progress.pairs_done)} / {_count(progress.pairs_total)} pairs · "
+            f"{_count(progress.pairs_per_second)} pairs/s{left_text} · {progress.hits:,} hits"
+        )
+
+    def show_done(self, text: str) -> None:
+        """Final state of the progress bar."""
+        self.progress_bar.setFormat(text)
+
+
+def _select(combo: QComboBox, data: object) -> None:
+    index = combo.findData(data)
+    if index >= 0:
+        combo.setCurrentIndex(index)
+
+
+def _count(n: float) -> str:
+    n = float(n)
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:02.0f} min"

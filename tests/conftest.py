@@ -1,0 +1,59 @@
+"""Shared fixtures: real spectra from ../shared/data, offscreen Qt, private caches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real test data (``../shared/data`` beside the project)."""
+    if not DATA.is_dir():
+        pytest.skip("../shared/data is not present")
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def library_cache(tmp_path_factory) -> Path:
+    """A library cache private to this test session."""
+    path = tmp_path_factory.mktemp("simms-cache")
+    os.environ["SIMMS_CACHE_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pesticides(data_dir, library_cache):
+    """76 real GNPS spectra (negative mode)."""
+    from engine import load_library
+
+    return load_library(data_dir / "pesticides.mgf", cache_dir=library_cache)
+
+
+@pytest.fixture(scope="session")
+def massbank_library(data_dir, library_cache):
+    """The full 54,390-spectrum MassBank library."""
+    from engine import load_library
+
+    return load_library(data_dir / "massbank_ms2.mgf.gz", cache_dir=library_cache)
+
+
+@pytest.fixture(scope="session")
+def massbank_queries(data_dir, library_cache):
+    """The 1,000 MassBank query spectra (each also in the library)."""
+    from engine import load_library
+
+    return load_library(data_dir / "massbank_ms2_queries.mgf.gz", cache_dir=library_cache)
+
+
+@pytest.fixture(scope="session")
+def massbank_sample(massbank_library):
+    """Every 10th MassBank spectrum (5,439 real spectra)."""
+    return massbank_library.subset(range(0, len(massbank_library), 10))

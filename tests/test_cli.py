@@ -1,0 +1,108 @@
+"""The ``simms`` command against matchms on real spectra, its output and its errors."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine.cli import main
+from engine.export import HIT_COLUMNS, read_hits
+
+
+def matchms_scores(path, score: str, tolerance: float):
+    """All-pairs scores of a file with matchms itself (the independent reference)."""
+    from matchms.importing import load_from_mgf
+    from matchms.similarity import CosineGreedy, ModifiedCosineGreedy
+
+    spectra = list(load_from_mgf(str(path)))
+    cls = CosineGreedy if score == "cosine" else ModifiedCosineGreedy
+    result = cls(tolerance=tolerance).matrix(spectra, spectra)
+    return result["score"], result["matches"]
+
+
+@pytest.mark.parametrize("score", ["cosine", "modified-cosine"])
+def test_search_equals_matchms_on_real_spectra(data_dir, tmp_path, score):
+    path = data_dir / "pesticides.mgf"
+    out = tmp_path / "hits.tsv"
+    status = main(
+        ["search", str(path), str(path), "-o", str(out), "--top", "0", "--score", score,
+         "--tolerance", "0.05", "--quiet", "--no-cache", "--batch-size", "16"]
+    )  # fmt: skip
+    assert status == 0
+    cols, provenance = read_hits(out)
+    assert list(cols) == list(HIT_COLUMNS)
+    assert any(line.startswith("parameters:") for line in provenance)
+    assert any("sha256" in line for line in provenance)
+    ref_score, ref_matches = matchms_scores(path, score.replace("-", "_"), 0.05)
+    # every pair matchms scores with >= 1 match is a hit, with its score and match count
+    expected = np.argwhere(ref_matches >= 1)
+    got = {(q, l): (s, m) for q, l, s, m in zip(
+        cols["query_index"], cols["library_index"], cols["score"], cols["matches"], strict=True)}
+    assert len(got) == len(expected)
+    worst = 0.0
+    for q, l in expected:
+        s, m = got[(q, l)]
+        assert m == ref_matches[q, l]
+        worst = max(worst, abs(s - ref_score[q, l]))
+    assert worst <= 1e-6
+
+
+def test_rows_ordered_and_ids(data_dir, tmp_path, capsys):
+    path = data_dir / "pesticides.mgf"
+    assert main(["search", str(path), str(path), "--top", "3", "-q", "--no-cache"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
+    header, rows = lines[0].split("\t"), [ln.split("\t") for ln in lines[1:]]
+    assert header[:6] == ["query_index", "query_id", "library_index", "library_id", "score", "matches"]
+    assert len(rows) == 76 * 3
+    for q in range(76):
+        mine = [r for r in rows if int(r[0]) == q]
+        scores = [float(r[4]) for r in mine]
+        assert scores == sorted(scores, reverse=True)
+        assert mine[0][2] == str(q) and float(mine[0][4]) == pytest.approx(1.0)
+        assert mine[0][1].startswith("CCMSLIB")
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"", "empty"),
+        (b"\x00\x01\x02garbage\xff\xfe" * 50, ""),
+        (b"BEGIN IONS\nPEPMASS=100\nEND IONS\n", ""),
+    ],
+    ids=["empty", "binary", "no-peaks"],
+)
+def test_unusable_input_gives_one_line_error(tmp_path, capsys, content, reason):
+    bad = tmp_path / "bad.mgf"
+    bad.write_bytes(content)
+    status = main(["search", str(bad), str(bad), "-q", "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert len(err.splitlines()) == 1 and "bad.mgf" in err and "Traceback" not in err
+    assert reason in err
+
+
+def test_truncated_gzip_and_missing_file(tmp_path, capsys):
+    good = gzip.compress(b"BEGIN IONS\nPEPMASS=100\n50.0 1.0\nEND IONS\n" * 200)
+    trunc = tmp_path / "lib.mgf.gz"
+    trunc.write_bytes(good[: len(good) // 2])
+    for target in (trunc, tmp_path / "missing.mgf"):
+        assert main(["search", str(target), str(target), "-q", "--no-cache"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and target.name in err
+
+
+def test_console_script_runs_as_module(data_dir, tmp_path):
+    out = tmp_path / "hits.csv"
+    path = data_dir / "sample.msp"
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine", "search", str(path), str(path), "-o", str(out), "--no-cache"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "hits from" in proc.stderr
+    cols, _ = read_hits(out)
+    assert len(cols["score"]) > 0

@@ -1,0 +1,130 @@
+"""The search job: batching, top-N merging, precursor windows, cancellation, memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from engine import CancelToken, SearchJob, SearchParameters, search
+from engine.matching import greedy_matches
+
+
+def brute_force(queries, library, params: SearchParameters):
+    """Every pair scored with the independent numpy matcher, then filtered."""
+    rows = []
+    for qi in range(len(queries)):
+        qmz, qint = queries.peaks(qi)
+        for li in range(len(library)):
+            qp, lp = queries.precursor_mz[qi], library.precursor_mz[li]
+            if params.precursor_tolerance is not None:
+                tol = params.precursor_tolerance * (qp * 1e-6 if params.precursor_unit == "ppm" else 1)
+                if not abs(qp - lp) <= tol:
+                    continue
+            lmz, lint = library.peaks(li)
+            extra = {"precursor_mz1": qp, "precursor_mz2": lp} if params.modified else {}
+            m = greedy_matches(qmz, qint, lmz, lint, tolerance=params.tolerance, **extra)
+            if m.matches >= max(1, params.min_matches) and m.score >= params.threshold:
+                rows.append((qi, li, m.score, m.matches))
+    rows.sort(key=lambda r: (r[0], -r[2], r[1]))
+    if params.top_n:
+        kept, count = [], {}
+        for r in rows:
+            count[r[0]] = count.get(r[0], 0) + 1
+            if count[r[0]] <= params.top_n:
+                kept.append(r)
+        rows = kept
+    return rows
+
+
+def assert_same_hits(hits, rows):
+    assert len(hits) == len(rows)
+    expected = np.array(rows, dtype=float).reshape(-1, 4)
+    np.testing.assert_array_equal(hits.query_index, expected[:, 0])
+    np.testing.assert_array_equal(hits.matches, expected[:, 3])
+    np.testing.assert_allclose(hits.score, expected[:, 2], atol=1e-9, rtol=0)
+    # ties in score may order library indexes either way only if scores differ by < 1e-9
+    np.testing.assert_array_equal(hits.library_index, expected[:, 1])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        SearchParameters(top_n=3),
+        SearchParameters(top_n=0, threshold=0.5, min_matches=3, tolerance=0.02),
+        SearchParameters(top_n=5, precursor_tolerance=50.0),
+        SearchParameters(top_n=4, precursor_tolerance=2000.0, precursor_unit="ppm"),
+        SearchParameters(top_n=2, score="modified_cosine", tolerance=0.05),
+    ],
+    ids=["top3", "threshold", "precursor-da", "precursor-ppm", "modified"],
+)
+def test_search_matches_brute_force(pesticides, params):
+    queries, library = pesticides.subset(range(0, 76, 5)), pesticides
+    small_batches = SearchParameters.from_dict({**params.to_dict(), "batch_size": 7})
+    expected = brute_force(queries, library, params)
+    for p in (params, small_batches):
+        assert_same_hits(search(queries, library, p, backend="cpu"), expected)
+
+
+def test_job_streams_chunks_and_reports_progress(massbank_sample):
+    queries, library = massbank_sample.subset(range(200)), massbank_sample
+    seen = []
+    job = SearchJob(
+        queries, library, SearchParameters(top_n=5, batch_size=128), backend="cpu",
+        on_progress=lambda p: seen.append((p.pairs_done, p.pairs_total)),
+    )  # fmt: skip
+    chunks = list(job)
+    assert len(chunks) > 1, "hits should stream out in several chunks"
+    assert job.finished and not job.cancelled
+    assert seen[-1] == (200 * len(library), 200 * len(library))
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    total = sum(len(c) for c in chunks)
+    assert total == len(job.hits) > 4 * 200
+    one_batch = search(queries, library, SearchParameters(top_n=5, batch_size=100_000), backend="cpu")
+    np.testing.assert_array_equal(job.hits.library_index, one_batch.library_index)
+    np.testing.assert_array_equal(job.hits.score, one_batch.score)
+
+
+def test_cancel_keeps_partial_hits(massbank_sample):
+    queries, library = massbank_sample.subset(range(300)), massbank_sample
+    token = CancelToken()
+    batches = []
+
+    def on_progress(p):
+        batches.append(p.pairs_done)
+        if len(batches) == 3:
+            token.cancel()
+
+    params = SearchParameters(top_n=5, batch_size=64)
+    job = SearchJob(queries, library, params, backend="cpu", on_progress=on_progress, cancel_token=token)
+    hits = job.run()
+    assert job.cancelled and not job.finished
+    assert job.progress.pairs_done < job.progress.pairs_total
+    assert 0 < len(hits) < 5 * 300
+    # the hits kept are real: each equals the score of that pair in a full search
+    full = search(queries, library, SearchParameters(top_n=0), backend="cpu")
+    key = dict(zip(zip(full.query_index, full.library_index), full.score, strict=True))
+    for q, l, s in zip(hits.query_index, hits.library_index, hits.score, strict=True):
+        assert key[(q, l)] == pytest.approx(s, abs=1e-12)
+
+
+def test_no_dense_query_by_library_array(massbank_sample):
+    queries, library = massbank_sample.subset(range(2000)), massbank_sample
+    search(queries.subset(range(2)), library.subset(range(10)), backend="cpu")  # compile first
+    tracemalloc.start()
+    search(queries, library, SearchParameters(top_n=10, batch_size=256), backend="cpu")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    dense_bytes = len(queries) * len(library) * 8
+    assert peak < dense_bytes / 8, f"peak {peak} bytes vs dense {dense_bytes}"
+
+
+def test_every_query_finds_itself(massbank_library, massbank_queries):
+    params = SearchParameters(top_n=0, threshold=0.999999)
+    hits = search(massbank_queries, massbank_library, params, backend="cpu")
+    position = {id_: i for i, id_ in enumerate(massbank_library.ids)}
+    own = np.array([position[i] for i in massbank_queries.ids])
+    found = hits.library_index == own[hits.query_index]
+    assert found.sum() == len(massbank_queries) == 1000
+    np.testing.assert_allclose(hits.score[found], 1.0, atol=1e-6)
