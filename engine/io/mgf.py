@@ -66,7 +66,7 @@ def _read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: Librar
     try:
         spectrum, notes = _parse(reader, lines)
     except (PyteomicsError, ValueError, TypeError, IndexError) as exc:
-        builder.skip(record, _title(lines), _reason(exc))
+        builder.skip(record, _title(lines), _reason(exc, lines))
         return
     params = spectrum["params"]
     pepmass = params.get("pepmass") or (None,)
@@ -113,12 +113,19 @@ def _parse(reader: _mgf.MGF, lines: list[str]) -> tuple[dict, list[str]]:
     raise first
 
 
-def _reason(exc: Exception) -> str:
-    message = str(exc)
+def _reason(exc: Exception, lines: list[str]) -> str:
+    """A one-line reason; for a bad peak line, the line itself."""
+    message = getattr(exc, "message", None) or str(exc)
     if "Line:" in message:
-        line = message.split("Line:", 1)[1].strip()
-        return f"unreadable peak line {line[:60]!r}"
-    return message.splitlines()[0][:120] if message else type(exc).__name__
+        for line in lines[1:]:
+            stripped = line.strip()
+            if not stripped or "=" in stripped or stripped[0] in "#;!/" or stripped == "END IONS":
+                continue
+            try:
+                [float(t) for t in stripped.split()[:2]]
+            except ValueError:
+                return f"unreadable peak line {stripped[:60]!r}"
+    return message.strip().splitlines()[0][:120] if message.strip() else type(exc).__name__
 
 
 def _title(lines: list[str]) -> str:

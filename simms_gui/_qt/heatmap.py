@@ -26,6 +26,16 @@ def _short(label: str) -> str:
     return label if len(label) <= _MAX_LABEL_CHARS else label[: _MAX_LABEL_CHARS - 1] + "…"
 
 
+def _nice_step(minimum: float) -> int:
+    """Smallest of 1, 2, 5, 10, 20, 50, ... that is >= ``minimum``."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            if step * factor >= minimum:
+                return step * factor
+        step *= 10
+
+
 class HeatmapWidget(QtWidgets.QWidget):
     """Score matrix (rows × columns) with a colour bar, hover tooltips and cell clicks.
 
@@ -100,11 +110,16 @@ class HeatmapWidget(QtWidgets.QWidget):
         self.image_item = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
         plot.addItem(self.image_item)
         self.color_bar = pg.ColorBarItem(
-            values=self.levels, colorMap=pg.colormap.get(colormap), label="score",
+            values=self.levels, colorMap=pg.colormap.get(colormap), label=None,
             interactive=False, width=18,
         )
         self.color_bar.setImageItem(self.image_item, insert_in=plot)
 
+        self.color_bar.axis.setTextPen(pg.mkPen("#222222"))
+        self.color_bar.axis.setLabel("score", color="#222222")
+        vb.sigRangeChanged.connect(self._update_ticks)
+        vb.sigResized.connect(self._update_ticks)
+        self._named = False
         self.scores: np.ndarray | None = None
         self.row_labels: list[str] = []
         self.column_labels: list[str] = []
@@ -167,11 +182,11 @@ class HeatmapWidget(QtWidgets.QWidget):
         plot.setTitle(title or None, color="#222222", size="11pt")
         plot.setLabel("left", row_title)
         plot.setLabel("bottom", column_title)
-        self._set_ticks("left", rows)
-        self._set_ticks("bottom", cols)
+        self._named = row_labels is not None or column_labels is not None
         vb = plot.getViewBox()
         vb.setLimits(xMin=0, xMax=max(n_cols, 1), yMin=0, yMax=max(n_rows, 1))
         vb.setRange(xRange=(0, max(n_cols, 1)), yRange=(0, max(n_rows, 1)), padding=0)
+        self._update_ticks()
 
     def clear(self) -> None:
         """Remove the matrix."""
@@ -224,12 +239,35 @@ class HeatmapWidget(QtWidgets.QWidget):
         return QtCore.QSize(700, 600)
 
     # ------------------------------------------------------------ helpers
-    def _set_ticks(self, axis_name: str, labels: list[str]) -> None:
-        axis = self.plot_item.getAxis(axis_name)
-        if 0 < len(labels) <= self.max_tick_labels:
-            axis.setTicks([[(i + 0.5, _short(text)) for i, text in enumerate(labels)]])
-        else:
-            axis.setTicks(None)  # automatic ticks: cell indexes
+    def _update_ticks(self, *_args: object) -> None:
+        """Label cells by name where the names fit, otherwise by index (centred)."""
+        if self.scores is None:
+            return
+        vb = self.plot_item.getViewBox()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        metrics = QtGui.QFontMetrics(self.plot_item.getAxis("bottom").style.get("tickFont") or
+                                     QtGui.QFont())
+        for name, labels, lo, hi, length, need in (
+            ("bottom", self.column_labels, x0, x1, vb.width(),
+             max((metrics.horizontalAdvance(_short(t)) for t in self.column_labels), default=0)),
+            ("left", self.row_labels, y0, y1, vb.height(), metrics.height()),
+        ):
+            n = len(labels)
+            first, last = max(0, int(np.floor(lo))), min(n, int(np.ceil(hi)))
+            pixels = length / max(hi - lo, 1e-9)  # pixels per cell
+            axis = self.plot_item.getAxis(name)
+            if n == 0 or last <= first:
+                axis.setTicks([[]])
+                continue
+            if self._named and n <= self.max_tick_labels and need + 6 <= pixels:
+                ticks = [(i + 0.5, _short(labels[i])) for i in range(first, last)]
+            else:
+                digits = metrics.horizontalAdvance(str(n)) + 12 if name == "bottom" else (
+                    metrics.height() + 4)
+                step = _nice_step(digits / max(pixels, 1e-9))
+                start = (first // step) * step
+                ticks = [(i + 0.5, str(i)) for i in range(start, last, step) if i >= first]
+            axis.setTicks([ticks])
 
     def _on_mouse_moved(self, scene_pos: QtCore.QPointF) -> None:
         cell = self.cell_at(scene_pos)

@@ -1,0 +1,25 @@
+"""SimMS desktop: the Qt application and its napari-style Python API.
+
+>>> import simms_gui                       # doctest: +SKIP
+>>> viewer = simms_gui.Viewer()            # doctest: +SKIP
+>>> simms_gui.run()                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["Viewer", "__version__", "run"]
+
+
+def __getattr__(name: str):
+    # Qt is imported on first use, so `simms_gui.__version__` needs no display
+    if name == "Viewer":
+        from simms_gui.viewer import Viewer
+
+        return Viewer
+    if name == "run":
+        from simms_gui.app import run
+
+        return run
+    raise AttributeError(f"module 'simms_gui' has no attribute {name!r}")

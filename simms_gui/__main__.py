@@ -1,0 +1,7 @@
+"""``python -m simms_gui``."""
+
+import sys
+
+from simms_gui.app import main
+
+sys.exit(main())
