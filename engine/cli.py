@@ -37,12 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="search query spectra against a library")
     s.add_argument("queries", help="query spectra (MGF, MSP or mzML, optionally .gz)")
     s.add_argument("library", help="library spectra (MGF, MSP or mzML, optionally .gz)")
-    s.add_argument("-o", "--output", help="hit list: .tsv, .csv or .parquet (default: TSV on stdout)")
+    s.add_argument(
+        "-o", "--output", help="hit list: .tsv, .csv or .parquet (default: TSV on stdout)"
+    )
     s.add_argument("--tolerance", type=float, default=0.1, help="peak m/z tolerance in Da [0.1]")
     s.add_argument("--mz-power", type=float, default=0.0, help="m/z exponent of peak weights [0]")
     s.add_argument("--intensity-power", type=float, default=1.0, help="intensity exponent [1]")
     s.add_argument("--score", choices=["cosine", "modified-cosine"], default="cosine")
-    s.add_argument("--precursor-tolerance", type=float, help="precursor window (Da, or ppm with --ppm)")
+    s.add_argument(
+        "--precursor-tolerance", type=float, help="precursor window (Da, or ppm with --ppm)"
+    )
     s.add_argument("--ppm", action="store_true", help="precursor tolerance is in ppm")
     s.add_argument("--min-matches", type=int, default=0, help="minimum matched peaks [0]")
     s.add_argument("--threshold", type=float, default=0.0, help="minimum score [0]")
@@ -52,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
     s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    d = s.add_mutually_exclusive_group()
+    d.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster at tcp://HOST:PORT")
+    d.add_argument(
+        "--dask-local", type=int, metavar="N", help="start a local Dask cluster of N workers"
+    )
+    s.add_argument("--dask-timeout", type=float, default=10.0, help="seconds to reach --dask [10]")
 
     i = sub.add_parser("info", help="read spectrum files and print their import reports")
     i.add_argument("files", nargs="+")
@@ -104,15 +114,28 @@ def _search(args: argparse.Namespace) -> int:
         preprocess=args.preprocess,
     )
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
+    client = None
+    if args.dask or args.dask_local:
+        from engine.distributed import open_client
+
+        client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
     queries = load_library(args.queries, cache=not args.no_cache)
     library = load_library(args.library, cache=not args.no_cache)
     for lib in (queries, library):
         if lib.report is not None and lib.report.issues:
             say(lib.report.summary() + "  (simms info FILE lists them)")
     progress = _ProgressPrinter(args.quiet)
-    job = SearchJob(
-        queries, library, params, backend=args.backend, on_progress=progress, on_message=say
-    )
+    if client is not None:
+        from engine.distributed import DaskSearchJob
+
+        job = DaskSearchJob(
+            queries, library, params, client=client, own_client=True,
+            backend=args.backend, on_progress=progress, on_message=say,
+        )  # fmt: skip
+    else:
+        job = SearchJob(
+            queries, library, params, backend=args.backend, on_progress=progress, on_message=say
+        )
     say(f"searching {len(queries)} × {len(library)} spectra on {job.backend.device}")
     interrupted = False
     try:

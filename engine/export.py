@@ -102,7 +102,7 @@ def provenance_lines(
 
     items: dict[str, object] = {
         "software": f"SimMS desktop {__version__}",
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "queries": describe(queries),
         "library": describe(library),
         "parameters": " ".join(f"{k}={v}" for k, v in params.to_dict().items()),
@@ -196,9 +196,7 @@ def _write_parquet(path: str, columns: Mapping[str, np.ndarray], header: list[st
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise RuntimeError("Parquet export needs pyarrow: pip install pyarrow") from exc
-    table = pa.table(
-        {k: (v.astype(str) if v.dtype == object else v) for k, v in columns.items()}
-    )
+    table = pa.table({k: (v.astype(str) if v.dtype == object else v) for k, v in columns.items()})
     meta = {b"simms_provenance": "\n".join(header).encode()}
     pq.write_table(table.replace_schema_metadata(meta), path)
 

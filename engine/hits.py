@@ -40,7 +40,10 @@ class HitTable:
     def empty(cls) -> HitTable:
         """A table with no rows."""
         return cls(
-            np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.int32)
+            np.empty(0, np.int64),
+            np.empty(0, np.int64),
+            np.empty(0, np.float64),
+            np.empty(0, np.int32),
         )
 
     @classmethod
@@ -59,9 +62,7 @@ class HitTable:
         tables = list(tables)
         if not tables:
             return cls.empty()
-        return cls(
-            *(np.concatenate([getattr(t, c) for t in tables]) for c in cls.columns())
-        )
+        return cls(*(np.concatenate([getattr(t, c) for t in tables]) for c in cls.columns()))
 
     @staticmethod
     def columns() -> tuple[str, ...]:

@@ -128,9 +128,13 @@ class SpectrumLibrary:
         lengths = np.fromiter((len(m) for m in mz), dtype=np.int64, count=n)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        flat_mz = np.concatenate([np.asarray(m, dtype=np.float64) for m in mz]) if n else np.empty(0)
+        flat_mz = (
+            np.concatenate([np.asarray(m, dtype=np.float64) for m in mz]) if n else np.empty(0)
+        )
         flat_int = (
-            np.concatenate([np.asarray(i, dtype=np.float64) for i in intensity]) if n else np.empty(0)
+            np.concatenate([np.asarray(i, dtype=np.float64) for i in intensity])
+            if n
+            else np.empty(0)
         )
         columns = {k: _object_column(v) for k, v in (metadata or {}).items()}
         return cls(

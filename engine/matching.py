@@ -106,6 +106,10 @@ def greedy_matches(
             used1[i[k]] = used2[j[k]] = True
             keep.append(k)
     keep = np.array(sorted(keep, key=lambda k: (i[k], j[k])), dtype=np.int64)
+    # a shifted candidate that also lies within the plain window is an ordinary match
+    # to a reader (it happens when the precursors are within the tolerance)
+    plain = np.abs(mz1[i[keep]] - mz2[j[keep]]) <= tolerance
+    shifted[keep] &= ~plain
     contribution = product[keep] / norm if norm > 0 else np.zeros(len(keep))
     return PeakMatches(
         query_peak=i[keep].astype(np.int64),

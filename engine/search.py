@@ -176,7 +176,7 @@ class SearchJob:
         plan = self._plan()
         self.progress = SearchProgress(pairs_total=plan.pairs)
         try:
-            for q_block, batches in plan.blocks:
+            for _q_block, batches in plan.blocks:
                 partial: list[HitTable] = []
                 for batch, hits in self._run_block(plan, batches):
                     partial.append(hits)
@@ -240,7 +240,10 @@ class SearchJob:
             )
             self.backend = CpuBackend()
             for batch in batches[done:]:
-                yield batch, self.backend.score_batch(plan.queries, plan.library, batch, self.params)
+                yield (
+                    batch,
+                    self.backend.score_batch(plan.queries, plan.library, batch, self.params),
+                )
                 if self.cancelled:
                     return
 
@@ -270,7 +273,10 @@ class SearchJob:
         plan.library = library.reordered(plan.library_order)
         q_prec, l_prec = plan.queries.precursor_mz, plan.library.precursor_mz
         for q0, q1 in _growing_blocks(nq, size):
-            lo, hi = np.nanmin(q_prec[q0:q1], initial=np.inf), np.nanmax(q_prec[q0:q1], initial=-np.inf)
+            lo, hi = (
+                np.nanmin(q_prec[q0:q1], initial=np.inf),
+                np.nanmax(q_prec[q0:q1], initial=-np.inf),
+            )
             if not np.isfinite(lo):
                 continue  # no query in the block has a precursor: nothing can match
             tol_lo = p.precursor_tolerance * (lo * 1e-6 if p.precursor_unit == "ppm" else 1.0)
@@ -325,7 +331,12 @@ def search(
     if param_overrides:
         params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
     job = SearchJob(
-        queries, library, params, backend=backend, on_progress=on_progress, cancel_token=cancel_token
+        queries,
+        library,
+        params,
+        backend=backend,
+        on_progress=on_progress,
+        cancel_token=cancel_token,
     )
     return job.run()
 

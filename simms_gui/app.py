@@ -36,14 +36,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"simms-gui {__version__}")
     p.add_argument(
-        "--smoke-test", action="store_true",
+        "--smoke-test",
+        action="store_true",
         help="offscreen self-test: load the demo, run a CPU search, check hits, exit 0/1",
     )
-    p.add_argument("--library", action="append", default=[], metavar="FILE",
-                   help="library file to open (repeatable)")
+    p.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="library file to open (repeatable)",
+    )
     p.add_argument("--queries", metavar="FILE", help="query file to open")
-    p.add_argument("files", nargs="*", metavar="FILE",
-                   help="files to open: the first is the library, a second the queries")
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="files to open: the first is the library, a second the queries",
+    )
     return p
 
 

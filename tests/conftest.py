@@ -57,3 +57,19 @@ def massbank_queries(data_dir, library_cache):
 def massbank_sample(massbank_library):
     """Every 10th MassBank spectrum (5,439 real spectra)."""
     return massbank_library.subset(range(0, len(massbank_library), 10))
+
+
+@pytest.fixture(autouse=True)
+def _private_qt_settings(request, tmp_path_factory):
+    """GUI tests: QSettings and the library cache in temporary folders, never the user's."""
+    if not request.node.path.name.startswith("test_gui"):
+        yield
+        return
+    from PyQt6.QtCore import QSettings
+
+    folder = tmp_path_factory.mktemp("qsettings")
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    for scope in (QSettings.Scope.UserScope, QSettings.Scope.SystemScope):
+        QSettings.setPath(QSettings.Format.IniFormat, scope, str(folder))
+    request.getfixturevalue("library_cache")
+    yield folder

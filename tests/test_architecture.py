@@ -37,7 +37,8 @@ def test_importing_the_engine_loads_no_qt():
 
 def test_gui_uses_only_public_engine_modules():
     private = {
-        m for m in imported_modules("simms_gui")
+        m
+        for m in imported_modules("simms_gui")
         if m.startswith("engine") and any(part.startswith("_") for part in m.split("."))
     }
     assert not private, f"simms_gui imports private engine modules {private}"

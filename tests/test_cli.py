@@ -40,8 +40,12 @@ def test_search_equals_matchms_on_real_spectra(data_dir, tmp_path, score):
     ref_score, ref_matches = matchms_scores(path, score.replace("-", "_"), 0.05)
     # every pair matchms scores with >= 1 match is a hit, with its score and match count
     expected = np.argwhere(ref_matches >= 1)
-    got = {(q, l): (s, m) for q, l, s, m in zip(
-        cols["query_index"], cols["library_index"], cols["score"], cols["matches"], strict=True)}
+    got = {
+        (q, l): (s, m)
+        for q, l, s, m in zip(
+            cols["query_index"], cols["library_index"], cols["score"], cols["matches"], strict=True
+        )
+    }
     assert len(got) == len(expected)
     worst = 0.0
     for q, l in expected:
@@ -56,7 +60,14 @@ def test_rows_ordered_and_ids(data_dir, tmp_path, capsys):
     assert main(["search", str(path), str(path), "--top", "3", "-q", "--no-cache"]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
     header, rows = lines[0].split("\t"), [ln.split("\t") for ln in lines[1:]]
-    assert header[:6] == ["query_index", "query_id", "library_index", "library_id", "score", "matches"]
+    assert header[:6] == [
+        "query_index",
+        "query_id",
+        "library_index",
+        "library_id",
+        "score",
+        "matches",
+    ]
     assert len(rows) == 76 * 3
     for q in range(76):
         mine = [r for r in rows if int(r[0]) == q]
@@ -98,10 +109,10 @@ def test_truncated_gzip_and_missing_file(tmp_path, capsys):
 def test_console_script_runs_as_module(data_dir, tmp_path):
     out = tmp_path / "hits.csv"
     path = data_dir / "sample.msp"
+    command = [sys.executable, "-m", "engine", "search", str(path), str(path)]
     proc = subprocess.run(
-        [sys.executable, "-m", "engine", "search", str(path), str(path), "-o", str(out), "--no-cache"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [*command, "-o", str(out), "--no-cache"], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert "hits from" in proc.stderr
     cols, _ = read_hits(out)

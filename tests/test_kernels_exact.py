@@ -58,10 +58,15 @@ def _csr(spectra):
 
 
 @pytest.fixture(scope="module")
-def real_spectra() -> list[tuple[np.ndarray, np.ndarray, float]]:
+def massbank() -> list[tuple[np.ndarray, np.ndarray, float]]:
+    return _read_mgf(DATA / "massbank_ms2.mgf.gz")
+
+
+@pytest.fixture(scope="module")
+def real_spectra(massbank) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """~56 real spectra: the largest and the most densely spaced MassBank spectra,
     random MassBank ones, and pesticides.mgf (GNPS)."""
-    lib = _read_mgf(DATA / "massbank_ms2.mgf.gz")
+    lib = massbank
     sizes = np.array([s[0].size for s in lib])
     largest = list(np.argsort(sizes, kind="stable")[::-1][:8])
     spacing = np.array([np.median(np.diff(s[0])) if s[0].size >= 40 else np.inf for s in lib])
@@ -247,10 +252,14 @@ def _brute_hits(scores, matches, qp, lp, q0, l0, ptol, ppm, min_matches, thresho
         (2.0, False, 2, 0.1, 3, False),
         (20.0, True, 0, 0.0, 0, True),
         (50.0, True, 1, 0.05, 4, True),
+        (0.0, False, 0, 0.3, 2, False),
+        (0.0, False, 0, 0.0, 1, False),
+        (500.0, True, 4, 0.0, 3, False),
     ],
 )
+@pytest.mark.parametrize("prune", [True, False])
 def test_search_block_equals_brute_force(real_spectra, ptol, ppm, min_matches, threshold,
-                                         top_n, modified):
+                                         top_n, modified, prune):
     lib = real_spectra
     qry = real_spectra[5:30] + [(np.array([100.0]), np.array([1.0]), np.nan)]
     lmz, lit, loff, lprec = _csr(lib)
@@ -263,7 +272,7 @@ def test_search_block_equals_brute_force(real_spectra, ptol, ppm, min_matches, t
                                   q0, q1, l0, l1, tolerance=0.1, modified=modified)
     qi, li, sc, mt = search_block(qmz, qw, qoff, qnorm, qprec, lmz, lw, loff, lnorm, lprec,
                                   q0, q1, l0, l1, 0.1, modified, ptol, ppm, min_matches,
-                                  threshold, top_n)
+                                  threshold, top_n, prune=prune)
     assert qi.dtype == np.int64 and li.dtype == np.int64
     assert sc.dtype == np.float64 and mt.dtype == np.int32
     got = list(zip(qi.tolist(), li.tolist(), sc.tolist(), mt.tolist(), strict=True))
@@ -284,3 +293,20 @@ def test_dense_block_equals_pair_function(real_spectra):
                 scores[q, l], matches[q, l])
             assert modified_cosine_pair(a[0], a[1], a[2], b[0], b[1], b[2],
                                         tolerance=0.05) == (mscores[q, l], mmatches[q, l])
+
+
+@pytest.mark.parametrize(("threshold", "top_n", "ptol"), [(0.0, 10, 0.0), (0.6, 0, 0.0),
+                                                         (0.0, 3, 5.0)])
+def test_pruned_search_equals_brute_force_on_massbank(massbank, threshold, top_n, ptol):
+    """The bound-pruned search returns exactly the brute-force hits (real ties included)."""
+    mz, it, off, prec = _csr(massbank)
+    w, norm = prepare_weights(mz, it, off)
+    nl = len(massbank)
+    for q0 in (0, 31000):  # two blocks of 30 consecutive queries
+        args = (mz, w, off, norm, prec, mz, w, off, norm, prec, q0, q0 + 30, 0, nl,
+                0.1, False, ptol, False, 0, threshold, top_n)
+        a = search_block(*args, prune=True)
+        b = search_block(*args, prune=False)
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+        assert a[0].size > 0

@@ -103,7 +103,9 @@ def test_scale_and_normalize(lib):
 
 def test_pipeline_and_presets(lib):
     assert preset("none")(lib) is lib
-    pipe = Pipeline((Step("remove_precursor_peaks", {"tolerance": 17.0}), Step("keep_top_k", {"k": 1})))
+    pipe = Pipeline(
+        (Step("remove_precursor_peaks", {"tolerance": 17.0}), Step("keep_top_k", {"k": 1}))
+    )
     assert _peaks(pipe(lib)) == [[50.0], [], [300.0]]
     assert Pipeline.from_dict(pipe.to_dict()) == pipe
     with pytest.raises(ValueError):
@@ -117,7 +119,8 @@ def test_pipeline_and_presets(lib):
     np.testing.assert_allclose(gnps.peaks(0)[1], np.sqrt([4.0, 100.0, 2.0]) / 10.0)
 
     msas = preset("msas")(lib)
-    assert _peaks(msas) == [[10.0, 50.0, 90.0, 100.0, 117.0, 118.0], [], [200.0, 300.0]]
+    # m/z 5 < 10 out; 0.5 < 1% of 100 out
+    assert _peaks(msas) == [[10.0, 50.0, 100.0, 117.0, 118.0], [], [200.0, 300.0]]
     np.testing.assert_allclose(msas.peaks(2)[1], [0.5, 1.0])
 
 

@@ -19,7 +19,9 @@ def brute_force(queries, library, params: SearchParameters):
         for li in range(len(library)):
             qp, lp = queries.precursor_mz[qi], library.precursor_mz[li]
             if params.precursor_tolerance is not None:
-                tol = params.precursor_tolerance * (qp * 1e-6 if params.precursor_unit == "ppm" else 1)
+                tol = params.precursor_tolerance * (
+                    qp * 1e-6 if params.precursor_unit == "ppm" else 1
+                )
                 if not abs(qp - lp) <= tol:
                     continue
             lmz, lint = library.peaks(li)
@@ -81,7 +83,9 @@ def test_job_streams_chunks_and_reports_progress(massbank_sample):
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     total = sum(len(c) for c in chunks)
     assert total == len(job.hits) > 4 * 200
-    one_batch = search(queries, library, SearchParameters(top_n=5, batch_size=100_000), backend="cpu")
+    one_batch = search(
+        queries, library, SearchParameters(top_n=5, batch_size=100_000), backend="cpu"
+    )
     np.testing.assert_array_equal(job.hits.library_index, one_batch.library_index)
     np.testing.assert_array_equal(job.hits.score, one_batch.score)
 
@@ -97,14 +101,17 @@ def test_cancel_keeps_partial_hits(massbank_sample):
             token.cancel()
 
     params = SearchParameters(top_n=5, batch_size=64)
-    job = SearchJob(queries, library, params, backend="cpu", on_progress=on_progress, cancel_token=token)
+    job = SearchJob(
+        queries, library, params, backend="cpu", on_progress=on_progress, cancel_token=token
+    )
     hits = job.run()
     assert job.cancelled and not job.finished
     assert job.progress.pairs_done < job.progress.pairs_total
     assert 0 < len(hits) < 5 * 300
     # the hits kept are real: each equals the score of that pair in a full search
     full = search(queries, library, SearchParameters(top_n=0), backend="cpu")
-    key = dict(zip(zip(full.query_index, full.library_index), full.score, strict=True))
+    pairs = zip(full.query_index, full.library_index, strict=True)
+    key = dict(zip(pairs, full.score, strict=True))
     for q, l, s in zip(hits.query_index, hits.library_index, hits.score, strict=True):
         assert key[(q, l)] == pytest.approx(s, abs=1e-12)
 

@@ -83,7 +83,9 @@ def _choose_format(raw: RawFile, requested: str | None) -> str:
                 raw.path, f"asked to read as {fmt.upper()} but the content is {detected.upper()}"
             )
         if detected is None:
-            raise SpectrumFileError(raw.path, f"not a valid {fmt.upper()} file: {_NOT_FOUND_HINT[fmt]}")
+            raise SpectrumFileError(
+                raw.path, f"not a valid {fmt.upper()} file: {_NOT_FOUND_HINT[fmt]}"
+            )
         return fmt
     if detected is None:
         if named is not None:

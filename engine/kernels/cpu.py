@@ -351,6 +351,167 @@ def _all_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_pr
     return row_l, row_s, row_m, counts
 
 
+#: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
+#: whatever the rounding of ``mz +- tolerance``.
+_INDEX_EPS = 1e-6
+
+
+@njit(cache=True, inline="always")
+def _better(s1, l1, s2, l2):  # pragma: no cover
+    return s1 > s2 or (s1 == s2 and l1 < l2)
+
+
+@njit(cache=True, inline="always")
+def _heap_insert(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover
+    """Insert (s, l, m) into the sorted top list of length n <= cap; returns new n."""
+    if n == cap:
+        if not _better(s, l, hs[n - 1], hl[n - 1]):
+            return n
+        pos = n - 1
+    else:
+        pos = n
+        n += 1
+    while pos > 0 and _better(s, l, hs[pos - 1], hl[pos - 1]):
+        hs[pos] = hs[pos - 1]
+        hl[pos] = hl[pos - 1]
+        hm[pos] = hm[pos - 1]
+        pos -= 1
+    hs[pos] = s
+    hl[pos] = l
+    hm[pos] = m
+    return n
+
+
+@njit(cache=True, parallel=True)
+def _indexed_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
+                    q_start, q_stop, l_start, l_stop, tol, ptol, ppm, min_matches,
+                    threshold, top_n, s_mz, s_sid, s_w):  # pragma: no cover
+    """Plain-cosine search with an exact upper-bound prune.
+
+    For each query, an inverted index over the block's library peaks (sorted by
+    m/z: ``s_mz``, ``s_sid`` local spectrum id, ``s_w`` weight) gives every library
+    spectrum the number of (slightly widened) candidate pairs and the sum of all
+    their products.  That sum bounds the greedy numerator from above and the count
+    bounds the matches, so pairs that cannot reach ``threshold``, ``min_matches``
+    or (with ``top_n``) the current n-th best are never scored; all others are
+    scored exactly.
+    """
+    nq = q_stop - q_start
+    nl = l_stop - l_start
+    width = top_n if top_n > 0 else nl
+    row_l = np.empty((nq, width), dtype=np.int64)
+    row_s = np.empty((nq, width), dtype=np.float64)
+    row_m = np.empty((nq, width), dtype=np.int32)
+    counts = np.zeros(nq, dtype=np.int64)
+    mlen = max(SCRATCH_SIZE, _max_len(l_off, l_start, l_stop), _max_len(q_off, q_start, q_stop))
+    for r in prange(nq):
+        q = q_start + r
+        qn = q_norm[q]
+        if qn == 0.0:
+            continue
+        sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
+        si = np.empty(SCRATCH_SIZE, dtype=np.int64)
+        sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
+        ua = np.empty(mlen, dtype=np.bool_)
+        ub = np.empty(mlen, dtype=np.bool_)
+        bound = np.zeros(nl, dtype=np.float64)
+        cnt = np.zeros(nl, dtype=np.int32)
+        for j in range(q_off[q], q_off[q + 1]):
+            mq = q_mz[j]
+            wq = q_w[j]
+            lo = np.searchsorted(s_mz, mq - tol - _INDEX_EPS, side="left")
+            hi = np.searchsorted(s_mz, mq + tol + _INDEX_EPS, side="right")
+            for k in range(lo, hi):
+                c = s_sid[k]
+                bound[c] += s_w[k] * wq
+                cnt[c] += 1
+        qp = q_prec[q]
+        hl = row_l[r]
+        hs = row_s[r]
+        hm = row_m[r]
+        n = 0
+        if top_n == 0:
+            for c in range(nl):
+                if cnt[c] < min_matches:
+                    continue
+                l = l_start + c
+                den = l_norm[l] * qn
+                if den == 0.0 or not _prec_ok(qp, l_prec[l], ptol, ppm):
+                    continue
+                if (bound[c] / den) * (1.0 + 1e-9) + 1e-12 < threshold:
+                    continue
+                s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                              l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+                if m >= min_matches and s >= threshold:
+                    hl[n] = l
+                    hs[n] = s
+                    hm[n] = m
+                    n += 1
+            if n > 1:
+                order = np.argsort(-hs[:n], kind="mergesort")
+                tl = hl[:n][order]
+                ts = hs[:n][order]
+                tm = hm[:n][order]
+                hl[:n] = tl
+                hs[:n] = ts
+                hm[:n] = tm
+        else:
+            # pass 1: the top_n largest bounds seed the top list
+            cb = np.empty(top_n, dtype=np.float64)
+            cc = np.empty(top_n, dtype=np.int64)
+            cm = np.empty(top_n, dtype=np.int32)
+            nc = 0
+            for c in range(nl):
+                if cnt[c] < min_matches:
+                    bound[c] = -1.0
+                    continue
+                l = l_start + c
+                den = l_norm[l] * qn
+                if den == 0.0 or not _prec_ok(qp, l_prec[l], ptol, ppm):
+                    bound[c] = -1.0
+                    continue
+                u = (bound[c] / den) * (1.0 + 1e-9) + 1e-12
+                if u < threshold:
+                    bound[c] = -1.0
+                    continue
+                bound[c] = u
+                nc = _heap_insert(cb, cc, cm, nc, top_n, u, c, 0)
+            for t in range(nc):
+                c = cc[t]
+                l = l_start + c
+                bound[c] = -1.0
+                s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                              l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+                if m >= min_matches and s >= threshold:
+                    n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
+            # pass 2: everything whose bound can still reach the n-th best
+            floor = threshold
+            if n == top_n and hs[n - 1] > floor:
+                floor = hs[n - 1]
+            for c in range(nl):
+                u = bound[c]
+                if u < 0.0 or u < floor:
+                    continue
+                l = l_start + c
+                s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                              l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+                if m >= min_matches and s >= threshold:
+                    n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
+                    if n == top_n and hs[n - 1] > floor:
+                        floor = hs[n - 1]
+        counts[r] = n
+    return row_l, row_s, row_m, counts
+
+
+def _library_index(l_mz, l_w, l_off, l_start, l_stop):
+    p0, p1 = l_off[l_start], l_off[l_stop]
+    order = np.argsort(l_mz[p0:p1], kind="stable")
+    sid = np.repeat(np.arange(l_stop - l_start, dtype=np.int32),
+                    np.diff(l_off[l_start:l_stop + 1]))
+    return (np.ascontiguousarray(l_mz[p0:p1][order]), np.ascontiguousarray(sid[order]),
+            np.ascontiguousarray(l_w[p0:p1][order]))
+
+
 @njit(cache=True)
 def _compact(q_start, row_l, row_s, row_m, counts):  # pragma: no cover
     total = 0
@@ -402,6 +563,7 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
                  tolerance: float = 0.1, modified: bool = False,
                  precursor_tolerance: float = 0.0, precursor_ppm: bool = False,
                  min_matches: int = 0, threshold: float = 0.0, top_n: int = 0,
+                 *, prune: bool = True,
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Exact greedy-cosine hits of a block of queries against a block of the library.
 
@@ -439,6 +601,12 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
     top_n : int
         When > 0, keep only each query's ``top_n`` best hits (score descending,
         then library index ascending).
+    prune : bool, keyword-only
+        Plain cosine only: skip pairs whose exact upper bound (sum of all
+        candidate products, found with an inverted index over the library block's
+        peaks) cannot pass ``threshold``, ``min_matches`` or the current
+        ``top_n``-th best.  The hits are identical either way; ``False`` scores
+        every pair (brute force).
 
     Returns
     -------
@@ -467,6 +635,17 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
              np.empty(0, np.int32))
     if q_stop <= q_start or l_stop <= l_start:
         return empty
+    if prune and not modified:
+        index = _library_index(l_mz, l_w, l_off, l_start, l_stop)
+        chunk = q_stop - q_start if top_n > 0 else _ALL_CHUNK
+        parts = []
+        for c0 in range(q_start, q_stop, chunk):
+            c1 = min(q_stop, c0 + chunk)
+            rl, rs, rm, cnt = _indexed_kernel(*args, c0, c1, l_start, l_stop,
+                                              float(tolerance), ptol, bool(precursor_ppm),
+                                              mm, thr, top_n, *index)
+            parts.append(_compact(c0, rl, rs, rm, cnt))
+        return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))  # type: ignore[return-value]
     if top_n > 0:
         rl, rs, rm, cnt = _topn_kernel(*args, q_start, q_stop, l_start, l_stop,
                                        float(tolerance), bool(modified), ptol,

@@ -52,7 +52,7 @@ def _numba_cuda() -> Any:
     """Import ``numba.cuda`` (with the numpy 2.5 ``row_stack`` shim) and return it."""
     with _IMPORT_LOCK:
         if not hasattr(np, "row_stack"):  # removed in numpy 2.5; numba-cuda 0.30 still uses it
-            np.row_stack = np.vstack  # type: ignore[attr-defined]
+            np.row_stack = np.vstack  # type: ignore[attr-defined]  # noqa: NPY201
         from numba import cuda
 
     return cuda
@@ -162,6 +162,53 @@ def rescore_pairs(queries: PreparedSpectra, library: PreparedSpectra, q_index: n
                            float(tolerance), bool(modified), mlen)
 
 
+#: Heaviest peaks per library spectrum kept for the pruning test.
+HEAVY_MAX = 4
+
+
+@njit(cache=True)
+def heavy_peaks(mz, weight, offsets, norm, threshold, hmax):  # pragma: no cover
+    """m/z of each spectrum's heaviest peaks that carry all but ``threshold**2`` of its norm².
+
+    Returns ``(heavy float64[n, hmax], count int32[n])``; ``count`` is -1 when
+    more than ``hmax`` peaks are needed (no pruning for that spectrum).  A
+    spectrum scores at least ``threshold`` with another only if one of these
+    peaks is matched (Cauchy-Schwarz over the matched peaks), with a 1e-6
+    relative safety margin.
+    """
+    n = offsets.shape[0] - 1
+    heavy = np.full((n, hmax), np.nan)
+    count = np.full(n, -1, dtype=np.int32)
+    chosen = np.empty(hmax, dtype=np.int64)
+    for s in range(n):
+        a = offsets[s]
+        b = offsets[s + 1]
+        n2 = norm[s] * norm[s]
+        target = threshold * threshold * n2 * (1.0 - 1e-6)
+        rem = 0.0
+        for p in range(a, b):
+            rem += weight[p] * weight[p]
+        k = 0
+        while rem >= target and k < hmax and k < b - a:
+            best = -1
+            bw = -1.0
+            for p in range(a, b):
+                taken = False
+                for t in range(k):
+                    if chosen[t] == p:
+                        taken = True
+                if not taken and weight[p] > bw:
+                    bw = weight[p]
+                    best = p
+            chosen[k] = best
+            heavy[s, k] = mz[best]
+            rem -= bw * bw
+            k += 1
+        if rem < target:
+            count[s] = k
+    return heavy, count
+
+
 # --------------------------------------------------------------------------- #
 # resident spectra and tile buffers
 # --------------------------------------------------------------------------- #
@@ -176,6 +223,21 @@ class _Resident:
     precursor_mz: Any
     counts: np.ndarray  # host: peaks per spectrum
     nbytes: int
+    host: PreparedSpectra | None = None
+    heavy: dict | None = None  # threshold -> (device heavy, device counts)
+
+    def heavy_for(self, cuda: Any, threshold: float) -> tuple[Any, Any]:
+        """Device arrays of :func:`heavy_peaks` for ``threshold`` (cached)."""
+        if self.heavy is None:
+            self.heavy = {}
+        if threshold not in self.heavy:
+            h = self.host
+            heavy, count = heavy_peaks(h.mz, h.weight, h.offsets, h.norm, float(threshold),
+                                       HEAVY_MAX)
+            if len(self.heavy) > 4:
+                self.heavy.clear()
+            self.heavy[threshold] = (cuda.to_device(heavy), cuda.to_device(count))
+        return self.heavy[threshold]
 
 
 class _Slot:
@@ -362,7 +424,8 @@ class CudaBackend(Backend):
             }
             nbytes = sum(a.nbytes for a in arrays.values())
             dev = {k: cuda.to_device(a) for k, a in arrays.items()}
-            res = _Resident(**dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes)
+            res = _Resident(**dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes,
+                            host=spectra)
             self._resident[key] = res
             while len(self._resident) > self.max_resident:
                 self._resident.popitem(last=False)
@@ -370,6 +433,12 @@ class CudaBackend(Backend):
         self._by_id = {i: v for i, v in self._by_id.items() if v[0]() is not None}
         self._by_id[id(spectra)] = (weakref.ref(spectra), key)
         return res
+
+    def _dummy_heavy(self) -> tuple[Any, Any]:
+        if getattr(self, "_dummy", None) is None:
+            self._dummy = (self._cuda.to_device(np.full((1, HEAVY_MAX), np.nan)),
+                           self._cuda.to_device(np.full(1, -1, np.int32)))
+        return self._dummy
 
     def _free_slots(self) -> None:
         self._slots = []
@@ -429,6 +498,11 @@ class CudaBackend(Backend):
                 params: SearchParameters) -> None:
         k = self._k
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
+        prune = params.threshold > 0
+        if prune:
+            heavy, hcnt = dl.heavy_for(self._cuda, float(params.threshold))
+        else:
+            heavy, hcnt = self._dummy_heavy()
         s = slot.stream
         slot.stream.synchronize()  # the pinned buffers of this slot are free again
         order = np.argsort(dl.counts[tile.l0:tile.l1], kind="stable")
@@ -443,8 +517,8 @@ class CudaBackend(Backend):
             dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
             int(tile.q0), slot.cols_dev[:ncols], int(tile.l0), float(params.tolerance),
             bool(params.modified), float(params.precursor_tolerance or 0.0),
-            bool(params.precursor_unit == "ppm"), True, float(params.threshold),
-            out_s, out_m, slot.ovf_r, slot.ovf_c, slot.counts[1:])
+            bool(params.precursor_unit == "ppm"), bool(prune), float(params.threshold),
+            heavy, hcnt, out_s, out_m, slot.ovf_r, slot.ovf_c, slot.counts[1:])
         k.select_kernel[nrows, self.select_threads, s](
             out_s, out_m, int(ncols), int(max(1, params.min_matches)), float(params.threshold),
             int(params.top_n), slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts[:1])
@@ -489,8 +563,8 @@ class CudaBackend(Backend):
                params: SearchParameters, rows: int) -> tuple[np.ndarray, np.ndarray]:
         cuda, k = self._cuda, self._k
         nq, nl = len(queries), len(library)
-        scores = np.zeros((nq, nl), dtype=np.float64)
-        matches = np.zeros((nq, nl), dtype=np.int32)
+        scores = np.empty((nq, nl), dtype=np.float64)
+        matches = np.empty((nq, nl), dtype=np.int32)
         if nq == 0 or nl == 0:
             return scores, matches
         dq = self._upload(queries)
@@ -501,7 +575,10 @@ class CudaBackend(Backend):
         out_s = cuda.device_array((rows, nl), dtype=np.float64)
         out_m = cuda.device_array((rows, nl), dtype=np.int32)
         counts = cuda.device_array(1, dtype=np.int32)
-        dummy = cuda.device_array(1, dtype=np.int32)
+        cap = min(rows * nl, 1 << 20)
+        ovf_r = cuda.device_array(cap, dtype=np.int32)
+        ovf_c = cuda.device_array(cap, dtype=np.int32)
+        heavy, hcnt = self._dummy_heavy()
         stream = cuda.stream()
         for q0 in range(0, nq, rows):
             n = min(rows, nq - q0)
@@ -511,13 +588,17 @@ class CudaBackend(Backend):
                 dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
                 dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
                 int(q0), cols, 0, float(params.tolerance), bool(params.modified), 0.0, False,
-                False, 0.0, out_s, out_m, dummy, dummy, counts)
+                False, 0.0, heavy, hcnt, out_s, out_m, ovf_r, ovf_c, counts)
             out_s[:n].copy_to_host(scores[q0:q0 + n], stream=stream)
             out_m[:n].copy_to_host(matches[q0:q0 + n], stream=stream)
             n_ovf = int(counts.copy_to_host(stream=stream)[0])
             stream.synchronize()
             if n_ovf:
-                r, c = np.nonzero(matches[q0:q0 + n] < 0)
+                if n_ovf <= cap:
+                    r = ovf_r[:n_ovf].copy_to_host().astype(np.int64)
+                    c = ovf_c[:n_ovf].copy_to_host().astype(np.int64)
+                else:
+                    r, c = np.nonzero(matches[q0:q0 + n] < 0)
                 sc, m = rescore_pairs(queries, library, r + q0, c, params.tolerance,
                                       params.modified)
                 scores[r + q0, c] = sc

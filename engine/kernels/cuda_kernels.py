@@ -192,7 +192,8 @@ def _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift):  # pragma: no 
 
 
 @cuda.jit(device=True)
-def _modified(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub):  # pragma: no cover
+def _modified(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol,
+              sp, si, sj, ua, ub):  # pragma: no cover
     """Modified cosine, same return convention as :func:`_cosine`."""
     shift = pA - pB
     if not (abs(shift) > tol):
@@ -242,6 +243,38 @@ def _modified(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub)
 
 
 @cuda.jit(device=True)
+def _has_partner(x, tol, mzB, b0, b1, shift):  # pragma: no cover
+    """Whether some ``mzB[j] + shift`` lies in ``[x - tol, x + tol]`` (binary search)."""
+    low = x - tol
+    high = x + tol
+    lo = b0
+    hi = b1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if mzB[mid] + shift < low:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < b1 and mzB[lo] + shift <= high
+
+
+@cuda.jit(device=True)
+def _heavy_matched(heavy, hcnt, l, tol, modified, shift, mzB, b0, b1):  # pragma: no cover
+    """False only when no heavy peak of library spectrum ``l`` has a candidate partner."""
+    n = hcnt[l]
+    if n < 0:
+        return True
+    both = modified and abs(shift) > tol
+    for h in range(n):
+        x = heavy[l, h]
+        if _has_partner(x, tol, mzB, b0, b1, 0.0):
+            return True
+        if both and _has_partner(x, tol, mzB, b0, b1, shift):
+            return True
+    return False
+
+
+@cuda.jit(device=True)
 def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
     if ptol <= 0.0:
         return True
@@ -250,7 +283,8 @@ def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
 
 
 @cuda.jit(device=True)
-def _pair(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified, sp, si, sj, ua, ub):  # pragma: no cover
+def _pair(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified,
+          sp, si, sj, ua, ub):  # pragma: no cover
     if modified:
         return _modified(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, sp, si, sj, ua, ub)
     return _cosine(mzL, wL, l0, l1, mzQ, wQ, q0, q1, tol, sp, si, sj, ua, ub)
@@ -259,7 +293,7 @@ def _pair(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified, sp, si, sj, u
 @cuda.jit(cache=True)
 def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
                  q_first, cols, l_first, tol, modified, ptol, ppm, prune, threshold,
-                 out_s, out_m, ovf_r, ovf_c, ovf_count):  # pragma: no cover
+                 heavy, hcnt, out_s, out_m, ovf_r, ovf_c, ovf_count):  # pragma: no cover
     """Score query rows × library columns, one thread per pair.
 
     Grid ``(ceil(len(cols) / threads), rows)``.  Row ``r`` is query
@@ -274,6 +308,12 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
     the pair cannot be a hit (``NOT_SCORED``), otherwise it gets ``FLAGGED``
     and ``-1`` matches and is appended to ``ovf_r``/``ovf_c`` for the host's
     exact rescoring.
+
+    With ``prune``, ``heavy[l, :hcnt[l]]`` are the m/z of the heaviest peaks of
+    library spectrum ``l`` whose removal leaves less than ``threshold**2`` of
+    its squared norm (``hcnt[l] < 0``: no such short list).  By Cauchy-Schwarz
+    a pair in which none of them has a candidate partner scores below the
+    threshold, so it is skipped after a few binary searches (exact pruning).
     """
     r = cuda.blockIdx.y
     q = q_first + r
@@ -304,6 +344,15 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
         out_s[r, col] = 0.0
         out_m[r, col] = 0
         return
+    if prune:
+        if staged:
+            keep = _heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, sq_mz, 0, nqp)
+        else:
+            keep = _heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, q_mz, qa, qb)
+        if not keep:
+            out_s[r, col] = NOT_SCORED
+            out_m[r, col] = 0
+            return
     sp = cuda.local.array(K3, float64)
     si = cuda.local.array(K, int32)
     sj = cuda.local.array(K, int32)
@@ -397,7 +446,8 @@ def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
     for c in range(tid, size, nt):
         if c < ncols:
             s = out_s[r, c]
-            keys[c] = s if (out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold) else -math.inf
+            hit = out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold
+            keys[c] = s if hit else -math.inf
         else:
             keys[c] = -math.inf
         idx[c] = c

@@ -110,8 +110,11 @@ class HeatmapWidget(QtWidgets.QWidget):
         self.image_item = pg.ImageItem(axisOrder="row-major", autoDownsample=True)
         plot.addItem(self.image_item)
         self.color_bar = pg.ColorBarItem(
-            values=self.levels, colorMap=pg.colormap.get(colormap), label=None,
-            interactive=False, width=18,
+            values=self.levels,
+            colorMap=pg.colormap.get(colormap),
+            label=None,
+            interactive=False,
+            width=18,
         )
         self.color_bar.setImageItem(self.image_item, insert_in=plot)
 
@@ -245,11 +248,18 @@ class HeatmapWidget(QtWidgets.QWidget):
             return
         vb = self.plot_item.getViewBox()
         (x0, x1), (y0, y1) = vb.viewRange()
-        metrics = QtGui.QFontMetrics(self.plot_item.getAxis("bottom").style.get("tickFont") or
-                                     QtGui.QFont())
+        metrics = QtGui.QFontMetrics(
+            self.plot_item.getAxis("bottom").style.get("tickFont") or QtGui.QFont()
+        )
         for name, labels, lo, hi, length, need in (
-            ("bottom", self.column_labels, x0, x1, vb.width(),
-             max((metrics.horizontalAdvance(_short(t)) for t in self.column_labels), default=0)),
+            (
+                "bottom",
+                self.column_labels,
+                x0,
+                x1,
+                vb.width(),
+                max((metrics.horizontalAdvance(_short(t)) for t in self.column_labels), default=0),
+            ),
             ("left", self.row_labels, y0, y1, vb.height(), metrics.height()),
         ):
             n = len(labels)
@@ -262,8 +272,11 @@ class HeatmapWidget(QtWidgets.QWidget):
             if self._named and n <= self.max_tick_labels and need + 6 <= pixels:
                 ticks = [(i + 0.5, _short(labels[i])) for i in range(first, last)]
             else:
-                digits = metrics.horizontalAdvance(str(n)) + 12 if name == "bottom" else (
-                    metrics.height() + 4)
+                digits = (
+                    metrics.horizontalAdvance(str(n)) + 12
+                    if name == "bottom"
+                    else (metrics.height() + 4)
+                )
                 step = _nice_step(digits / max(pixels, 1e-9))
                 start = (first // step) * step
                 ticks = [(i + 0.5, str(i)) for i in range(start, last, step) if i >= first]

@@ -30,7 +30,9 @@ class HeatmapRequest:
     def compute(self, params: SearchParameters, backend: str = "auto") -> np.ndarray:
         """The dense score matrix (runs ``engine.score_matrix``; call off the GUI thread)."""
         scores, _ = score_matrix(
-            self.rows.subset(self.row_index), self.columns.subset(self.column_index), params,
+            self.rows.subset(self.row_index),
+            self.columns.subset(self.column_index),
+            params,
             backend=backend,
         )
         return np.asarray(scores, dtype=np.float64)
@@ -106,7 +108,9 @@ class HeatmapPanel(QWidget):
             f"Similarity of every pair of the selected queries (up to {MAX_SIDE})"
         )
         self.export_button = QPushButton("Export image…")
-        self.status = QLabel("Select queries, then choose a heatmap. Click a cell for its mirror plot.")
+        self.status = QLabel(
+            "Select queries, then choose a heatmap. Click a cell for its mirror plot."
+        )
         self.status.setStyleSheet("color: palette(mid);")
         bar = QHBoxLayout()
         bar.addWidget(self.top_button)

@@ -120,7 +120,9 @@ class LibraryPanel(QWidget):
         self.remove_button.clicked.connect(self._remove)
         self._update_buttons()
 
-    def set_files(self, libraries: list[LoadedFile], active: int, queries: LoadedFile | None) -> None:
+    def set_files(
+        self, libraries: list[LoadedFile], active: int, queries: LoadedFile | None
+    ) -> None:
         """Show the loaded files."""
         self._files = {}
         self.libraries_item.takeChildren()

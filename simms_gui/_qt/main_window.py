@@ -116,7 +116,7 @@ class MainWindow(QMainWindow):
         self.main_splitter.addWidget(left)
         self.main_splitter.addWidget(self.tabs)
         self.main_splitter.setStretchFactor(1, 1)
-        self.main_splitter.setSizes([400, 1200])
+        self.main_splitter.setSizes([430, 1170])
         self.main_splitter.setChildrenCollapsible(False)
         self.setCentralWidget(self.main_splitter)
 
@@ -150,29 +150,37 @@ class MainWindow(QMainWindow):
     def _make_actions(self) -> None:
         a = self._action
         self.open_library_action = a(
-            "Open &library…", lambda: self.open_dialog("library"), QKeySequence.StandardKey.Open,
+            "Open &library…",
+            lambda: self.open_dialog("library"),
+            QKeySequence.StandardKey.Open,
             "Open an MGF, MSP or mzML spectral library",
         )
         self.open_queries_action = a(
-            "Open &queries…", lambda: self.open_dialog("queries"), "Ctrl+Shift+O",
+            "Open &queries…",
+            lambda: self.open_dialog("queries"),
+            "Ctrl+Shift+O",
             "Open the query spectra to search",
         )
         self.demo_action = a("Load &demo data", self.load_demo, None, "Load the bundled demo")
         self.search_action = a("&Search", self.start_search, "Ctrl+R", "Search queries vs library")
         self.stop_action = a("S&top", self.stop_search, "Esc", "Stop; hits found so far are kept")
         self.stop_action.setEnabled(False)
-        self.export_all_action = a("Export &all hits…", lambda: self.export_hits(None, "all"),
-                                   "Ctrl+E")
-        self.export_filtered_action = a("Export &filtered hits…",
-                                        lambda: self.export_hits(None, "filtered"))
-        self.export_best_action = a("Export &best hit per query…",
-                                    lambda: self.export_hits(None, "best"))
+        self.export_all_action = a(
+            "Export &all hits…", lambda: self.export_hits(None, "all"), "Ctrl+E"
+        )
+        self.export_filtered_action = a(
+            "Export &filtered hits…", lambda: self.export_hits(None, "filtered")
+        )
+        self.export_best_action = a(
+            "Export &best hit per query…", lambda: self.export_hits(None, "best")
+        )
         self.export_mirror_action = a("Export &mirror plot…", lambda: self.export_mirror(None))
         self.export_heatmap_action = a("Export &heatmap…", lambda: self.export_heatmap(None))
         self.quit_action = a("&Quit", self.close, QKeySequence.StandardKey.Quit)
         self.heatmap_top_action = a("Heatmap of &top hits", self.heatmap_top_hits, "Ctrl+H")
-        self.heatmap_selection_action = a("Heatmap of &selection", self.heatmap_selection,
-                                          "Ctrl+Shift+H")
+        self.heatmap_selection_action = a(
+            "Heatmap of &selection", self.heatmap_selection, "Ctrl+Shift+H"
+        )
         self.about_action = a("&About SimMS", self._about)
 
         menu = self.menuBar()
@@ -184,8 +192,11 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.demo_action)
         file_menu.addSeparator()
         export_menu = file_menu.addMenu("&Export")
-        for action in (self.export_all_action, self.export_filtered_action,
-                       self.export_best_action):
+        for action in (
+            self.export_all_action,
+            self.export_filtered_action,
+            self.export_best_action,
+        ):
             export_menu.addAction(action)
         export_menu.addSeparator()
         export_menu.addAction(self.export_mirror_action)
@@ -344,7 +355,8 @@ class MainWindow(QMainWindow):
         self.library_panel.set_files(s.libraries, s.active, s.queries)
         ready = s.library is not None and s.queries is not None
         self.search_panel.search_button.setToolTip(
-            "Search the queries against the active library (Ctrl+R)" if ready
+            "Search the queries against the active library (Ctrl+R)"
+            if ready
             else "Open a library and query spectra first"
         )
 
@@ -432,7 +444,8 @@ class MainWindow(QMainWindow):
             return None
         if s.library is None or s.queries is None:
             QMessageBox.information(
-                self, "Nothing to search",
+                self,
+                "Nothing to search",
                 "Open a library and query spectra first (File menu, or drop files here).",
             )
             return None
@@ -536,7 +549,11 @@ class MainWindow(QMainWindow):
 
     def _show_heatmap_pair(self, rows, r: int, columns, c: int) -> None:
         pair = compute_pair(rows, r, columns, c, self.session.params)
-        self.heatmap_pair_view.show_pair(pair, score_name=_score_name(self.session.params))
+        self.heatmap_pair_view.show_pair(
+            pair,
+            title=pair.library_label.split(" (")[0],
+            score_name=_score_name(self.session.params),
+        )
 
     def _filter_to_query(self, row: int) -> None:
         spectra = self.session.queries.spectra if self.session.queries else None
@@ -547,8 +564,11 @@ class MainWindow(QMainWindow):
     def hits_for_export(self, which: str = "all") -> HitTable:
         """``"all"`` hits, the ``"filtered"`` rows as shown, or the ``"best"`` per query."""
         if which == "all":
-            return self.session.hits if not self.searching else self.results.model.hit_table(
-                visible=False).sorted()
+            return (
+                self.session.hits
+                if not self.searching
+                else self.results.model.hit_table(visible=False).sorted()
+            )
         if which == "filtered":
             return self.results.model.hit_table(visible=True)
         if which == "best":
@@ -617,7 +637,9 @@ class MainWindow(QMainWindow):
         return out
 
     # ------------------------------------------------------------------ heatmaps
-    def heatmap_top_hits(self, query_rows: list[int] | None = None, top_n: int | None = None) -> None:
+    def heatmap_top_hits(
+        self, query_rows: list[int] | None = None, top_n: int | None = None
+    ) -> None:
         """Heatmap of queries (default: selected, else the current hit's) × their top hits."""
         s = self.session
         if s.hits_queries is None or not len(s.hits):
@@ -652,8 +674,11 @@ class MainWindow(QMainWindow):
         self._compute_heatmap(request)
 
     def _compute_heatmap(self, request: HeatmapRequest) -> None:
-        params = self.search_panel.parameters() if self.session.hits_queries is None \
+        params = (
+            self.search_panel.parameters()
+            if self.session.hits_queries is None
             else self.session.params
+        )
         backend = self.search_panel.backend_name()
         self.tabs.setCurrentIndex(1)
         self.heatmap_panel.set_busy(f"Computing {request.title}…")
@@ -707,7 +732,8 @@ class MainWindow(QMainWindow):
         from simms_gui import __version__
 
         QMessageBox.about(
-            self, "About SimMS",
+            self,
+            "About SimMS",
             f"SimMS desktop {__version__}\n\nExact greedy-cosine search of MS/MS spectral "
             "libraries (the score of matchms CosineGreedy), on the CPU or an NVIDIA GPU.",
         )

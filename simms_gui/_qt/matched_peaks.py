@@ -176,7 +176,9 @@ class MatchedPeaksModel(QtCore.QAbstractTableModel):
             return f"{float(value):.6g}"
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: E501, N802
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ):  # noqa: N802
         if orientation == Qt.Orientation.Horizontal and 0 <= section < len(COLUMNS):
             title, tip = _HEADERS[COLUMNS[section]]
             if role == Qt.ItemDataRole.DisplayRole:

@@ -90,9 +90,7 @@ class MirrorPlotWidget(QtWidgets.QWidget):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plot_widget = pg.PlotWidget(
-            background="w", axisItems={"left": _AbsoluteAxis("left")}
-        )
+        self.plot_widget = pg.PlotWidget(background="w", axisItems={"left": _AbsoluteAxis("left")})
         self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
         layout = QtWidgets.QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -146,8 +144,12 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         self.highlight_item = item(COLORS["highlight"], width=4, z=4)
 
         self.legend = pg.LegendItem(
-            offset=(-8, 6), colCount=3, brush=pg.mkBrush(255, 255, 255, 210),
-            pen=pg.mkPen("#cccccc"), labelTextColor="#222222", labelTextSize="9pt",
+            offset=(-8, 6),
+            colCount=3,
+            brush=pg.mkBrush(255, 255, 255, 210),
+            pen=pg.mkPen("#cccccc"),
+            labelTextColor="#222222",
+            labelTextSize="9pt",
         )
         self.legend.setParentItem(vb)
         for name, key in (("matched", "query"), ("shifted (modified cosine)", "query_shifted")):
@@ -219,8 +221,9 @@ class MirrorPlotWidget(QtWidgets.QWidget):
             raise ValueError("m/z and intensity arrays must have the same length")
         qi = np.asarray(matches.query_peak, dtype=np.int64)
         li = np.asarray(matches.library_peak, dtype=np.int64)
-        if qi.size and (qi.min() < 0 or qi.max() >= qmz.size or li.min() < 0
-                        or li.max() >= lmz.size):
+        if qi.size and (
+            qi.min() < 0 or qi.max() >= qmz.size or li.min() < 0 or li.max() >= lmz.size
+        ):
             raise ValueError("matches refer to peaks outside the given spectra")
         self.clear()
         self.matches = matches
@@ -262,8 +265,13 @@ class MirrorPlotWidget(QtWidgets.QWidget):
 
     def clear(self) -> None:
         """Remove the spectra, links, labels and title."""
-        items = [*self.unmatched_items, *self.matched_items.values(), self.link_item,
-                 self.shifted_link_item, self.highlight_item]
+        items = [
+            *self.unmatched_items,
+            *self.matched_items.values(),
+            self.link_item,
+            self.shifted_link_item,
+            self.highlight_item,
+        ]
         for data_item in items:
             data_item.setData([], [])
         for label in self.labels:
@@ -286,7 +294,8 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         lib = int(self.matches.library_peak[index])
         plot_links(
             self.highlight_item,
-            [self.query_mz[q], self.library_mz[lib]], [0.0, 0.0],
+            [self.query_mz[q], self.library_mz[lib]],
+            [0.0, 0.0],
             [self.query_mz[q], self.library_mz[lib]],
             [self.query_intensity[q], -self.library_intensity[lib]],
         )
@@ -314,9 +323,15 @@ class MirrorPlotWidget(QtWidgets.QWidget):
             strong = visible[np.argsort(-vis_rel, kind="stable")[: 2 * self.n_labels]]
             include = np.searchsorted(visible, np.intersect1d(strong, idx))
             self.labels += annotate_peaks(
-                self.plot_item, mz[visible], vis_rel, n=self.n_labels, sign=sign,
-                include=include, colors=colors[visible],
-                min_separation=0.055 * (hi - lo), min_height_separation=8.0,
+                self.plot_item,
+                mz[visible],
+                vis_rel,
+                n=self.n_labels,
+                sign=sign,
+                include=include,
+                colors=colors[visible],
+                min_separation=0.055 * (hi - lo),
+                min_height_separation=10.0,
             )
 
     def reset_zoom(self) -> None:

@@ -229,9 +229,7 @@ def annotate_peaks(
     font = QtGui.QFont()
     font.setPointSize(font_size)
     labels = []
-    for k in _pick_labelled(
-        mz, intensity, n, min_separation, min_height_separation, include
-    ):
+    for k in _pick_labelled(mz, intensity, n, min_separation, min_height_separation, include):
         text = pg.TextItem(
             f"{mz[k]:.{decimals}f}",
             color=color if colors is None else colors[k],
@@ -301,7 +299,6 @@ def export_plot(
             os.unlink(tmp)
         raise
     return path
-
 
 
 def _export_svg(item: pg.GraphicsItem | QtWidgets.QGraphicsScene, path: str) -> None:

@@ -79,8 +79,13 @@ class QueryListModel(QAbstractTableModel):
                 return "" if math.isnan(v) else f"{v:.4f}"
             return str(int(self._peaks[r]))
         if role == Qt.ItemDataRole.UserRole:  # sort key
-            return (r, str(self._ids[r]), str(self._names[r]).lower(),
-                    float(self._prec[r]), int(self._peaks[r]))[c]
+            return (
+                r,
+                str(self._ids[r]),
+                str(self._names[r]).lower(),
+                float(self._prec[r]),
+                int(self._peaks[r]),
+            )[c]
         if role == Qt.ItemDataRole.TextAlignmentRole and c in (0, 3, 4):
             return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         return None
@@ -168,7 +173,7 @@ class QueryList(QWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         char = self.fontMetrics().horizontalAdvance("0")
-        for col, width in ((0, 5), (1, 12), (3, 10), (4, 6)):
+        for col, width in ((0, 4), (1, 10), (3, 10), (4, 6)):
             self.table.setColumnWidth(col, width * char)
         self.heatmap_button = QPushButton("Heatmap of selection")
         self.heatmap_button.setToolTip("All-vs-all similarity of the selected queries")
@@ -198,7 +203,9 @@ class QueryList(QWidget):
         self.table.doubleClicked.connect(
             lambda index: self.queryActivated.emit(self.proxy.mapToSource(index).row())
         )
-        self.heatmap_button.clicked.connect(lambda: self.heatmapRequested.emit(self.selected_rows()))
+        self.heatmap_button.clicked.connect(
+            lambda: self.heatmapRequested.emit(self.selected_rows())
+        )
         self._update_count()
 
     def set_spectra(self, spectra: SpectrumLibrary | None) -> None:
@@ -222,7 +229,8 @@ class QueryList(QWidget):
                 selection.select(index, index)
         self.table.selectionModel().select(
             selection,
-            QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+            QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows,
         )
 
     def _filter_changed(self) -> None:
@@ -234,4 +242,6 @@ class QueryList(QWidget):
 
     def _update_count(self) -> None:
         shown, total = self.proxy.rowCount(), self.model.rowCount()
-        self.count_label.setText(f"{total:,} queries" if shown == total else f"{shown:,} of {total:,}")
+        self.count_label.setText(
+            f"{total:,} queries" if shown == total else f"{shown:,} of {total:,}"
+        )

@@ -118,7 +118,9 @@ class HitsTableModel(QAbstractTableModel):
         if not self._cols:
             self._cols = {k: np.asarray(v) for k, v in columns.items()}
         else:
-            self._cols = {k: np.concatenate([v, np.asarray(columns[k])]) for k, v in self._cols.items()}
+            self._cols = {
+                k: np.concatenate([v, np.asarray(columns[k])]) for k, v in self._cols.items()
+            }
         self._n += n_new
         self._codes = {}
         new_rows = np.arange(start, self._n, dtype=np.int64)
@@ -186,7 +188,10 @@ class HitsTableModel(QAbstractTableModel):
         if low is None and high is None:
             self._score_range = None
         else:
-            self._score_range = (-math.inf if low is None else low, math.inf if high is None else high)
+            self._score_range = (
+                -math.inf if low is None else low,
+                math.inf if high is None else high,
+            )
         self.apply()
 
     def set_best_only(self, best: bool) -> None:
@@ -304,8 +309,14 @@ class HitsTableModel(QAbstractTableModel):
         col = self._cols[key]
         source = self._source_key(key)
         if source is not None:
-            _, first, inverse = np.unique(self._cols[source], return_index=True, return_inverse=True)
-            uniq = col[first]
+            if "first:" + source not in self._codes:
+                _, first, inverse = np.unique(
+                    self._cols[source], return_index=True, return_inverse=True
+                )
+                self._codes["first:" + source] = first
+                self._codes["inverse:" + source] = inverse.ravel()
+            uniq = col[self._codes["first:" + source]]
+            inverse = self._codes["inverse:" + source]
         else:
             uniq, inverse = np.unique(col.astype(str), return_inverse=True)
         self._codes[cache_key], self._codes[cache_key + ":inv"] = uniq, inverse.ravel()

@@ -21,8 +21,15 @@ from simms_gui._qt.results_model import COLUMNS, HitsTableModel
 __all__ = ["ResultsPanel"]
 
 #: Initial column widths in characters (others: fit to header).
-_WIDTHS = {"query_name": 22, "library_name": 26, "library_smiles": 24, "library_inchikey": 28,
-           "query_id": 16, "library_id": 16, "library": 16}
+_WIDTHS = {
+    "query_name": 22,
+    "library_name": 26,
+    "library_smiles": 24,
+    "library_inchikey": 28,
+    "query_id": 16,
+    "library_id": 16,
+    "library": 16,
+}
 
 
 class ResultsPanel(QWidget):
@@ -42,11 +49,16 @@ class ResultsPanel(QWidget):
 
         self.filter_edit = QLineEdit(placeholderText="Filter name, ID or InChIKey…")
         self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.setToolTip("Show hits whose query or hit name, ID or InChIKey contains this")
+        self.filter_edit.setToolTip(
+            "Show hits whose query or hit name, ID or InChIKey contains this"
+        )
         self.score_min = QDoubleSpinBox(decimals=3, minimum=0.0, maximum=1.0, singleStep=0.05)
         self.score_max = QDoubleSpinBox(decimals=3, minimum=0.0, maximum=1.0, singleStep=0.05)
         self.score_max.setValue(1.0)
-        for box, tip in ((self.score_min, "Lowest score shown"), (self.score_max, "Highest score shown")):
+        for box, tip in (
+            (self.score_min, "Lowest score shown"),
+            (self.score_max, "Highest score shown"),
+        ):
             box.setToolTip(tip)
             box.setKeyboardTracking(False)
         self.best_check = QCheckBox("Best hit per query")

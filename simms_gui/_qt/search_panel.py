@@ -165,7 +165,7 @@ class SearchPanel(QWidget):
         self.precursor_tolerance.setSuffix(" ppm" if unit == "ppm" else " Da")
 
     def parameters(self, **overrides) -> SearchParameters:
-        """The parameters shown (with ``overrides`` applied) as :class:`~engine.SearchParameters`."""
+        """The parameters shown, with ``overrides`` applied (``SearchParameters``)."""
         unit = self.precursor_unit.currentData()
         values: dict[str, object] = {
             "tolerance": self.tolerance.value(),
@@ -206,7 +206,9 @@ class SearchPanel(QWidget):
         """Choose the backend by name (a disabled GPU entry falls back to auto)."""
         index = self.backend.findData(name)
         model = self.backend.model()
-        if index < 0 or (isinstance(model, QStandardItemModel) and not model.item(index).isEnabled()):
+        if index < 0 or (
+            isinstance(model, QStandardItemModel) and not model.item(index).isEnabled()
+        ):
             index = 0
         self.backend.setCurrentIndex(index)
 
@@ -224,7 +226,9 @@ class SearchPanel(QWidget):
 
     def save_settings(self) -> None:
         """Store the parameters and backend in QSettings."""
-        save_json(SETTINGS_KEY, {"params": self.parameters().to_dict(), "backend": self.backend_name()})
+        save_json(
+            SETTINGS_KEY, {"params": self.parameters().to_dict(), "backend": self.backend_name()}
+        )
 
     # -- running state ----------------------------------------------------------------
     def set_running(self, running: bool) -> None:

@@ -167,7 +167,7 @@ class SearchController(QObject):
 
 
 class TaskRunner(QObject):
-    """Run ``function()`` in a QThread; ``done(result)`` or ``error(exception)`` on the GUI thread."""
+    """Run ``function()`` in a QThread; ``done``/``error`` arrive on the GUI thread."""
 
     done = pyqtSignal(object)
     error = pyqtSignal(object)

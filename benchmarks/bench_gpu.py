@@ -1,0 +1,229 @@
+"""GPU benchmark of the exact greedy cosine (CUDA backend), for an H100/H200.
+
+Validates the GPU against the CPU kernel first (dense blocks with spectra over
+1,024 peaks, cosine and modified cosine, a wide tolerance that overflows the
+on-chip path, and search hits end to end), then times
+
+a. all-vs-all of the MassBank library (threshold 0.7, top 100) through SearchJob;
+b. the 1,000 queries against the library with the library resident: end-to-end
+   seconds and time to first hits;
+c. dense 16,384 × 16,384 (tolerance 0.1), as SimMS's own benchmark;
+
+and prints one table.  Run from the repository root::
+
+    python benchmarks/bench_gpu.py [--data ../shared/data] [--cache .ext] [--json out.json]
+
+The library is read from ``<cache>/massbank_ms2.npz`` (written by
+``SpectrumLibrary.save``) when present, else parsed from the MGF files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.backends import Batch, CpuBackend, PreparedSpectra  # noqa: E402
+from engine.kernels.cpu import dense_block, search_block  # noqa: E402
+from engine.library import SpectrumLibrary  # noqa: E402
+from engine.params import SearchParameters  # noqa: E402
+from engine.search import SearchJob  # noqa: E402
+
+
+def load(name: str, data: Path, cache: Path) -> SpectrumLibrary:
+    """Library ``name`` from the npz cache, else from ``data/name.mgf.gz``."""
+    npz = cache / f"{name}.npz"
+    if npz.exists():
+        return SpectrumLibrary.load(npz)
+    from engine.io import read_library
+
+    return read_library(data / f"{name}.mgf.gz")
+
+
+def prepared(lib: SpectrumLibrary) -> PreparedSpectra:
+    """Weights and norms with the default powers."""
+    return PreparedSpectra.from_library(lib)
+
+
+def compare_dense(gpu: tuple[np.ndarray, np.ndarray],
+                  cpu: tuple[np.ndarray, np.ndarray]) -> tuple[float, int]:
+    """Max |score difference| and number of match-count mismatches."""
+    return float(np.abs(gpu[0] - cpu[0]).max(initial=0.0)), int(np.sum(gpu[1] != cpu[1]))
+
+
+def compare_hits(g: tuple, c: tuple) -> tuple[bool, float, int]:
+    """Same hit set?, max |score diff| on common hits, match mismatches."""
+    gk = {(int(q), int(l)): (s, m) for q, l, s, m in zip(*g)}
+    ck = {(int(q), int(l)): (s, m) for q, l, s, m in zip(*c)}
+    same = gk.keys() == ck.keys()
+    common = gk.keys() & ck.keys()
+    diff = max((abs(gk[k][0] - ck[k][0]) for k in common), default=0.0)
+    mism = sum(int(gk[k][1] != ck[k][1]) for k in common)
+    return same, float(diff), mism
+
+
+def main() -> None:
+    """Validate, time and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--cache", type=Path, default=ROOT / ".ext")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--dense-n", type=int, default=16384)
+    ap.add_argument("--skip-a", action="store_true", help="skip the all-vs-all run")
+    args = ap.parse_args()
+
+    from engine.kernels.cuda import CudaBackend, gpu_status
+
+    ok, dev = gpu_status()
+    print("GPU:", ok, dev, flush=True)
+    if not ok:
+        raise SystemExit(1)
+    t0 = time.perf_counter()
+    be = CudaBackend()
+    be.warm_up()
+    compile_s = time.perf_counter() - t0
+    print(f"backend start + warm_up (compile or cache load): {compile_s:.1f} s", flush=True)
+
+    lib = load("massbank_ms2", args.data, args.cache)
+    qry = load("massbank_ms2_queries", args.data, args.cache)
+    L, Q = prepared(lib), prepared(qry)
+    counts = np.diff(L.offsets)
+    print(f"library {len(L)} spectra, {L.offsets[-1]} peaks, max {counts.max()}", flush=True)
+    rng = np.random.default_rng(20261118)
+    report: dict[str, object] = {"device": dev, "compile_s": compile_s}
+
+    # ---------------------------------------------------------------- validation
+    big = np.flatnonzero(counts > 1024)
+    lsel = np.unique(np.r_[big, rng.choice(len(L), 2048 - len(big), replace=False)])
+    qsel = np.unique(np.r_[big[:16], rng.choice(len(L), 240, replace=False)])
+    Ls, Qs = L.reordered(lsel), L.reordered(qsel)
+    checks = []
+    for label, p, qs, ls in [
+        ("cosine tol 0.1, 256x2048 (incl. >1024 peaks)", SearchParameters(tolerance=0.1), Qs, Ls),
+        ("modified tol 0.1, 256x2048", SearchParameters(tolerance=0.1, score="modified_cosine"), Qs, Ls),
+        ("cosine tol 2.0 (overflow path), 64x512", SearchParameters(tolerance=2.0),
+         Qs.reordered(np.arange(64)), Ls.reordered(np.arange(512))),
+        ("modified tol 1.0 (overflow path), 64x512",
+         SearchParameters(tolerance=1.0, score="modified_cosine"),
+         Qs.reordered(np.arange(64)), Ls.reordered(np.arange(512))),
+    ]:
+        before = be.rescored_pairs
+        t = time.perf_counter()
+        g = be.dense(qs, ls, p)
+        tg = time.perf_counter() - t
+        t = time.perf_counter()
+        c = dense_block(qs.mz, qs.weight, qs.offsets, qs.norm, qs.precursor_mz,
+                        ls.mz, ls.weight, ls.offsets, ls.norm, ls.precursor_mz,
+                        0, len(qs), 0, len(ls), p.tolerance, p.modified)
+        tc = time.perf_counter() - t
+        d, mm = compare_dense(g, c)
+        checks.append((label, g[0].size, d, mm, be.rescored_pairs - before))
+        print(f"check {label}: pairs {g[0].size}, max|diff| {d:.2e}, match mismatches {mm}, "
+              f"rescored {be.rescored_pairs - before}, gpu {tg:.2f}s cpu {tc:.2f}s", flush=True)
+    # search hits: 64 queries vs the whole library, threshold 0.7, top 100, via SearchJob
+    params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+    q64 = qry.subset(np.arange(64))
+    gh = SearchJob(q64, lib, params, backend=be).run()
+    Q64 = prepared(q64)
+    t = time.perf_counter()
+    ch = search_block(Q64.mz, Q64.weight, Q64.offsets, Q64.norm, Q64.precursor_mz,
+                      L.mz, L.weight, L.offsets, L.norm, L.precursor_mz, 0, len(Q64), 0, len(L),
+                      0.1, False, 0.0, False, 0, 0.7, 100)
+    tc = time.perf_counter() - t
+    same, d, mm = compare_hits((gh.query_index, gh.library_index, gh.score, gh.matches), ch)
+    print(f"check search 64 queries x library thr 0.7 top 100: gpu hits {len(gh)}, cpu hits "
+          f"{len(ch[0])}, same hit set {same}, max|diff| {d:.2e}, match mismatches {mm} "
+          f"(cpu {tc:.1f}s)", flush=True)
+    checks.append(("search 64 x 54390 thr 0.7 top 100 (hits)", len(gh), d, mm + (0 if same else 1),
+                   None))
+    pm = SearchParameters(tolerance=0.1, threshold=0.5, top_n=10, score="modified_cosine",
+                          precursor_tolerance=20.0, precursor_unit="ppm")
+    gh = SearchJob(q64, lib, pm, backend=be).run()
+    ch = CpuBackend().score_batch(Q64, L, Batch(0, len(Q64), 0, len(L)), pm).top_per_query(10)
+    same, d, mm = compare_hits((gh.query_index, gh.library_index, gh.score, gh.matches),
+                               (ch.query_index, ch.library_index, ch.score, ch.matches))
+    print(f"check modified search 20 ppm thr 0.5 top 10: gpu hits {len(gh)}, cpu {len(ch)}, "
+          f"same {same}, max|diff| {d:.2e}, mismatches {mm}", flush=True)
+    checks.append(("modified 20 ppm search (hits)", len(gh), d, mm + (0 if same else 1), None))
+    report["checks"] = checks
+
+    rows = []
+    # ---------------------------------------------------------------- (a) all vs all
+    if not args.skip_a:
+        params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+        before = be.rescored_pairs
+        t = time.perf_counter()
+        job = SearchJob(lib, lib, params, backend=be)
+        first = None
+        nh = 0
+        for chunk in job:
+            if first is None:
+                first = time.perf_counter() - t
+            nh += len(chunk)
+        ta = time.perf_counter() - t
+        pairs = len(L) ** 2
+        rows.append(("a all-vs-all 54,390^2, thr 0.7, top 100", pairs, ta, first, nh))
+        print(f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
+              f"rescored {be.rescored_pairs - before}, messages {job.messages}", flush=True)
+
+    # ---------------------------------------------------------------- (b) queries
+    params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+    SearchJob(qry, lib, params, backend=be).run()  # library resident now
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        job = SearchJob(qry, lib, params, backend=be)
+        first = None
+        nh = 0
+        for chunk in job:
+            if first is None:
+                first = time.perf_counter() - t
+            nh += len(chunk)
+        times.append((time.perf_counter() - t, first, nh))
+    tb, fb, nhb = sorted(times)[1]
+    pairs = len(Q) * len(L)
+    rows.append(("b 1,000 queries x 54,390, resident", pairs, tb, fb, nhb))
+    print(f"(b) runs {[(round(x, 3), round(y, 3)) for x, y, _ in times]}", flush=True)
+
+    # ---------------------------------------------------------------- (c) dense
+    n = min(args.dense_n, len(L))
+    sel = np.sort(np.random.default_rng(0).choice(len(L), n, replace=False))
+    D = L.reordered(sel)
+    p = SearchParameters(tolerance=0.1)
+    be.dense(D.reordered(np.arange(256)), D.reordered(np.arange(256)), p)
+    before = be.rescored_pairs
+    tt = []
+    for _ in range(2):
+        t = time.perf_counter()
+        s, m = be.dense(D, D, p)
+        tt.append(time.perf_counter() - t)
+    tc_ = min(tt)
+    rows.append((f"c dense {n:,} x {n:,}, tol 0.1", n * n, tc_, None, int(np.sum(s >= 0.7))))
+    print(f"(c) {tt} s; rescored {(be.rescored_pairs - before) // 2}", flush=True)
+
+    # ---------------------------------------------------------------- table
+    print()
+    print(f"device: {dev}")
+    print(f"{'run':44s} {'pairs':>10s} {'seconds':>9s} {'pairs/s':>10s} {'first hits':>10s} "
+          f"{'hits':>10s}")
+    for name, pairs, sec, first, nh in rows:
+        fh = f"{first:.3f} s" if first is not None else "-"
+        print(f"{name:44s} {pairs:10.3e} {sec:9.2f} {pairs / sec:10.3e} {fh:>10s} {nh:10d}")
+    print()
+    print(f"{'exactness check':48s} {'pairs/hits':>10s} {'max|diff|':>10s} {'mism.':>6s}")
+    for label, npairs, d, mm, _ in checks:
+        print(f"{label:48s} {npairs:10d} {d:10.2e} {mm:6d}")
+    report["rows"] = rows
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Runtime set-up of the frozen (PyInstaller) application.
+
+numba's ``cache=True`` writes compiled kernels next to the module sources
+(``__pycache__``), which inside an installed, frozen app is read-only or absent.
+:func:`configure_numba_cache` points ``NUMBA_CACHE_DIR`` at a writable per-user
+folder instead, so the second start of the frozen app loads its kernels from the
+cache rather than recompiling them.
+
+It must run before ``numba`` is imported: the PyInstaller build calls it from a
+runtime hook (``packaging/rthook_simms.py``), so the application code needs no
+change. Outside a frozen app it does nothing (unless ``force=True``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["configure_numba_cache", "is_frozen", "numba_cache_dir"]
+
+
+def is_frozen() -> bool:
+    """True inside a PyInstaller (or similar) frozen executable."""
+    return bool(getattr(sys, "frozen", False))
+
+
+def _user_cache_root() -> Path:
+    """``$XDG_CACHE_HOME`` (or the platform's equivalent), else ``~/.cache``."""
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"])
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches"
+    return Path.home() / ".cache"
+
+
+def numba_cache_dir(executable: str | None = None) -> Path:
+    """The per-user numba cache folder of one executable of the app.
+
+    ``<user cache>/simms/numba/<executable name>``. Inside a frozen app numba
+    stamps its cache entries with the hash of ``sys.executable`` (there is no
+    source file to stamp), so the ``simms-gui`` and ``simms`` executables each get
+    their own folder and do not invalidate each other's entries; a new build
+    (different executable) recompiles once.
+    """
+    name = Path(executable or sys.executable).stem or "simms"
+    return _user_cache_root() / "simms" / "numba" / name
+
+
+def _writable(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return True
+    except OSError:
+        return False
+
+
+def configure_numba_cache(force: bool = False) -> str | None:
+    """Set ``NUMBA_CACHE_DIR`` to a writable per-user folder when frozen.
+
+    Parameters
+    ----------
+    force : bool, default False
+        Also set it when not frozen (for tests).
+
+    Returns
+    -------
+    str or None
+        The cache folder in use, or None when nothing was changed (not frozen,
+        or no writable folder could be found: numba then compiles every start).
+        A ``NUMBA_CACHE_DIR`` set by the user is kept as it is.
+    """
+    if not (force or is_frozen()):
+        return None
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return os.environ["NUMBA_CACHE_DIR"]
+    candidates = [numba_cache_dir()]
+    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    candidates.append(
+        Path(tempfile.gettempdir()) / f"simms-{uid}" / "numba" / Path(sys.executable).stem
+    )
+    for path in candidates:
+        if _writable(path):
+            os.environ["NUMBA_CACHE_DIR"] = str(path)
+            return str(path)
+    return None

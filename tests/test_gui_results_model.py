@@ -1,0 +1,136 @@
+"""HitsTableModel: columnar sorting and filtering (no window needed)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from PyQt6.QtCore import Qt
+
+from simms_gui._qt.results_model import COLUMNS, HitsTableModel
+
+COL = {c.key: k for k, c in enumerate(COLUMNS)}
+
+
+def _columns(n: int, rng: np.random.Generator, n_queries: int = 1000, n_lib: int = 50_000):
+    q = np.sort(rng.integers(0, n_queries, n))
+    lib = rng.integers(0, n_lib, n)
+    lib_names = np.array([f"compound {i:05d}" for i in range(n_lib)], dtype=object)
+    lib_keys = np.array([f"KEY{(i * 7919) % n_lib:05d}-XX" for i in range(n_lib)], dtype=object)
+    q_ids = np.array([f"Q{i:04d}" for i in range(n_queries)], dtype=object)
+    qp = rng.uniform(100, 900, n_queries)[q]
+    lp = rng.uniform(100, 900, n_lib)[lib]
+    return {
+        "query_index": q,
+        "query_id": q_ids[q],
+        "library_index": lib,
+        "library_id": np.array([f"L{i}" for i in range(n_lib)], dtype=object)[lib],
+        "score": rng.random(n),
+        "matches": rng.integers(1, 40, n).astype(np.int32),
+        "query_precursor_mz": qp,
+        "library_precursor_mz": lp,
+        "precursor_mz_delta": lp - qp,
+        "query_name": q_ids[q],
+        "library_name": lib_names[lib],
+        "library_smiles": lib_names[lib],
+        "library_inchikey": lib_keys[lib],
+        "library_formula": lib_names[lib],
+        "library_adduct": lib_names[lib],
+        "library_ion_mode": lib_names[lib],
+    }
+
+
+@pytest.fixture
+def small(qtbot):
+    rng = np.random.default_rng(7)
+    model = HitsTableModel()
+    cols = _columns(5000, rng, n_queries=50, n_lib=800)
+    model.set_columns(cols, "lib.mgf")
+    return model, cols
+
+
+def test_sort_one_million_rows_fast(qtbot):
+    rng = np.random.default_rng(1)
+    cols = _columns(1_000_000, rng)
+    model = HitsTableModel()
+    model.set_columns(cols, "massbank.mgf")
+    assert model.rowCount() == 1_000_000
+    timings = {}
+    for key in ("score", "library_name", "precursor_mz_delta"):
+        for order in (Qt.SortOrder.DescendingOrder, Qt.SortOrder.AscendingOrder):
+            start = time.perf_counter()
+            model.sort(COL[key], order)
+            timings[(key, order.name)] = time.perf_counter() - start
+    start = time.perf_counter()
+    model.set_text_filter("compound 0012")
+    timings[("text filter", "")] = time.perf_counter() - start
+    print("\n1,000,000-row model:", {f"{k} {o}": f"{t:.3f} s" for (k, o), t in timings.items()})
+    assert model.rowCount() == int(np.isin(cols["library_index"], np.arange(120, 130)).sum())
+    model.set_text_filter("")
+    model.sort(COL["score"], Qt.SortOrder.DescendingOrder)
+    shown = model.column("score")
+    assert np.all(np.diff(shown) <= 0)
+    # generous bound: interactive even on a slow CI machine
+    assert timings[("score", "DescendingOrder")] < 5.0
+
+
+def test_sort_matches_numpy_stable(small):
+    model, cols = small
+    model.sort(COL["score"], Qt.SortOrder.AscendingOrder)
+    np.testing.assert_array_equal(model.view_rows, np.argsort(cols["score"], kind="stable"))
+    model.sort(COL["score"], Qt.SortOrder.DescendingOrder)
+    np.testing.assert_array_equal(model.view_rows, np.argsort(-cols["score"], kind="stable"))
+    first = model.index(0, COL["score"]).data()
+    assert first == f"{cols['score'].max():.4f}"
+    # integer column, stable: ties keep the previous order (here: storage order)
+    model.sort(-1)
+    model.sort(COL["matches"], Qt.SortOrder.AscendingOrder)
+    np.testing.assert_array_equal(model.view_rows, np.argsort(cols["matches"], kind="stable"))
+    # text column sorts like Python's sorted() over the displayed (lower-case) text
+    model.sort(-1)
+    model.sort(COL["library_name"], Qt.SortOrder.AscendingOrder)
+    names = [str(v).lower() for v in cols["library_name"]]
+    expected = sorted(range(len(names)), key=lambda i: names[i])
+    np.testing.assert_array_equal(model.view_rows, expected)
+    # a second sort is stable over the first: score descending within equal names
+    model.sort(COL["score"], Qt.SortOrder.DescendingOrder)
+    model.sort(COL["library_name"], Qt.SortOrder.AscendingOrder)
+    expected = sorted(range(len(names)), key=lambda i: (names[i], -cols["score"][i]))
+    np.testing.assert_array_equal(model.view_rows, expected)
+    model.sort(-1)
+    np.testing.assert_array_equal(model.view_rows, np.arange(len(cols["score"])))
+
+
+def test_filters_are_numpy_masks(small):
+    model, cols = small
+    model.set_text_filter("COMPOUND 0001")  # case-insensitive substring
+    expected = np.array(["compound 0001" in str(n) for n in cols["library_name"]])
+    assert model.rowCount() == expected.sum() > 0
+    model.set_text_filter("")
+    model.set_score_range(0.25, 0.5)
+    s = cols["score"]
+    assert model.rowCount() == int(((s >= 0.25) & (s <= 0.5)).sum())
+    model.set_text_filter("q0003")  # query id
+    assert model.rowCount() == int(((s >= 0.25) & (s <= 0.5) & (cols["query_id"] == "Q0003")).sum())
+    model.set_text_filter("")
+    model.set_score_range(None, None)
+    model.set_best_only(True)
+    assert model.rowCount() == len(np.unique(cols["query_index"]))
+    shown_q = model.column("query_index")
+    shown_s = model.column("score")
+    for q, score in zip(shown_q, shown_s, strict=True):
+        assert score == cols["score"][cols["query_index"] == q].max()
+
+
+def test_append_chunks_inserts_rows(small, qtbot):
+    model = HitsTableModel()
+    rng = np.random.default_rng(3)
+    cols = _columns(300, rng, n_queries=10, n_lib=100)
+    inserted = []
+    model.rowsInserted.connect(lambda _p, first, last: inserted.append((first, last)))
+    for part in np.array_split(np.arange(300), 3):
+        model.append_columns({k: v[part] for k, v in cols.items()})
+    assert inserted == [(0, 99), (100, 199), (200, 299)]
+    assert model.rowCount() == 300
+    assert model.index(5, COL["library"]).data() == ""
