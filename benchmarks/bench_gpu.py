@@ -60,8 +60,8 @@ def compare_dense(gpu: tuple[np.ndarray, np.ndarray],
 
 def compare_hits(g: tuple, c: tuple) -> tuple[bool, float, int]:
     """Same hit set?, max |score diff| on common hits, match mismatches."""
-    gk = {(int(q), int(l)): (s, m) for q, l, s, m in zip(*g)}
-    ck = {(int(q), int(l)): (s, m) for q, l, s, m in zip(*c)}
+    gk = {(int(q), int(l)): (s, m) for q, l, s, m in zip(*g, strict=True)}
+    ck = {(int(q), int(l)): (s, m) for q, l, s, m in zip(*c, strict=True)}
     same = gk.keys() == ck.keys()
     common = gk.keys() & ck.keys()
     diff = max((abs(gk[k][0] - ck[k][0]) for k in common), default=0.0)
@@ -77,6 +77,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--dense-n", type=int, default=16384)
     ap.add_argument("--skip-a", action="store_true", help="skip the all-vs-all run")
+    ap.add_argument("--skip-checks", action="store_true", help="skip the exactness checks")
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="write a cProfile summary of the all-vs-all run to this file")
     args = ap.parse_args()
 
     from engine.kernels.cuda import CudaBackend, gpu_status
@@ -99,15 +102,56 @@ def main() -> None:
     rng = np.random.default_rng(20261118)
     report: dict[str, object] = {"device": dev, "compile_s": compile_s}
 
-    # ---------------------------------------------------------------- validation
+    checks: list[tuple] = []
+    if not args.skip_checks:
+        run_checks(be, L, qry, lib, rng, counts, checks)
+    report["checks"] = checks
+
+    rows = []
+    # ---------------------------------------------------------------- (a) all vs all
+    if not args.skip_a:
+        params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+        before = be.rescored_pairs
+        prof = None
+        if args.profile:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        t = time.perf_counter()
+        job = SearchJob(lib, lib, params, backend=be)
+        first = None
+        nh = 0
+        for chunk in job:
+            if first is None:
+                first = time.perf_counter() - t
+            nh += len(chunk)
+        ta = time.perf_counter() - t
+        if prof is not None:
+            import io
+            import pstats
+
+            prof.disable()
+            buf = io.StringIO()
+            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
+            args.profile.write_text(buf.getvalue())
+        pairs = len(L) ** 2
+        rows.append(("a all-vs-all 54,390^2, thr 0.7, top 100", pairs, ta, first, nh))
+        print(f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
+              f"rescored {be.rescored_pairs - before}, messages {job.messages}", flush=True)
+    print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev)
+
+
+def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
+    """Exactness checks against the CPU kernel (appends to ``checks``)."""
     big = np.flatnonzero(counts > 1024)
     lsel = np.unique(np.r_[big, rng.choice(len(L), 2048 - len(big), replace=False)])
     qsel = np.unique(np.r_[big[:16], rng.choice(len(L), 240, replace=False)])
     Ls, Qs = L.reordered(lsel), L.reordered(qsel)
-    checks = []
     for label, p, qs, ls in [
         ("cosine tol 0.1, 256x2048 (incl. >1024 peaks)", SearchParameters(tolerance=0.1), Qs, Ls),
-        ("modified tol 0.1, 256x2048", SearchParameters(tolerance=0.1, score="modified_cosine"), Qs, Ls),
+        ("modified tol 0.1, 256x2048",
+         SearchParameters(tolerance=0.1, score="modified_cosine"), Qs, Ls),
         ("cosine tol 2.0 (overflow path), 64x512", SearchParameters(tolerance=2.0),
          Qs.reordered(np.arange(64)), Ls.reordered(np.arange(512))),
         ("modified tol 1.0 (overflow path), 64x512",
@@ -152,27 +196,10 @@ def main() -> None:
     print(f"check modified search 20 ppm thr 0.5 top 10: gpu hits {len(gh)}, cpu {len(ch)}, "
           f"same {same}, max|diff| {d:.2e}, mismatches {mm}", flush=True)
     checks.append(("modified 20 ppm search (hits)", len(gh), d, mm + (0 if same else 1), None))
-    report["checks"] = checks
 
-    rows = []
-    # ---------------------------------------------------------------- (a) all vs all
-    if not args.skip_a:
-        params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
-        before = be.rescored_pairs
-        t = time.perf_counter()
-        job = SearchJob(lib, lib, params, backend=be)
-        first = None
-        nh = 0
-        for chunk in job:
-            if first is None:
-                first = time.perf_counter() - t
-            nh += len(chunk)
-        ta = time.perf_counter() - t
-        pairs = len(L) ** 2
-        rows.append(("a all-vs-all 54,390^2, thr 0.7, top 100", pairs, ta, first, nh))
-        print(f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
-              f"rescored {be.rescored_pairs - before}, messages {job.messages}", flush=True)
 
+def print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev) -> None:
+    """Runs (b) and (c), then the table."""
     # ---------------------------------------------------------------- (b) queries
     params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
     SearchJob(qry, lib, params, backend=be).run()  # library resident now

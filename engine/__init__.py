@@ -6,7 +6,7 @@ CUDA).  Never imports Qt: the desktop application, the ``simms`` command line
 and Python scripts all use this same API.
 """
 
-from engine.backends import Backend, available_backends, get_backend
+from engine.backends import Backend, available_backends, get_backend, gpu_status
 from engine.hits import HitTable
 from engine.io import load_library, read_library
 from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
@@ -33,6 +33,7 @@ __all__ = [
     "available_backends",
     "cosine_greedy_pair",
     "get_backend",
+    "gpu_status",
     "load_library",
     "modified_cosine_pair",
     "read_library",

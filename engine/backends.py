@@ -27,6 +27,7 @@ __all__ = [
     "PreparedSpectra",
     "available_backends",
     "get_backend",
+    "gpu_status",
 ]
 
 log = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ class CpuBackend(Backend):
         )  # fmt: skip
 
 
-def cuda_status() -> tuple[bool, str]:
+def gpu_status() -> tuple[bool, str]:
     """Whether a usable CUDA GPU is present, and the device name or the reason not."""
     try:
         from engine.kernels import cuda as cuda_kernels
@@ -212,7 +213,7 @@ def cuda_status() -> tuple[bool, str]:
 def available_backends() -> dict[str, str]:
     """Backends usable here, name → device description."""
     out = {"cpu": CpuBackend().device}
-    ok, what = cuda_status()
+    ok, what = gpu_status()
     if ok:
         out["cuda"] = what
     return out
@@ -233,7 +234,7 @@ def get_backend(name: str = "auto", *, on_message=None) -> Backend:
         raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {name!r}")
     if name == "cpu":
         return CpuBackend()
-    ok, what = cuda_status()
+    ok, what = gpu_status()
     if ok:
         from engine.kernels.cuda import CudaBackend
 

@@ -145,7 +145,10 @@ def _search(args: argparse.Namespace) -> int:
         interrupted = True
     progress.done()
     hits = job.hits
-    extra = {"complete": "no (cancelled: partial hits)"} if interrupted or job.cancelled else {}
+    extra = {}
+    if interrupted or job.cancelled:
+        cut = len(job.incomplete_queries)
+        extra["complete"] = f"no (cancelled: partial hits; {cut} queries scanned only in part)"
     backend, device = job.backend.name, job.backend.device
     if args.output:
         write_hits(

@@ -596,7 +596,7 @@ class DaskSearchJob:
 
         query_blocks: dict[int, _QueryBlock] = {}
         futures: dict[str, tuple[object, _Task]] = {}
-        ac = distributed.as_completed()
+        ac = distributed.as_completed(loop=self.client.loop)
 
         def submit(task: _Task) -> None:
             q0, q1 = blocks_by_id[task.block][0]
@@ -657,6 +657,10 @@ class DaskSearchJob:
                         if type(exc).__name__ == "KilledWorker":
                             raise ClusterError(f"Dask gave up on a task: {exc}") from None
                         raise exc
+                    if fut.status in ("pending", "lost"):
+                        futures[fut.key] = (fut, task)  # its result went with a worker: redone
+                        ac.add(fut)
+                        continue
                     if fut.status != "finished":
                         raise ClusterError(
                             f"a Dask task was {fut.status}: the cluster went away or was restarted"

@@ -306,6 +306,27 @@ class Pipeline:
         return cls(tuple(Step(n, dict(p)) for n, p in data["steps"]), data.get("name", "custom"))
 
 
+_PRESETS: dict[str, tuple[Step, ...]] = {
+    "none": (),
+    "gnps": (
+        Step("remove_precursor_peaks", {"tolerance": 17.0}),
+        Step("window_filter", {"k": 6, "window": 50.0}),
+        Step("scale_intensity", {"method": "sqrt"}),
+        Step("normalize_intensity"),
+    ),
+    "msas": (
+        Step("select_mz_range", {"min_mz": 10.0, "max_mz": 1000.0}),
+        Step("relative_intensity_threshold", {"min_relative": 0.01}),
+        Step("keep_top_k", {"k": 100}),
+        Step("scale_intensity", {"method": "sqrt"}),
+        Step("normalize_intensity"),
+    ),
+}
+
+#: Names of the preprocessing presets, ``none`` (peaks as in the file) first.
+PRESETS: tuple[str, ...] = tuple(_PRESETS)
+
+
 def preset(name: str) -> Pipeline:
     """A named pipeline.
 
@@ -326,22 +347,7 @@ def preset(name: str) -> Pipeline:
     -------
     Pipeline
     """
-    presets = {
-        "none": (),
-        "gnps": (
-            Step("remove_precursor_peaks", {"tolerance": 17.0}),
-            Step("window_filter", {"k": 6, "window": 50.0}),
-            Step("scale_intensity", {"method": "sqrt"}),
-            Step("normalize_intensity"),
-        ),
-        "msas": (
-            Step("select_mz_range", {"min_mz": 10.0, "max_mz": 1000.0}),
-            Step("relative_intensity_threshold", {"min_relative": 0.01}),
-            Step("keep_top_k", {"k": 100}),
-            Step("scale_intensity", {"method": "sqrt"}),
-            Step("normalize_intensity"),
-        ),
-    }
+    presets = _PRESETS
     if name not in presets:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(presets)}")
     return Pipeline(presets[name], name)

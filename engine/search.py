@@ -149,6 +149,9 @@ class SearchJob:
         self.progress = SearchProgress()
         self._chunks: list[HitTable] = []
         self.finished = False
+        #: Queries whose library scan a cancellation cut short: their hits are the
+        #: best among the library batches scored so far, not necessarily their final top-N.
+        self.incomplete_queries = np.empty(0, dtype=np.int64)
 
     # -- control ----------------------------------------------------------------------
     def cancel(self) -> None:
@@ -176,9 +179,11 @@ class SearchJob:
         plan = self._plan()
         self.progress = SearchProgress(pairs_total=plan.pairs)
         try:
-            for _q_block, batches in plan.blocks:
+            for (q0, q1), batches in plan.blocks:
                 partial: list[HitTable] = []
+                done = 0
                 for batch, hits in self._run_block(plan, batches):
+                    done += 1
                     partial.append(hits)
                     self.progress.pairs_done += batch.pairs
                     self.progress.elapsed = time.perf_counter() - start
@@ -188,6 +193,11 @@ class SearchJob:
                     self._report()
                     if self.cancelled:
                         break
+                if done < len(batches):
+                    block = np.arange(q0, q1)
+                    self.incomplete_queries = (
+                        block if plan.query_order is None else np.sort(plan.query_order[block])
+                    )
                 if partial:
                     chunk = self._emit(plan, partial)
                     if len(chunk):

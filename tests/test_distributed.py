@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -94,7 +95,9 @@ def test_shards_load_from_the_library_file(cluster, data, tmp_path):
     # a file holding other spectra is refused: the shards' spectra are sent instead
     other = tmp_path / "other.npz"
     library.subset(range(100)).save(other)
-    job = DaskSearchJob(queries, library, params, client=client, backend="cpu", library_path=other)
+    job = DaskSearchJob(
+        queries, library, params, client=client, backend="cpu", library_path=other, n_shards=5
+    )  # other shards than above, which stay resident on the workers
     assert_identical(job.run(), search(queries, library, params, backend="cpu"))
     assert set(job.shard_sources.values()) == {"data"}
     assert any("does not hold this library" in m for m in job.messages)
@@ -106,12 +109,13 @@ def test_worker_killed_mid_search(cluster, data):
     params = SearchParameters(top_n=10, batch_size=16)
     expected, pairs_total = single_process(queries, library, params)
     before = sorted(client.nthreads())
+    pid = client.run(os.getpid, workers=[before[0]])[before[0]]
     killed = []
 
     def kill_once(progress):
         if not killed and progress.pairs_done < progress.pairs_total:
-            killed.append(before[0])  # holds shard 0; the nanny restarts it
-            client.run(os._exit, 1, workers=[before[0]], wait=False)
+            killed.append(before[0])  # it holds shard 0; its nanny starts a new one
+            os.kill(pid, signal.SIGKILL)
 
     job = DaskSearchJob(
         queries, library, params, client=client, backend="cpu", on_progress=kill_once

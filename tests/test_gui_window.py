@@ -83,7 +83,7 @@ def test_hits_stream_in_while_search_runs(qtbot, demo):
     model = demo.results.model
     seen: list[tuple[int, bool]] = []
     model.rowsInserted.connect(lambda *_: seen.append((model.rowCount(), demo.controller.running)))
-    params = run_search(qtbot, demo, top_n=5, batch_size=8)
+    params = run_search(qtbot, demo, top_n=5, batch_size=16)
     # several chunks arrived, each while the worker was still running, growing the table
     assert len(seen) >= 3
     assert all(running for _, running in seen)

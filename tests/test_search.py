@@ -97,7 +97,7 @@ def test_cancel_keeps_partial_hits(massbank_sample):
 
     def on_progress(p):
         batches.append(p.pairs_done)
-        if len(batches) == 3:
+        if len(batches) == 100:  # the first query block (85 batches) is complete by then
             token.cancel()
 
     params = SearchParameters(top_n=5, batch_size=64)
@@ -114,6 +114,15 @@ def test_cancel_keeps_partial_hits(massbank_sample):
     key = dict(zip(pairs, full.score, strict=True))
     for q, l, s in zip(hits.query_index, hits.library_index, hits.score, strict=True):
         assert key[(q, l)] == pytest.approx(s, abs=1e-12)
+    # queries of completed blocks have exactly their final top-N; the cut block is flagged
+    assert len(job.incomplete_queries) > 0
+    final = search(queries, library, params, backend="cpu")
+    complete = np.setdiff1d(np.unique(hits.query_index), job.incomplete_queries)
+    assert len(complete) == 64
+    for q in complete:
+        np.testing.assert_array_equal(
+            hits.library_index[hits.query_index == q], final.library_index[final.query_index == q]
+        )
 
 
 def test_no_dense_query_by_library_array(massbank_sample):

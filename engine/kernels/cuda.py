@@ -397,6 +397,9 @@ class CudaBackend(Backend):
             precursor_mz=np.array([300.0, 310.0]), mz_power=0.0, intensity_power=1.0)
         params = SearchParameters(top_n=1)
         self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), params)
+        # threshold > 0 compiles the pruning precomputation too
+        self.score_batch(spectra, spectra, Batch(0, 2, 0, 2),
+                         SearchParameters(top_n=1, threshold=0.5))
         self.dense(spectra, spectra, params)
         rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
         self.warmed_up = True

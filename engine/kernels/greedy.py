@@ -150,17 +150,23 @@ def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
     return i
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
     """Greedy cosine numerator and match count of ``A[a0:a1]`` vs ``B[b0:b1]``.
 
     ``sp`` (float64), ``si``, ``sj`` (int64) are scratch arrays of length K and
-    ``ua``, ``ub`` (bool) scratch of length >= K; components with more than K candidates are resolved
-    by :func:`_resolve_large`.  Returns ``(sum of taken products, matches)``.
+    ``ua``, ``ub`` (bool) scratch of length >= K; components with more than K
+    candidates are resolved by :func:`_resolve_large`.
+    Returns ``(sum of taken products, matches)``.
     """
     kmax = sp.shape[0]
     score = 0.0
     nm = 0
+    if a0 == a1 or b0 == b1:
+        return score, nm
+    # disjoint m/z ranges (widened far beyond rounding): no candidate at all
+    if mzA[a1 - 1] + tol + 1e-6 < mzB[b0] or mzB[b1 - 1] + tol + 1e-6 < mzA[a0]:
+        return score, nm
     lo = b0
     i = a0
     while i < a1:
@@ -254,7 +260,8 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
 
 
 @njit(cache=True)
-def _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t):  # pragma: no cover
+def _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift,
+                     prods, ci, cj, t):  # pragma: no cover
     """Append candidates of ``find_matches(..., shift)`` after position ``t``."""
     lo = b0
     for i in range(a0, a1):

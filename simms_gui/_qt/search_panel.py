@@ -21,7 +21,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from engine import SearchParameters, SearchProgress, available_backends
+from engine import SearchParameters, SearchProgress, available_backends, gpu_status
 from simms_gui._qt.settings import load_json, save_json
 
 __all__ = ["SearchPanel", "preset_names", "detected_backends"]
@@ -49,6 +49,16 @@ def detected_backends() -> dict[str, str]:
         return dict(available_backends())
     except Exception:  # detection must never stop the window from opening
         return {"cpu": "CPU"}
+
+
+@functools.cache
+def gpu_reason() -> str:
+    """Why no GPU backend is offered (``engine.gpu_status``), detected once per process."""
+    try:
+        ok, what = gpu_status()
+    except Exception as exc:  # detection must never stop the window from opening
+        return f"GPU detection failed: {exc}"
+    return what if not ok else "GPU available"
 
 
 class SearchPanel(QWidget):
@@ -154,7 +164,7 @@ class SearchPanel(QWidget):
             if isinstance(model, QStandardItemModel):
                 item = model.item(2)
                 item.setEnabled(False)
-                item.setToolTip("No usable NVIDIA GPU with CUDA was found; searches run on the CPU")
+                item.setToolTip(f"{gpu_reason()}; searches run on the CPU")
         self.backend.setItemData(
             0, "CUDA when a usable GPU is present, else the CPU", Qt.ItemDataRole.ToolTipRole
         )
