@@ -81,18 +81,13 @@ class HitTable:
 
     def sorted(self) -> HitTable:
         """Canonical order: query ascending, score descending, library index ascending."""
-        order = np.lexsort((self.library_index, -self.score, self.query_index))
-        return self.take(order)
+        return self.top_per_query(0)
 
     def top_per_query(self, n: int) -> HitTable:
         """Keep at most ``n`` best hits of each query (all when ``n <= 0``), canonical order."""
-        table = self.sorted()
-        if n <= 0 or len(table) == 0:
-            return table
-        q = table.query_index
-        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-        rank = np.arange(len(q)) - np.repeat(starts, np.diff(np.r_[starts, len(q)]))
-        return table.take(rank < n)
+        from engine.kernels.topn import top_n_order
+
+        return self.take(top_n_order(self.query_index, self.library_index, self.score, max(n, 0)))
 
     def best_per_query(self) -> HitTable:
         """The single best hit of each query."""

@@ -166,7 +166,13 @@ class SearchJob:
     @property
     def hits(self) -> HitTable:
         """All hits streamed so far, in canonical order."""
-        return HitTable.concat(self._chunks).sorted()
+        chunks = [c for c in self._chunks if len(c)]
+        hits = HitTable.concat(chunks)
+        # chunks are each sorted; they need no merge when their query ranges ascend
+        ordered = all(
+            a.query_index[-1] < b.query_index[0] for a, b in zip(chunks, chunks[1:], strict=False)
+        )
+        return hits if ordered else hits.sorted()
 
     def run(self) -> HitTable:
         """Run to the end (or cancellation) and return all hits."""

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["configure_numba_cache", "is_frozen", "numba_cache_dir"]
+__all__ = ["configure", "configure_locale", "configure_numba_cache", "is_frozen", "numba_cache_dir"]
 
 
 def is_frozen() -> bool:
@@ -90,3 +90,25 @@ def configure_numba_cache(force: bool = False) -> str | None:
             os.environ["NUMBA_CACHE_DIR"] = str(path)
             return str(path)
     return None
+
+
+def configure_locale() -> str | None:
+    """Give a frozen app started with an empty environment a UTF-8 character locale.
+
+    Started as ``env -i simms-gui`` (or from some launchers) no ``LANG``/``LC_*`` is
+    set; Qt then warns that the "C" locale is not UTF-8 and switches to C.UTF-8
+    itself. Setting ``LC_CTYPE=C.UTF-8`` first does the same quietly. A locale the
+    user set is kept. Returns the value set, or None.
+    """
+    if not is_frozen() or sys.platform in ("win32", "darwin"):
+        return None
+    if any(os.environ.get(name) for name in ("LC_ALL", "LC_CTYPE", "LANG")):
+        return None
+    os.environ["LC_CTYPE"] = "C.UTF-8"
+    return "C.UTF-8"
+
+
+def configure() -> None:
+    """Everything the frozen app sets up before its own code runs (the runtime hook)."""
+    configure_locale()
+    configure_numba_cache()

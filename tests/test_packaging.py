@@ -35,9 +35,7 @@ def _pyproject() -> dict:
 # --- the PyInstaller spec -----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name", ["simms.spec", "entry_gui.py", "entry_cli.py", "rthook_simms.py"]
-)
+@pytest.mark.parametrize("name", ["simms.spec", "entry_gui.py", "entry_cli.py", "rthook_simms.py"])
 def test_spec_and_scripts_compile(name):
     path = PACKAGING / name
     compile(path.read_text(encoding="utf-8"), str(path), "exec")
@@ -83,7 +81,7 @@ def test_spec_builds_one_folder_with_both_executables(monkeypatch):
     calls["PYZ"] = []
     exec(compile(SPEC.read_text(encoding="utf-8"), str(SPEC), "exec"), namespace)
 
-    (scripts, kw), = calls["Analysis"]
+    ((scripts, kw),) = calls["Analysis"]
     assert [Path(s).name for s in scripts] == ["entry_gui.py", "entry_cli.py"]
     assert kw["module_collection_mode"] == {"engine": "pyz+py"}
     assert any(Path(h).name == "rthook_simms.py" for h in kw["runtime_hooks"])
@@ -98,7 +96,7 @@ def test_spec_builds_one_folder_with_both_executables(monkeypatch):
     assert set(names) == {"simms-gui", "simms"}
     assert [s[0] for s in names["simms-gui"][1]] == ["entry_gui"]
     assert [s[0] for s in names["simms"][1]] == ["entry_cli"]
-    (_, coll_kw), = calls["COLLECT"]
+    ((_, coll_kw),) = calls["COLLECT"]
     assert coll_kw["name"] == "simms-desktop"
     # the executables are the console/GUI scripts the project declares
     project = _pyproject()["project"]
@@ -157,11 +155,12 @@ def test_desktop_mime_types_are_defined():
     assert {"*.mgf", "*.msp", "*.mzML"} <= globs
 
 
-@pytest.mark.skipif(shutil.which("desktop-file-validate") is None,
-                    reason="desktop-file-validate not installed (apt: desktop-file-utils)")
+@pytest.mark.skipif(
+    shutil.which("desktop-file-validate") is None,
+    reason="desktop-file-validate not installed (apt: desktop-file-utils)",
+)
 def test_desktop_file_validate():
-    result = subprocess.run(["desktop-file-validate", str(DESKTOP)],
-                            capture_output=True, text=True)
+    result = subprocess.run(["desktop-file-validate", str(DESKTOP)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -221,20 +220,32 @@ def test_numba_cache_dir_keeps_the_users_choice(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("SIMMS_TEST_FROZEN") != "1",
-                    reason="frozen build takes minutes: set SIMMS_TEST_FROZEN=1 "
-                           "(or run packaging/build.sh && dist/simms-desktop/simms-gui "
-                           "--smoke-test)")
+@pytest.mark.skipif(
+    os.environ.get("SIMMS_TEST_FROZEN") != "1",
+    reason="frozen build takes minutes: set SIMMS_TEST_FROZEN=1 "
+    "(or run packaging/build.sh && dist/simms-desktop/simms-gui "
+    "--smoke-test)",
+)
 def test_frozen_app_builds_and_passes_its_smoke_test(tmp_path):
     subprocess.run([str(PACKAGING / "build.sh")], cwd=ROOT, check=True, timeout=3600)
     # no Python environment: only the system's PATH, a private HOME (fresh numba cache)
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "QT_QPA_PLATFORM": "offscreen"}
-    version = subprocess.run([str(APP_DIR / "simms-gui"), "--version"], env=env,
-                             capture_output=True, text=True, timeout=120)
+    version = subprocess.run(
+        [str(APP_DIR / "simms-gui"), "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert version.returncode == 0 and "simms-gui" in version.stdout
     for run in ("first (compiles)", "second (numba cache)"):
-        smoke = subprocess.run([str(APP_DIR / "simms-gui"), "--smoke-test"], env=env,
-                               capture_output=True, text=True, timeout=900)
+        smoke = subprocess.run(
+            [str(APP_DIR / "simms-gui"), "--smoke-test"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         print(run, smoke.stdout.strip())
         assert smoke.returncode == 0, smoke.stdout + smoke.stderr
         assert "smoke test: OK" in smoke.stdout

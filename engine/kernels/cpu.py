@@ -198,7 +198,7 @@ def modified_cosine_pair(mz1: np.ndarray, int1: np.ndarray, precursor_mz1: float
 # --------------------------------------------------------------------------- #
 # block kernels
 # --------------------------------------------------------------------------- #
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
            tol, modified, sp, si, sj, ua, ub):  # pragma: no cover
     den = l_norm[l] * q_norm[q]

@@ -150,7 +150,7 @@ def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
     return i
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
     """Greedy cosine numerator and match count of ``A[a0:a1]`` vs ``B[b0:b1]``.
 
