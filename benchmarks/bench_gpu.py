@@ -79,7 +79,9 @@ def main() -> None:
     ap.add_argument("--skip-a", action="store_true", help="skip the all-vs-all run")
     ap.add_argument("--skip-checks", action="store_true", help="skip the exactness checks")
     ap.add_argument("--profile", type=Path, default=None,
-                    help="write a cProfile summary of the all-vs-all run to this file")
+                    help="write a cProfile summary of an extra (untimed) all-vs-all run here")
+    ap.add_argument("--diagnose", action="store_true",
+                    help="also time (a) as one backend call and as GPU launches only")
     args = ap.parse_args()
 
     from engine.kernels.cuda import CudaBackend, gpu_status
@@ -112,12 +114,6 @@ def main() -> None:
     if not args.skip_a:
         params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
         before = be.rescored_pairs
-        prof = None
-        if args.profile:
-            import cProfile
-
-            prof = cProfile.Profile()
-            prof.enable()
         t = time.perf_counter()
         job = SearchJob(lib, lib, params, backend=be)
         first = None
@@ -127,19 +123,58 @@ def main() -> None:
                 first = time.perf_counter() - t
             nh += len(chunk)
         ta = time.perf_counter() - t
-        if prof is not None:
-            import io
-            import pstats
-
-            prof.disable()
-            buf = io.StringIO()
-            pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
-            args.profile.write_text(buf.getvalue())
         pairs = len(L) ** 2
         rows.append(("a all-vs-all 54,390^2, thr 0.7, top 100", pairs, ta, first, nh))
         print(f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
               f"rescored {be.rescored_pairs - before}, messages {job.messages}", flush=True)
+        if args.diagnose:
+            diagnose_a(be, lib, params)
+        if args.profile:
+            profile_a(be, lib, params, args.profile)
     print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev)
+
+
+def diagnose_a(be, lib, params) -> None:
+    """Time (a) as one ``run_batches`` call over every block, and as GPU launches only."""
+    from engine.kernels.cuda import _plan_tiles
+
+    plan = SearchJob(lib, lib, params, backend=be)._plan()
+    batches = [b for _, bs in plan.blocks for b in bs]
+    t = time.perf_counter()
+    nh = sum(len(h) for _, h in be.run_batches(plan.queries, plan.library, batches, params))
+    t1 = time.perf_counter() - t
+    tiles = _plan_tiles(batches, be.max_rows, be.max_cols, be._k.SORT_MAX)
+    slots = be._slots_for(tiles, params)
+    dq, dl = be._upload(plan.queries), be._upload(plan.library)
+    orders: dict = {}
+    gpu = {}
+    for qprune in (True, False):
+        be.query_prune = qprune
+        t = time.perf_counter()
+        for n, tile in enumerate(tiles):
+            be._launch(tile, slots[n % len(slots)], dq, dl, params, orders)
+        for slot in slots:
+            slot.stream.synchronize()
+        gpu[qprune] = time.perf_counter() - t
+    be.query_prune = True
+    print(f"(a) diagnosis: one run_batches call {t1:.2f} s ({nh} pre-merge hits); "
+          f"GPU launches only ({len(tiles)} tiles) {gpu[True]:.2f} s with the query-side "
+          f"heavy-peak test, {gpu[False]:.2f} s without", flush=True)
+
+
+def profile_a(be, lib, params, path: Path) -> None:
+    """cProfile of one more all-vs-all run, top 30 by own time, written to ``path``."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    SearchJob(lib, lib, params, backend=be).run()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
+    path.write_text(buf.getvalue())
 
 
 def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
@@ -169,6 +204,9 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
         tc = time.perf_counter() - t
         d, mm = compare_dense(g, c)
         checks.append((label, g[0].size, d, mm, be.rescored_pairs - before))
+        f = be.dense(qs, ls, p, compact=True)
+        fd, fmm = compare_dense((f[0].astype(np.float64), f[1]), c)
+        checks.append((label + " compact", f[0].size, fd, fmm, None))
         print(f"check {label}: pairs {g[0].size}, max|diff| {d:.2e}, match mismatches {mm}, "
               f"rescored {be.rescored_pairs - before}, gpu {tg:.2f}s cpu {tc:.2f}s", flush=True)
     # search hits: 64 queries vs the whole library, threshold 0.7, top 100, via SearchJob
@@ -225,15 +263,28 @@ def print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev) -> None:
     D = L.reordered(sel)
     p = SearchParameters(tolerance=0.1)
     be.dense(D.reordered(np.arange(256)), D.reordered(np.arange(256)), p)
-    before = be.rescored_pairs
-    tt = []
-    for _ in range(2):
-        t = time.perf_counter()
-        s, m = be.dense(D, D, p)
-        tt.append(time.perf_counter() - t)
-    tc_ = min(tt)
-    rows.append((f"c dense {n:,} x {n:,}, tol 0.1", n * n, tc_, None, int(np.sum(s >= 0.7))))
-    print(f"(c) {tt} s; rescored {(be.rescored_pairs - before) // 2}", flush=True)
+    results = {}
+    for compact in (True, False):
+        before = be.rescored_pairs
+        tt = []
+        for _ in range(2):
+            t = time.perf_counter()
+            s, m = be.dense(D, D, p, compact=compact)
+            tt.append(time.perf_counter() - t)
+            del s, m  # keep one result pair of each kind below
+        s, m = be.dense(D, D, p, compact=compact)
+        results[compact] = (s, m)
+        kind = "float32/int16" if compact else "float64/int32"
+        rows.append((f"c dense {n:,} x {n:,}, tol 0.1, {kind}", n * n, min(tt), None,
+                     int(np.sum(s >= 0.7))))
+        print(f"(c) {kind}: {[round(x, 3) for x in tt]} s; rescored "
+              f"{(be.rescored_pairs - before) // 3}", flush=True)
+    (fs, fm), (ds, dm) = results[True], results[False]
+    d32 = float(np.abs(fs.astype(np.float64) - ds).max())
+    mm32 = int(np.count_nonzero(fm != dm))
+    print(f"(c) compact vs float64 result: max|diff| {d32:.2e}, match mismatches {mm32}",
+          flush=True)
+    checks.append((f"dense {n}^2 compact vs float64 GPU", fs.size, d32, mm32, None))
 
     # ---------------------------------------------------------------- table
     print()

@@ -14,6 +14,7 @@ from engine.kernels.cpu import cosine_greedy_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search import CancelToken, SearchJob, SearchProgress, score_matrix, search
+from engine.warmup import warm_up
 
 __version__ = "0.1.0"
 
@@ -39,4 +40,5 @@ __all__ = [
     "read_library",
     "score_matrix",
     "search",
+    "warm_up",
 ]

@@ -146,6 +146,13 @@ class Backend(ABC):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Full ``(scores, matches)`` matrices of a small block (heatmaps)."""
 
+    def block_shape(self, batch_size: int) -> tuple[int, int]:
+        """Queries and library spectra per batch for a requested ``batch_size``.
+
+        GPUs take square ``batch_size`` × ``batch_size`` tiles.
+        """
+        return batch_size, batch_size
+
     def run_batches(
         self,
         queries: PreparedSpectra,
@@ -168,6 +175,15 @@ class CpuBackend(Backend):
     """numba kernels, parallel over queries on all CPU cores."""
 
     name = "cpu"
+
+    def block_shape(self, batch_size: int) -> tuple[int, int]:
+        """Fewer queries and more library spectra than a GPU tile.
+
+        The CPU kernel prunes pairs by an upper bound against each query's
+        running top-N, which pays off over long library stretches; short query
+        blocks keep a batch (and so a Stop) well under a second.
+        """
+        return min(batch_size, 256), batch_size * 8
 
     @property
     def device(self) -> str:

@@ -459,6 +459,9 @@ class DaskSearchJob:
         self.finished = False
         self.shard_sources: dict[str, int] = {}  # "file"/"data" -> shards loaded that way
         self.tasks_done = 0
+        #: Queries with only part of their hits (``top_n == 0`` and cancelled); with
+        #: ``top_n > 0`` a cancelled block's hits are dropped whole, so this stays empty.
+        self.incomplete_queries = np.empty(0, dtype=np.int64)
         self.tasks_total = 0
         self.duplicates_ignored = 0
         self._on_progress, self._on_message = on_progress, on_message
@@ -577,7 +580,9 @@ class DaskSearchJob:
 
         def shard_future(s: int):
             if s not in shard_futures:
-                where = {"workers": [workers[s % n_workers]], "allow_other_workers": True} if workers else {}
+                where = {}
+                if workers:  # prefer a worker per shard; any other when it is gone
+                    where = {"workers": [workers[s % n_workers]], "allow_other_workers": True}
                 if path is not None and s not in payload_mode:
                     sp = spec(s, True)
                     shard_futures[s] = self.client.submit(
@@ -626,6 +631,15 @@ class DaskSearchJob:
                     for task in blocks_by_id[pending_blocks.pop(0)][1]:
                         submit(task)
                 if self.cancelled:
+                    if p.top_n == 0:
+                        cut = [
+                            q_order[slice(*blocks_by_id[b][0])]
+                            for b, left in remaining.items()
+                            if 0 < left < len(blocks_by_id[b][1])
+                        ]
+                        self.incomplete_queries = np.sort(np.concatenate([[], *cut])).astype(
+                            np.int64
+                        )
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
                 ready = ac.next_batch(block=False) if ac.has_ready() else []
@@ -649,7 +663,10 @@ class DaskSearchJob:
                     if fut.status == "error":
                         exc = fut.exception()
                         if isinstance(exc, ShardFileUnavailable) and task.shard not in payload_mode:
-                            self._say(f"a worker cannot use the library file ({exc}); sending spectra")
+                            self._say(
+                                f"a worker cannot use the library file ({exc}); "
+                                "sending the shard's spectra"
+                            )
                             payload_mode.add(task.shard)
                             shard_futures.pop(task.shard, None)
                             submit(task)

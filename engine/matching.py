@@ -43,7 +43,8 @@ class PeakMatches:
 
 
 def _candidates(mz1: np.ndarray, mz2: np.ndarray, tolerance: float, shift: float):
-    """All (i, j) with ``mz1[i] - tol <= mz2[j] + shift <= mz1[i] + tol``, i-major."""
+    """All (i, j) with ``mz1[i] - tol <= mz2[j] + shift <= mz1[i] + tol``, i-major
+    (matchms ``find_matches``)."""
     shifted = mz2 + shift
     lo = np.searchsorted(shifted, mz1 - tolerance, side="left")
     hi = np.searchsorted(shifted, mz1 + tolerance, side="right")
@@ -88,32 +89,37 @@ def greedy_matches(
     w1 = mz1**mz_power * int1**intensity_power
     w2 = mz2**mz_power * int2**intensity_power
     norm = np.sqrt(np.sum(w1**2)) * np.sqrt(np.sum(w2**2))
-    i, j = _candidates(mz1, mz2, tolerance, 0.0)
-    shifted = np.zeros(len(i), dtype=bool)
+    # The library spectrum is matchms's reference (spectrum 1), as in
+    # calculate_scores(references=library, queries=queries): candidates are
+    # enumerated library-peak-major, which decides ties, and the modified-cosine
+    # shift (library precursor - query precursor) is added to the query's m/z.
+    lib, qry = _candidates(mz2, mz1, tolerance, 0.0)
+    shifted = np.zeros(len(lib), dtype=bool)
     modified = precursor_mz1 is not None and precursor_mz2 is not None
     if modified and np.isfinite(precursor_mz1) and np.isfinite(precursor_mz2):
-        si, sj = _candidates(mz1, mz2, tolerance, float(precursor_mz1) - float(precursor_mz2))
-        i, j = np.r_[i, si], np.r_[j, sj]
-        shifted = np.r_[shifted, np.ones(len(si), dtype=bool)]
-    product = w1[i] * w2[j]
+        shift = float(precursor_mz2) - float(precursor_mz1)
+        s_lib, s_qry = _candidates(mz2, mz1, tolerance, shift)
+        lib, qry = np.r_[lib, s_lib], np.r_[qry, s_qry]
+        shifted = np.r_[shifted, np.ones(len(s_lib), dtype=bool)]
+    product = w2[lib] * w1[qry]
     # stable ascending sort reversed: larger product first, later candidate first on ties
     order = np.argsort(product, kind="stable")[::-1]
-    used1 = np.zeros(len(mz1), dtype=bool)
-    used2 = np.zeros(len(mz2), dtype=bool)
+    used_q = np.zeros(len(mz1), dtype=bool)
+    used_l = np.zeros(len(mz2), dtype=bool)
     keep = []
     for k in order:
-        if not used1[i[k]] and not used2[j[k]]:
-            used1[i[k]] = used2[j[k]] = True
+        if not used_q[qry[k]] and not used_l[lib[k]]:
+            used_q[qry[k]] = used_l[lib[k]] = True
             keep.append(k)
-    keep = np.array(sorted(keep, key=lambda k: (i[k], j[k])), dtype=np.int64)
+    keep = np.array(sorted(keep, key=lambda k: (qry[k], lib[k])), dtype=np.int64)
     # a shifted candidate that also lies within the plain window is an ordinary match
     # to a reader (it happens when the precursors are within the tolerance)
-    plain = np.abs(mz1[i[keep]] - mz2[j[keep]]) <= tolerance
+    plain = np.abs(mz1[qry[keep]] - mz2[lib[keep]]) <= tolerance
     shifted[keep] &= ~plain
     contribution = product[keep] / norm if norm > 0 else np.zeros(len(keep))
     return PeakMatches(
-        query_peak=i[keep].astype(np.int64),
-        library_peak=j[keep].astype(np.int64),
+        query_peak=qry[keep].astype(np.int64),
+        library_peak=lib[keep].astype(np.int64),
         contribution=contribution,
         shifted=shifted[keep],
         score=float(contribution.sum()),

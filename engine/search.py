@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -240,9 +240,15 @@ class SearchJob:
 
     def _run_block(self, plan: _Plan, batches: list[Batch]) -> Iterator[tuple[Batch, HitTable]]:
         """Run one query block's batches; on a backend failure continue on the CPU."""
+        params = self.params
+        if plan.library_order is not None and params.top_n:
+            # Backends break score ties by position, and positions here are in
+            # precursor order: keep every hit and let _emit take the top-N by
+            # original library index (windowed searches have few hits per query).
+            params = replace(params, top_n=0)
         done = 0
         try:
-            for item in self.backend.run_batches(plan.queries, plan.library, batches, self.params):
+            for item in self.backend.run_batches(plan.queries, plan.library, batches, params):
                 done += 1
                 yield item
                 if self.cancelled:
@@ -258,7 +264,7 @@ class SearchJob:
             for batch in batches[done:]:
                 yield (
                     batch,
-                    self.backend.score_batch(plan.queries, plan.library, batch, self.params),
+                    self.backend.score_batch(plan.queries, plan.library, batch, params),
                 )
                 if self.cancelled:
                     return
@@ -272,12 +278,12 @@ class SearchJob:
         queries = PreparedSpectra.from_library(pipeline(self.queries), **powers)
         library = PreparedSpectra.from_library(pipeline(self.library), **powers)
         plan = _Plan(queries, library, None, None)
-        nq, nl, size = len(queries), len(library), p.batch_size
+        nq, nl = len(queries), len(library)
+        q_size, size = self.backend.block_shape(p.batch_size)
         if nq == 0 or nl == 0:
             return plan
         if p.precursor_tolerance is None:
-            q_ranges = _growing_blocks(nq, size)
-            for q0, q1 in q_ranges:
+            for q0, q1 in _growing_blocks(nq, q_size):
                 batches = [Batch(q0, q1, l0, min(l0 + size, nl)) for l0 in range(0, nl, size)]
                 plan.blocks.append(((q0, q1), batches))
             return plan
@@ -288,7 +294,7 @@ class SearchJob:
         plan.queries = queries.reordered(plan.query_order)
         plan.library = library.reordered(plan.library_order)
         q_prec, l_prec = plan.queries.precursor_mz, plan.library.precursor_mz
-        for q0, q1 in _growing_blocks(nq, size):
+        for q0, q1 in _growing_blocks(nq, q_size):
             lo, hi = (
                 np.nanmin(q_prec[q0:q1], initial=np.inf),
                 np.nanmax(q_prec[q0:q1], initial=-np.inf),
@@ -325,6 +331,7 @@ def search(
     backend: str | Backend = "auto",
     on_progress: Callable[[SearchProgress], None] | None = None,
     cancel_token: CancelToken | None = None,
+    client=None,
     **param_overrides,
 ) -> HitTable:
     """Search ``queries`` against ``library`` and return all hits.
@@ -337,6 +344,9 @@ def search(
         override single fields.
     backend, on_progress, cancel_token
         See :class:`SearchJob`.
+    client : dask.distributed.Client, optional
+        Run on this Dask cluster instead (:mod:`engine.distributed`); hits are
+        identical to a single-process search.
 
     Returns
     -------
@@ -346,15 +356,15 @@ def search(
     params = params or SearchParameters()
     if param_overrides:
         params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
-    job = SearchJob(
-        queries,
-        library,
-        params,
-        backend=backend,
-        on_progress=on_progress,
-        cancel_token=cancel_token,
-    )
-    return job.run()
+    if client is not None:
+        from engine import distributed
+
+        return distributed.search(
+            queries, library, params, client=client, backend=backend,
+            on_progress=on_progress, cancel_token=cancel_token,
+        )  # fmt: skip
+    progress = {"on_progress": on_progress, "cancel_token": cancel_token}
+    return SearchJob(queries, library, params, backend=backend, **progress).run()
 
 
 def score_matrix(

@@ -18,7 +18,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["configure", "configure_locale", "configure_numba_cache", "is_frozen", "numba_cache_dir"]
+__all__ = [
+    "configure",
+    "enable_numba_cuda_redirect",
+    "configure_locale",
+    "configure_numba_cache",
+    "is_frozen",
+    "numba_cache_dir",
+]
 
 
 def is_frozen() -> bool:
@@ -108,7 +115,31 @@ def configure_locale() -> str | None:
     return "C.UTF-8"
 
 
+def enable_numba_cuda_redirect() -> bool:
+    """Route ``numba.cuda`` to the numba-cuda package inside a frozen app.
+
+    numba-cuda replaces numba's built-in ``numba.cuda`` through an import hook that
+    its ``_numba_cuda_redirector.pth`` installs at interpreter start; a frozen app
+    runs no ``.pth`` files, so the hook is installed here when numba-cuda is bundled.
+    Returns True when the redirect is active.
+    """
+    if not is_frozen():
+        return False
+    if "_numba_cuda_redirector" in sys.modules:
+        return True
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("numba_cuda") is None:
+            return False
+        import _numba_cuda_redirector  # noqa: F401  (installs the meta-path finder)
+    except ImportError:
+        return False
+    return True
+
+
 def configure() -> None:
     """Everything the frozen app sets up before its own code runs (the runtime hook)."""
     configure_locale()
     configure_numba_cache()
+    enable_numba_cuda_redirect()

@@ -10,9 +10,11 @@ import time
 from pathlib import Path
 
 from PyQt6.QtCore import QEventLoop, QTimer
+from PyQt6.QtGui import QIcon
 from PyQt6.QtWidgets import QApplication
 
 from engine import HitTable, SearchParameters, SpectrumLibrary
+from simms_gui.resources import resource_path
 from simms_gui.session import HitList
 
 __all__ = ["Viewer", "SearchHandle", "get_app"]
@@ -25,6 +27,10 @@ def get_app() -> QApplication:
         app = QApplication([])
         app.setApplicationName("SimMS desktop")
         app.setOrganizationName("SimMS")
+        app.setDesktopFileName("simms-desktop")
+        icon = resource_path("icons/simms.png")
+        if icon is not None:
+            app.setWindowIcon(QIcon(str(icon)))
     return app  # type: ignore[return-value]
 
 

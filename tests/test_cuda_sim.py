@@ -4,7 +4,9 @@ numba reads ``NUMBA_ENABLE_CUDASIM`` when ``numba.cuda`` is first imported, so
 the comparison runs in a fresh interpreter (this file run as a script) with the
 variable set; the test only checks what that process reports.  Inputs are a
 few real MassBank spectra, including two of over 1,700 peaks, with tolerances
-wide enough to overflow the on-chip path (exact host rescoring).
+wide enough to overflow the on-chip path (exact host rescoring); searches run
+as one batch and as three batches packed into one tile, dense matrices as
+float64 and compact (float32 / int16).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ QUERIES = DATA / "massbank_ms2_queries.mgf.gz"
 CASES = [
     ("cosine wide tol, top 3", {"tolerance": 2.0, "top_n": 3}),
     ("cosine thr 0.3 (pruned)", {"tolerance": 0.1, "threshold": 0.3, "top_n": 0}),
+    ("modified thr 0.3 (pruned both ways)", {"tolerance": 0.1, "score": "modified_cosine",
+                                            "threshold": 0.3, "top_n": 5}),
     ("modified all hits", {"tolerance": 0.1, "score": "modified_cosine", "top_n": 0}),
     ("modified thr 0.2 ppm window", {"tolerance": 1.0, "score": "modified_cosine",
                                      "threshold": 0.2, "top_n": 2,
@@ -58,11 +62,24 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
                 and np.array_equal(g.library_index, c.library_index)
                 and np.array_equal(g.matches, c.matches))
         diff = float(np.abs(g.score - c.score).max(initial=0.0)) if same else None
+        # several batches packed into one tile (segmented selection, hits split per batch)
+        split = [Batch(0, 6, 0, 3), Batch(0, 6, 3, 5), Batch(0, 6, 5, len(spectra))]
+        per_batch = {b.l_start: h for b, h in backend.run_batches(spectra, spectra, split, p)}
+        for b in split:
+            h = per_batch[b.l_start]
+            same = same and bool(np.all((h.library_index >= b.l_start)
+                                        & (h.library_index < b.l_stop)))
+            ref = cpu.score_batch(spectra, spectra, b, p).sorted()
+            same = same and np.array_equal(h.sorted().library_index, ref.library_index)
         gs, gm = backend.dense(spectra, spectra, p)
         cs, cm = cpu.dense(spectra, spectra, p)
+        fs, fm = backend.dense(spectra, spectra, p, compact=True)
         out["cases"].append({"label": label, "hits": len(c), "same_hits": bool(same),
                              "max_diff": diff, "dense_diff": float(np.abs(gs - cs).max()),
-                             "dense_matches_equal": bool(np.array_equal(gm, cm))})
+                             "dense_matches_equal": bool(np.array_equal(gm, cm)),
+                             "compact_diff": float(np.abs(fs.astype(np.float64) - cs).max()),
+                             "compact_matches_equal": bool(np.array_equal(fm, cm)),
+                             "compact_dtypes": [str(fs.dtype), str(fm.dtype)]})
     out["rescored"] = backend.rescored_pairs
     return out
 
@@ -82,6 +99,9 @@ def test_cuda_kernels_equal_cpu_under_simulator() -> None:
         assert case["max_diff"] <= 1e-6, case
         assert case["dense_diff"] <= 1e-6, case
         assert case["dense_matches_equal"], case
+        assert case["compact_diff"] <= 1e-6, case
+        assert case["compact_matches_equal"], case
+        assert case["compact_dtypes"] == ["float32", "int16"], case
 
 
 if __name__ == "__main__":  # pragma: no cover - the simulator process

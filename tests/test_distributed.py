@@ -83,13 +83,25 @@ def test_identical_to_single_process(cluster, data, name):
     assert job.backend.name == "dask" and "2 workers" in job.backend.device
 
 
+def test_ties_broken_by_library_index(cluster, data):
+    """The top-N is the canonical one: among equal scores the lowest library index."""
+    _, client = cluster
+    queries, library = data
+    params = SearchParameters(top_n=2, precursor_tolerance=0.5)
+    everything = search(queries, library, SearchParameters(precursor_tolerance=0.5, top_n=0))
+    job = DaskSearchJob(queries, library, params, client=client, backend="cpu", n_shards=2)
+    assert_identical(job.run(), everything.top_per_query(2))
+
+
 def test_shards_load_from_the_library_file(cluster, data, tmp_path):
     _, client = cluster
     queries, library = data
     path = tmp_path / "library.npz"
     library.save(path)
     params = SearchParameters(top_n=5, precursor_tolerance=10.0, batch_size=64)
-    job = DaskSearchJob(queries, library, params, client=client, backend="cpu", library_path=path)
+    job = DaskSearchJob(  # shards no other test loads (those stay resident on the workers)
+        queries, library, params, client=client, backend="cpu", library_path=path, n_shards=4
+    )
     assert_identical(job.run(), search(queries, library, params, backend="cpu"))
     assert set(job.shard_sources.values()) == {"file"}
     # a file holding other spectra is refused: the shards' spectra are sent instead
@@ -146,6 +158,7 @@ def test_cancel_keeps_finished_blocks(cluster, data):
     assert set(zip(hits.query_index, hits.library_index, hits.score, strict=True)) <= full
     assert any("cancelled" in m for m in job.messages)
     assert job.tasks_done < job.tasks_total
+    assert len(job.incomplete_queries) == 0  # a cut block's hits are dropped whole
 
 
 def test_unreachable_cluster_is_a_clear_error():
@@ -176,7 +189,8 @@ def test_cli_search_on_a_cluster(cluster, data_dir, tmp_path):
     one, many = tmp_path / "one.tsv", tmp_path / "dask.tsv"
     common = ["--top", "3", "-q", "--no-cache", "--backend", "cpu", "--batch-size", "16"]
     assert main(["search", path, path, "-o", str(one), *common]) == 0
-    assert main(["search", path, path, "-o", str(many), *common, "--dask", lc.scheduler_address]) == 0
+    dask = ["--dask", lc.scheduler_address]
+    assert main(["search", path, path, "-o", str(many), *common, *dask]) == 0
     a, _ = read_hits(one)
     b, provenance = read_hits(many)
     for column in a:

@@ -41,7 +41,8 @@ def test_spec_and_scripts_compile(name):
     compile(path.read_text(encoding="utf-8"), str(path), "exec")
 
 
-def test_spec_builds_one_folder_with_both_executables(monkeypatch):
+@pytest.mark.parametrize("has_cuda", [False, True])
+def test_spec_builds_one_folder_with_both_executables(monkeypatch, has_cuda):
     """Execute the spec against stand-ins of PyInstaller's build classes."""
     calls: dict[str, list] = {"Analysis": [], "EXE": [], "COLLECT": [], "BUNDLE": []}
 
@@ -79,6 +80,16 @@ def test_spec_builds_one_folder_with_both_executables(monkeypatch):
         "BUNDLE": recorder("BUNDLE"),
     }
     calls["PYZ"] = []
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        if name == "numba_cuda":
+            return types.SimpleNamespace(name=name) if has_cuda else None
+        return real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     exec(compile(SPEC.read_text(encoding="utf-8"), str(SPEC), "exec"), namespace)
 
     ((scripts, kw),) = calls["Analysis"]
@@ -87,6 +98,11 @@ def test_spec_builds_one_folder_with_both_executables(monkeypatch):
     assert any(Path(h).name == "rthook_simms.py" for h in kw["runtime_hooks"])
     for heavy in ("matchms", "rdkit", "pandas", "pytest", "matplotlib", "torch"):
         assert heavy in kw["excludes"]
+    if has_cuda:
+        assert "_numba_cuda_redirector" in kw["hiddenimports"]
+        assert "numba_cuda" not in kw["excludes"]
+    else:
+        assert "numba_cuda" in kw["excludes"]
     bundled = {(Path(src).name, dest) for src, dest in kw["datas"]}
     assert ("demo_library.mgf", "resources") in bundled
     assert ("demo_queries.mgf", "resources") in bundled
@@ -206,6 +222,28 @@ def test_numba_cache_dir_per_user_and_executable(monkeypatch, tmp_path):
     assert path == str(tmp_path / "simms" / "numba" / "simms-gui")
     assert os.environ["NUMBA_CACHE_DIR"] == path
     assert Path(path).is_dir()
+
+
+def test_cuda_redirect_and_locale_only_when_frozen(monkeypatch):
+    from simms_gui import frozen
+
+    monkeypatch.delattr(sys, "frozen", raising=False)
+    assert frozen.enable_numba_cuda_redirect() is False
+    assert frozen.configure_locale() is None
+
+
+def test_locale_set_only_when_the_environment_has_none(monkeypatch):
+    from simms_gui import frozen
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+    assert frozen.configure_locale() == "C.UTF-8"
+    assert os.environ["LC_CTYPE"] == "C.UTF-8"
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    monkeypatch.delenv("LC_CTYPE")
+    assert frozen.configure_locale() is None
 
 
 def test_numba_cache_dir_keeps_the_users_choice(monkeypatch, tmp_path):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .greedy import SCRATCH_SIZE, cosine_core, modified_core, weights_and_norms
+from .greedy import SCRATCH_SIZE, cosine_core, modified_core, order_desc, weights_and_norms
 
 __all__ = [
     "cosine_greedy_pair",
@@ -226,7 +226,7 @@ def _max_len(off, start, stop):  # pragma: no cover
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
     if ptol <= 0.0:
         return True
@@ -340,7 +340,7 @@ def _all_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_pr
             n += 1
         if n > 1:
             # score descending; the stable sort keeps library indices ascending on ties
-            order = np.argsort(-row_s[r, :n], kind="mergesort")
+            order = order_desc(row_s[r], n, False)
             tl = row_l[r, :n][order]
             ts = row_s[r, :n][order]
             tm = row_m[r, :n][order]
@@ -356,12 +356,40 @@ def _all_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_pr
 _INDEX_EPS = 1e-6
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def _lower_bound(x, v):  # pragma: no cover
+    """First index with ``not x[k] < v``."""
+    lo = 0
+    hi = x.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _upper_bound(x, v):  # pragma: no cover
+    """First index with ``x[k] > v``."""
+    lo = 0
+    hi = x.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x[mid] > v:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
 def _better(s1, l1, s2, l2):  # pragma: no cover
     return s1 > s2 or (s1 == s2 and l1 < l2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _heap_insert(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover
     """Insert (s, l, m) into the sorted top list of length n <= cap; returns new n."""
     if n == cap:
@@ -379,6 +407,101 @@ def _heap_insert(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover
     hs[pos] = s
     hl[pos] = l
     hm[pos] = m
+    return n
+
+
+@njit(cache=True)
+def _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
+                 l_start, nl, tol, ptol, ppm, min_matches, threshold, top_n,
+                 s_mz, s_sid, s_w, mlen, hl, hs, hm):  # pragma: no cover
+    """One query row of :func:`_indexed_kernel`; returns the number of hits written."""
+    sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
+    si = np.empty(SCRATCH_SIZE, dtype=np.int64)
+    sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
+    ua = np.empty(mlen, dtype=np.bool_)
+    ub = np.empty(mlen, dtype=np.bool_)
+    bound = np.zeros(nl, dtype=np.float64)
+    cnt = np.zeros(nl, dtype=np.int32)
+    for j in range(q_off[q], q_off[q + 1]):
+        mq = q_mz[j]
+        wq = q_w[j]
+        lo = _lower_bound(s_mz, mq - tol - _INDEX_EPS)
+        hi = _upper_bound(s_mz, mq + tol + _INDEX_EPS)
+        for k in range(lo, hi):
+            c = s_sid[k]
+            bound[c] += s_w[k] * wq
+            cnt[c] += 1
+    qp = q_prec[q]
+    n = 0
+    if top_n == 0:
+        for c in range(nl):
+            if cnt[c] < min_matches:
+                continue
+            l = l_start + c
+            den = l_norm[l] * qn
+            if den == 0.0 or not _prec_ok(qp, l_prec[l], ptol, ppm):
+                continue
+            if (bound[c] / den) * (1.0 + 1e-9) + 1e-12 < threshold:
+                continue
+            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                          l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+            if m >= min_matches and s >= threshold:
+                hl[n] = l
+                hs[n] = s
+                hm[n] = m
+                n += 1
+        if n > 1:
+            order = order_desc(hs, n, False)
+            tl = hl[:n][order]
+            ts = hs[:n][order]
+            tm = hm[:n][order]
+            hl[:n] = tl
+            hs[:n] = ts
+            hm[:n] = tm
+    else:
+        # pass 1: the top_n largest bounds seed the top list
+        cb = np.empty(top_n, dtype=np.float64)
+        cc = np.empty(top_n, dtype=np.int64)
+        cm = np.empty(top_n, dtype=np.int32)
+        nc = 0
+        for c in range(nl):
+            if cnt[c] < min_matches:
+                bound[c] = -1.0
+                continue
+            l = l_start + c
+            den = l_norm[l] * qn
+            if den == 0.0 or not _prec_ok(qp, l_prec[l], ptol, ppm):
+                bound[c] = -1.0
+                continue
+            u = (bound[c] / den) * (1.0 + 1e-9) + 1e-12
+            if u < threshold:
+                bound[c] = -1.0
+                continue
+            bound[c] = u
+            nc = _heap_insert(cb, cc, cm, nc, top_n, u, c, 0)
+        for t in range(nc):
+            c = cc[t]
+            l = l_start + c
+            bound[c] = -1.0
+            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                          l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+            if m >= min_matches and s >= threshold:
+                n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
+        # pass 2: everything whose bound can still reach the n-th best
+        floor = threshold
+        if n == top_n and hs[n - 1] > floor:
+            floor = hs[n - 1]
+        for c in range(nl):
+            u = bound[c]
+            if u < 0.0 or u < floor:
+                continue
+            l = l_start + c
+            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                          l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+            if m >= min_matches and s >= threshold:
+                n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
+                if n == top_n and hs[n - 1] > floor:
+                    floor = hs[n - 1]
     return n
 
 
@@ -409,97 +532,10 @@ def _indexed_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, 
         qn = q_norm[q]
         if qn == 0.0:
             continue
-        sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
-        si = np.empty(SCRATCH_SIZE, dtype=np.int64)
-        sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
-        ua = np.empty(mlen, dtype=np.bool_)
-        ub = np.empty(mlen, dtype=np.bool_)
-        bound = np.zeros(nl, dtype=np.float64)
-        cnt = np.zeros(nl, dtype=np.int32)
-        for j in range(q_off[q], q_off[q + 1]):
-            mq = q_mz[j]
-            wq = q_w[j]
-            lo = np.searchsorted(s_mz, mq - tol - _INDEX_EPS, side="left")
-            hi = np.searchsorted(s_mz, mq + tol + _INDEX_EPS, side="right")
-            for k in range(lo, hi):
-                c = s_sid[k]
-                bound[c] += s_w[k] * wq
-                cnt[c] += 1
-        qp = q_prec[q]
-        hl = row_l[r]
-        hs = row_s[r]
-        hm = row_m[r]
-        n = 0
-        if top_n == 0:
-            for c in range(nl):
-                if cnt[c] < min_matches:
-                    continue
-                l = l_start + c
-                den = l_norm[l] * qn
-                if den == 0.0 or not _prec_ok(qp, l_prec[l], ptol, ppm):
-                    continue
-                if (bound[c] / den) * (1.0 + 1e-9) + 1e-12 < threshold:
-                    continue
-                s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                              l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
-                if m >= min_matches and s >= threshold:
-                    hl[n] = l
-                    hs[n] = s
-                    hm[n] = m
-                    n += 1
-            if n > 1:
-                order = np.argsort(-hs[:n], kind="mergesort")
-                tl = hl[:n][order]
-                ts = hs[:n][order]
-                tm = hm[:n][order]
-                hl[:n] = tl
-                hs[:n] = ts
-                hm[:n] = tm
-        else:
-            # pass 1: the top_n largest bounds seed the top list
-            cb = np.empty(top_n, dtype=np.float64)
-            cc = np.empty(top_n, dtype=np.int64)
-            cm = np.empty(top_n, dtype=np.int32)
-            nc = 0
-            for c in range(nl):
-                if cnt[c] < min_matches:
-                    bound[c] = -1.0
-                    continue
-                l = l_start + c
-                den = l_norm[l] * qn
-                if den == 0.0 or not _prec_ok(qp, l_prec[l], ptol, ppm):
-                    bound[c] = -1.0
-                    continue
-                u = (bound[c] / den) * (1.0 + 1e-9) + 1e-12
-                if u < threshold:
-                    bound[c] = -1.0
-                    continue
-                bound[c] = u
-                nc = _heap_insert(cb, cc, cm, nc, top_n, u, c, 0)
-            for t in range(nc):
-                c = cc[t]
-                l = l_start + c
-                bound[c] = -1.0
-                s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                              l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
-                if m >= min_matches and s >= threshold:
-                    n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
-            # pass 2: everything whose bound can still reach the n-th best
-            floor = threshold
-            if n == top_n and hs[n - 1] > floor:
-                floor = hs[n - 1]
-            for c in range(nl):
-                u = bound[c]
-                if u < 0.0 or u < floor:
-                    continue
-                l = l_start + c
-                s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                              l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
-                if m >= min_matches and s >= threshold:
-                    n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
-                    if n == top_n and hs[n - 1] > floor:
-                        floor = hs[n - 1]
-        counts[r] = n
+        counts[r] = _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
+                                 l_norm, l_prec, l_start, nl, tol, ptol, ppm, min_matches,
+                                 threshold, top_n, s_mz, s_sid, s_w, mlen,
+                                 row_l[r], row_s[r], row_m[r])
     return row_l, row_s, row_m, counts
 
 
@@ -552,7 +588,7 @@ def _csr_args(mz, w, off, norm, prec, start, stop, name):
 
 
 #: Query rows per call of the all-hits kernel (bounds its row buffers).
-_ALL_CHUNK = 64
+_ALL_CHUNK = 16
 
 
 def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: np.ndarray,
@@ -568,7 +604,7 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
     """Exact greedy-cosine hits of a block of queries against a block of the library.
 
     Parallel over queries; memory per query is one top-n buffer (or, when
-    ``top_n == 0``, one row of the block, for at most 64 queries at a time).
+    ``top_n == 0``, one row of the block, for at most 16 queries at a time).
 
     Parameters
     ----------

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +43,7 @@ from engine.hits import HitTable
 from engine.kernels.greedy import SCRATCH_SIZE, cosine_core, modified_core
 from engine.params import SearchParameters
 
-__all__ = ["CudaBackend", "gpu_status", "rescore_pairs"]
+__all__ = ["CudaBackend", "PendingScores", "gpu_status", "rescore_pairs", "submit_rescore"]
 
 log = logging.getLogger(__name__)
 
@@ -98,25 +100,26 @@ def _device_name(cuda: Any) -> str:
 
 
 # --------------------------------------------------------------------------- #
-# exact host rescoring of flagged pairs
+# exact host rescoring of flagged pairs (worker threads, off the GPU's path)
 # --------------------------------------------------------------------------- #
-@njit(cache=True, parallel=True)
+@njit(cache=True, nogil=True)
 def _rescore_kernel(qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm,
                     l_prec, tol, modified, mlen):  # pragma: no cover
+    """Serial exact scores of pairs ``(qs[k], ls[k])``; releases the GIL (worker threads)."""
     n = qs.shape[0]
     scores = np.zeros(n, dtype=np.float64)
     matches = np.zeros(n, dtype=np.int32)
-    for k in prange(n):
+    sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
+    si = np.empty(SCRATCH_SIZE, dtype=np.int64)
+    sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
+    ua = np.empty(mlen, dtype=np.bool_)
+    ub = np.empty(mlen, dtype=np.bool_)
+    for k in range(n):
         q = qs[k]
         l = ls[k]
         den = l_norm[l] * q_norm[q]
         if den == 0.0:
             continue
-        sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
-        si = np.empty(SCRATCH_SIZE, dtype=np.int64)
-        sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
-        ua = np.empty(mlen, dtype=np.bool_)
-        ub = np.empty(mlen, dtype=np.bool_)
         if modified:
             raw, nm = modified_core(l_mz, l_w, l_off[l], l_off[l + 1], l_prec[l],
                                     q_mz, q_w, q_off[q], q_off[q + 1], q_prec[q], tol,
@@ -128,6 +131,76 @@ def _rescore_kernel(qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, 
             scores[k] = raw / den
             matches[k] = nm
     return scores, matches
+
+
+#: Pairs per rescoring task (one worker thread each).
+RESCORE_CHUNK = 64
+
+_POOL_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _rescore_pool() -> ThreadPoolExecutor:
+    """The shared worker threads of the rescoring (all cores but two, at least one)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            workers = max(1, min(32, (os.cpu_count() or 2) - 2))
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="simms-rescore")
+        return _POOL
+
+
+class PendingScores:
+    """Exact scores of listed pairs being computed by worker threads.
+
+    Attributes
+    ----------
+    q_index, l_index : ndarray of int64
+        The pairs, as submitted.
+    """
+
+    def __init__(self, q_index: np.ndarray, l_index: np.ndarray, futures: list[Future]) -> None:
+        self.q_index, self.l_index = q_index, l_index
+        self._futures = futures
+
+    def done(self) -> bool:
+        """True when every worker finished (``result`` will not block)."""
+        return all(f.done() for f in self._futures)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores float64, matches int32)`` of the pairs, in submission order."""
+        if not self._futures:
+            return np.empty(0, np.float64), np.empty(0, np.int32)
+        parts = [f.result() for f in self._futures]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def submit_rescore(queries: PreparedSpectra, library: PreparedSpectra, q_index: np.ndarray,
+                   l_index: np.ndarray, tolerance: float, modified: bool) -> PendingScores:
+    """Start the exact CPU scoring of listed pairs on worker threads; return at once.
+
+    Parameters are those of :func:`rescore_pairs`.
+
+    Returns
+    -------
+    PendingScores
+    """
+    q_index = np.ascontiguousarray(q_index, dtype=np.int64)
+    l_index = np.ascontiguousarray(l_index, dtype=np.int64)
+    if len(q_index) == 0:
+        return PendingScores(q_index, l_index, [])
+    mlen = int(max(SCRATCH_SIZE, np.diff(queries.offsets).max(initial=0),
+                   np.diff(library.offsets).max(initial=0)))
+    q, lib = queries, library
+    pool = _rescore_pool()
+    futures = []
+    for k in range(0, len(q_index), RESCORE_CHUNK):
+        futures.append(pool.submit(
+            _rescore_kernel, q_index[k:k + RESCORE_CHUNK], l_index[k:k + RESCORE_CHUNK],
+            q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
+            lib.mz, lib.weight, lib.offsets, lib.norm, lib.precursor_mz,
+            float(tolerance), bool(modified), mlen))
+    return PendingScores(q_index, l_index, futures)
 
 
 def rescore_pairs(queries: PreparedSpectra, library: PreparedSpectra, q_index: np.ndarray,
@@ -150,16 +223,14 @@ def rescore_pairs(queries: PreparedSpectra, library: PreparedSpectra, q_index: n
     scores : ndarray of float64
     matches : ndarray of int32
     """
-    q_index = np.ascontiguousarray(q_index, dtype=np.int64)
-    l_index = np.ascontiguousarray(l_index, dtype=np.int64)
-    if len(q_index) == 0:
-        return np.empty(0, np.float64), np.empty(0, np.int32)
-    mlen = int(max(SCRATCH_SIZE, np.diff(queries.offsets).max(initial=0),
-                   np.diff(library.offsets).max(initial=0)))
-    q, lib = queries, library
-    return _rescore_kernel(q_index, l_index, q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
-                           lib.mz, lib.weight, lib.offsets, lib.norm, lib.precursor_mz,
-                           float(tolerance), bool(modified), mlen)
+    return submit_rescore(queries, library, q_index, l_index, tolerance, modified).result()
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _copy_rows(dst, src, n):  # pragma: no cover
+    """``dst[:n] = src[:n]`` row-parallel (first touch of fresh pages on every core)."""
+    for r in prange(n):
+        dst[r, :] = src[r, :]
 
 
 #: Heaviest peaks per library spectrum kept for the pruning test.
@@ -241,23 +312,55 @@ class _Resident:
 
 
 class _Slot:
-    """Device and pinned host buffers of one tile in flight, with its stream."""
+    """Device and pinned host buffers of one tile in flight, with its stream.
 
-    def __init__(self, cuda: Any, rows: int, cols: int) -> None:
-        n = rows * cols
-        self.rows, self.cols = rows, cols
+    Every buffer has the slot's full size and is passed whole to the kernels
+    (with the tile's row and column counts as scalars), so a launch slices no
+    device array.
+    """
+
+    def __init__(self, cuda: Any, rows: int, cols: int, segs: int, hit_cap: int,
+                 ovf_cap: int) -> None:
+        self.rows, self.cols, self.segs = rows, cols, segs
+        self.hit_cap, self.ovf_cap = hit_cap, ovf_cap
         self.stream = cuda.stream()
-        self.out_s = cuda.device_array(n, dtype=np.float64)
-        self.out_m = cuda.device_array(n, dtype=np.int32)
-        self.hit_r = cuda.device_array(n, dtype=np.int32)
-        self.hit_c = cuda.device_array(n, dtype=np.int32)
-        self.hit_s = cuda.device_array(n, dtype=np.float64)
-        self.hit_m = cuda.device_array(n, dtype=np.int32)
-        self.ovf_r = cuda.device_array(n, dtype=np.int32)
-        self.ovf_c = cuda.device_array(n, dtype=np.int32)
+        self.out_s = cuda.device_array((rows, cols), dtype=np.float64)
+        self.out_m = cuda.device_array((rows, cols), dtype=np.int32)
+        self.hit_r = cuda.device_array(hit_cap, dtype=np.int32)
+        self.hit_c = cuda.device_array(hit_cap, dtype=np.int32)
+        self.hit_s = cuda.device_array(hit_cap, dtype=np.float64)
+        self.hit_m = cuda.device_array(hit_cap, dtype=np.int32)
+        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
         self.counts = cuda.device_array(2, dtype=np.int32)
         self.cols_dev = cuda.device_array(cols, dtype=np.int32)
         self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
+        self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)
+        self.segs_host = cuda.pinned_array(segs + 1, dtype=np.int32)
+        self.counts_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host[:] = 0
+
+    def fits(self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int) -> bool:
+        """Whether a tile of this shape fits the slot's buffers."""
+        return (self.rows >= rows and self.cols >= cols and self.segs >= segs
+                and self.hit_cap >= hit_cap and self.ovf_cap >= ovf_cap)
+
+
+class _DenseSlot:
+    """Device output and pinned staging buffers of one dense row chunk, with its stream."""
+
+    def __init__(self, cuda: Any, rows: int, cols: int, s_dtype: Any, m_dtype: Any,
+                 ovf_cap: int) -> None:
+        self.key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
+        self.stream = cuda.stream()
+        self.out_s = cuda.device_array((rows, cols), dtype=s_dtype)
+        self.out_m = cuda.device_array((rows, cols), dtype=m_dtype)
+        self.host_s = cuda.pinned_array((rows, cols), dtype=s_dtype)
+        self.host_m = cuda.pinned_array((rows, cols), dtype=m_dtype)
+        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.counts = cuda.device_array(2, dtype=np.int32)
         self.counts_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host[:] = 0
@@ -265,11 +368,61 @@ class _Slot:
 
 @dataclass
 class _Tile:
-    batch_no: int
+    """Query rows ``q0:q1`` × library columns ``l0:l1`` scored in one launch.
+
+    ``segs`` are the column pieces ``(l0, l1, batch number)`` (each at most
+    ``SORT_MAX`` wide, within one batch) that the selection handles separately.
+    """
+
     q0: int
     q1: int
     l0: int
     l1: int
+    segs: list[tuple[int, int, int]]
+
+    @property
+    def batches(self) -> list[int]:
+        """Batch numbers of the tile, ascending, without repeats."""
+        return sorted({b for _, _, b in self.segs})
+
+    def batch_of(self, col: np.ndarray) -> np.ndarray:
+        """Batch number of each absolute library column ``col`` of the tile."""
+        starts = np.array([a for a, _, _ in self.segs[1:]], dtype=np.int64)
+        seg_batch = np.array([b for _, _, b in self.segs], dtype=np.int64)
+        return seg_batch[np.searchsorted(starts, col, side="right")]
+
+
+def _plan_tiles(batches: list[Batch], max_rows: int, max_cols: int, seg: int) -> list[_Tile]:
+    """Cut batches into column pieces of at most ``seg`` and pack neighbours into tiles.
+
+    Consecutive pieces with the same query rows and adjacent columns (the
+    library blocks of one query block) share a tile of up to ``max_cols``
+    columns, so one launch covers several batches.
+    """
+    tiles: list[_Tile] = []
+    for b, batch in enumerate(batches):
+        for q0 in range(batch.q_start, batch.q_stop, max_rows):
+            q1 = min(q0 + max_rows, batch.q_stop)
+            for l0 in range(batch.l_start, batch.l_stop, seg):
+                l1 = min(l0 + seg, batch.l_stop)
+                last = tiles[-1] if tiles else None
+                if (last is not None and (last.q0, last.q1) == (q0, q1) and last.l1 == l0
+                        and l1 - last.l0 <= max_cols):
+                    last.l1 = l1
+                    last.segs.append((l0, l1, b))
+                else:
+                    tiles.append(_Tile(q0, q1, l0, l1, [(l0, l1, b)]))
+    return tiles
+
+
+def _split_rows(tile: _Tile, col: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
+    """Rows of a tile's hit arrays per batch: ``[(batch, rows)]`` (stable)."""
+    if len(tile.batches) == 1:
+        return [(tile.batches[0], slice(None))]
+    labels = tile.batch_of(col)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], tile.batches + [tile.batches[-1] + 1])
+    return [(b, order[bounds[i]:bounds[i + 1]]) for i, b in enumerate(tile.batches)]
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -291,7 +444,18 @@ class CudaBackend(Backend):
     select_threads : int
         Threads per block of the per-query selection kernel.
     max_rows : int
-        Most query rows per tile (tiles have at most ``SORT_MAX`` columns).
+        Most query rows per tile.
+    max_cols : int
+        Most library columns per tile (one launch), when ``top_n > 0``; the
+        selection handles pieces of at most ``SORT_MAX`` columns of one batch.
+        Searches that keep all hits use ``SORT_MAX``-wide tiles.
+    dense_chunk_bytes : int
+        Output bytes per row chunk of :meth:`dense` (two chunks in flight).
+    query_prune : bool
+        With a threshold, also skip pairs in which no heavy peak of the query
+        has a partner (exact, like the library-side test).
+    depth : int
+        Search tiles in flight (each with its own buffers and stream).
     max_resident : int
         Spectrum sets kept on the GPU (least recently used ones are dropped).
 
@@ -304,7 +468,8 @@ class CudaBackend(Backend):
     name = "cuda"
 
     def __init__(self, *, threads: int = 128, select_threads: int = 256, max_rows: int = 2048,
-                 max_resident: int = 4) -> None:
+                 max_cols: int = 16384, dense_chunk_bytes: int = 64 << 20,
+                 query_prune: bool = True, depth: int = 3, max_resident: int = 4) -> None:
         ok, what = gpu_status()
         if not ok:
             raise CudaError(what)
@@ -314,10 +479,15 @@ class CudaBackend(Backend):
         self.threads = int(threads)
         self.select_threads = int(select_threads)
         self.max_rows = int(max_rows)
+        self.max_cols = max(int(max_cols), self._k.SORT_MAX)
+        self.dense_chunk_bytes = int(dense_chunk_bytes)
+        self.query_prune = bool(query_prune)
+        self.depth = max(2, int(depth))
         self.max_resident = int(max_resident)
         self._resident: OrderedDict[str, _Resident] = OrderedDict()
         self._by_id: dict[int, tuple[weakref.ref, str]] = {}
         self._slots: list[_Slot] = []
+        self._dense_slots: list[_DenseSlot] = []
         self._lock = threading.RLock()
         #: Pairs rescored on the CPU (overflowing components) since creation.
         self.rescored_pairs = 0
@@ -361,20 +531,40 @@ class CudaBackend(Backend):
                         pass
 
     def dense(self, queries: PreparedSpectra, library: PreparedSpectra,
-              params: SearchParameters) -> tuple[np.ndarray, np.ndarray]:
-        """Full ``(scores float64[nq, nl], matches int32[nq, nl])`` of a block."""
+              params: SearchParameters, *, compact: bool = False,
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Full ``(scores, matches)`` matrices of a block.
+
+        Parameters
+        ----------
+        queries, library : PreparedSpectra
+        params : SearchParameters
+            Tolerance and score; filters do not apply.
+        compact : bool
+            Return ``float32`` scores and ``int16`` matches (``int32`` when a
+            spectrum has over 32,767 peaks) instead of ``float64`` / ``int32``.
+            Scores are still computed in float64 and rounded once (error at
+            most 6e-8, under the 1e-6 exactness bar); the matrices are half the
+            bytes to copy and store.
+
+        Returns
+        -------
+        scores : ndarray of float64 (float32 when ``compact``), shape (nq, nl)
+        matches : ndarray of int32 (int16 when ``compact``), shape (nq, nl)
+        """
         with self._lock:
-            rows = max(1, min(65535, (1 << 30) // max(1, 12 * len(library))))
+            chunk = self.dense_chunk_bytes
             while True:
                 try:
-                    return self._dense(queries, library, params, rows)
+                    return self._dense(queries, library, params, chunk, compact)
                 except CudaError:
                     raise
                 except Exception as exc:
-                    if _is_oom(exc) and rows > 16:
-                        rows //= 4
+                    if _is_oom(exc) and chunk > (1 << 20):
+                        chunk //= 4
                         self._free_slots()
-                        log.warning("GPU out of memory in dense(); retrying with %d rows", rows)
+                        log.warning("GPU out of memory in dense(); retrying with %d-byte chunks",
+                                    chunk)
                         continue
                     if _is_oom(exc):
                         raise CudaError(f"GPU out of memory: {exc}") from exc
@@ -401,7 +591,9 @@ class CudaBackend(Backend):
         self.score_batch(spectra, spectra, Batch(0, 2, 0, 2),
                          SearchParameters(top_n=1, threshold=0.5))
         self.dense(spectra, spectra, params)
+        self.dense(spectra, spectra, params, compact=True)
         rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
+        rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
         self.warmed_up = True
 
     # -- residency ----------------------------------------------------------------
@@ -445,60 +637,81 @@ class CudaBackend(Backend):
 
     def _free_slots(self) -> None:
         self._slots = []
+        self._dense_slots = []
 
-    def _get_slots(self, rows: int, cols: int) -> list[_Slot]:
-        if not self._slots or self._slots[0].rows < rows or self._slots[0].cols < cols:
+    def _get_slots(self, rows: int, cols: int, segs: int, hit_cap: int,
+                   ovf_cap: int) -> list[_Slot]:
+        if not self._slots or not self._slots[0].fits(rows, cols, segs, hit_cap, ovf_cap):
             self._slots = []
-            self._slots = [_Slot(self._cuda, rows, cols) for _ in range(2)]
+            self._slots = [_Slot(self._cuda, rows, cols, segs, hit_cap, ovf_cap)
+                           for _ in range(self.depth)]
         return self._slots
+
+    def _get_dense_slots(self, rows: int, cols: int, s_dtype: Any, m_dtype: Any,
+                         ovf_cap: int) -> list[_DenseSlot]:
+        key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
+        if not self._dense_slots or self._dense_slots[0].key != key:
+            self._dense_slots = []
+            self._dense_slots = [_DenseSlot(self._cuda, rows, cols, s_dtype, m_dtype, ovf_cap)
+                                 for _ in range(2)]
+        return self._dense_slots
 
     # -- search -------------------------------------------------------------------
     def _run(self, queries: PreparedSpectra, library: PreparedSpectra, batches: Iterable[Batch],
              params: SearchParameters) -> Iterator[tuple[Batch, HitTable]]:
+        """``depth`` tiles in flight; a batch is yielded once its tiles and rescoring are done.
+
+        Flagged pairs are rescored by worker threads while the GPU goes on; a
+        finished batch waits for its rescoring only when no tile is left to
+        launch (or the batches after it are waiting for it).
+        """
         batches = list(batches)
         if not batches:
             return
-        k = self._k
-        dq = self._upload(queries)
-        dl = self._upload(library)
-        tiles: list[_Tile] = []
-        for b, batch in enumerate(batches):
-            for q0 in range(batch.q_start, batch.q_stop, self.max_rows):
-                for l0 in range(batch.l_start, batch.l_stop, k.SORT_MAX):
-                    tiles.append(_Tile(b, q0, min(q0 + self.max_rows, batch.q_stop),
-                                       l0, min(l0 + k.SORT_MAX, batch.l_stop)))
+        sort_max = self._k.SORT_MAX
+        max_cols = self.max_cols if params.top_n > 0 else sort_max
+        tiles = _plan_tiles(batches, self.max_rows, max_cols, sort_max)
+        dq, dl = self._upload(queries), self._upload(library)
+        left = [0] * len(batches)
+        for t in tiles:
+            for b in t.batches:
+                left[b] += 1
+        parts: dict[int, list] = {}
+        wide = {b for t in tiles for b in t.batches
+                if sum(1 for _, _, sb in t.segs if sb == b) > 1}
+        slots = self._slots_for(tiles, params)
+        orders: dict[tuple[int, int], np.ndarray] = {}
+        pending: deque[tuple[_Tile, _Slot]] = deque()
+        nxt = 0
+        for n, tile in enumerate(tiles):
+            slot = slots[n % len(slots)]
+            if len(pending) == len(slots):
+                self._collect(*pending.popleft(), queries, library, params, parts, left)
+            self._launch(tile, slot, dq, dl, params, orders)
+            pending.append((tile, slot))
+            while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
+                yield batches[nxt], self._merge(parts.pop(nxt, []), params, nxt in wide)
+                nxt += 1
+        while pending:
+            self._collect(*pending.popleft(), queries, library, params, parts, left)
+        for b in range(nxt, len(batches)):
+            yield batches[b], self._merge(parts.pop(b, []), params, b in wide)
+
+    def _slots_for(self, tiles: list[_Tile], params: SearchParameters) -> list[_Slot]:
+        """Slots large enough for every tile of a run."""
         rows = max(t.q1 - t.q0 for t in tiles)
         cols = max(t.l1 - t.l0 for t in tiles)
-        slots = self._get_slots(rows, cols)
-        per_batch: dict[int, list[HitTable]] = {}
-        left = {b: 0 for b in range(len(batches))}
-        for t in tiles:
-            left[t.batch_no] += 1
-        pending: deque[tuple[_Tile, _Slot]] = deque()
-        next_batch = 0
-        for n, tile in enumerate(tiles):
-            slot = slots[n % 2]
-            if len(pending) == 2:
-                done, dslot = pending.popleft()
-                per_batch.setdefault(done.batch_no, []).append(
-                    self._finish(done, dslot, queries, library, params))
-                left[done.batch_no] -= 1
-            self._launch(tile, slot, dq, dl, params)
-            pending.append((tile, slot))
-            while next_batch < len(batches) and left[next_batch] == 0:
-                yield batches[next_batch], self._merge(per_batch.pop(next_batch, []), params)
-                next_batch += 1
-        while pending:
-            done, dslot = pending.popleft()
-            per_batch.setdefault(done.batch_no, []).append(
-                self._finish(done, dslot, queries, library, params))
-            left[done.batch_no] -= 1
-            while next_batch < len(batches) and left[next_batch] == 0:
-                yield batches[next_batch], self._merge(per_batch.pop(next_batch, []), params)
-                next_batch += 1
+        segs = max(len(t.segs) for t in tiles)
+        per_row = cols if params.top_n <= 0 else min(cols, segs * params.top_n)
+        return self._get_slots(rows, cols, segs, rows * per_row, min(rows * cols, 1 << 20))
+
+    @staticmethod
+    def _ready(parts: list) -> bool:
+        return all(not isinstance(p, PendingScores) or p.done() for p in parts)
 
     def _launch(self, tile: _Tile, slot: _Slot, dq: _Resident, dl: _Resident,
-                params: SearchParameters) -> None:
+                params: SearchParameters, orders: dict[tuple[int, int], np.ndarray]) -> None:
+        """Queue score and select kernels of one tile and the copy of its counters."""
         k = self._k
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
         prune = params.threshold > 0
@@ -506,108 +719,176 @@ class CudaBackend(Backend):
             heavy, hcnt = dl.heavy_for(self._cuda, float(params.threshold))
         else:
             heavy, hcnt = self._dummy_heavy()
+        qprune = prune and self.query_prune
+        qheavy, qhcnt = (dq.heavy_for(self._cuda, float(params.threshold)) if qprune
+                         else self._dummy_heavy())
         s = slot.stream
-        slot.stream.synchronize()  # the pinned buffers of this slot are free again
-        order = np.argsort(dl.counts[tile.l0:tile.l1], kind="stable")
-        slot.cols_host[:ncols] = order + tile.l0
-        slot.cols_dev[:ncols].copy_to_device(slot.cols_host[:ncols], stream=s)
+        s.synchronize()  # the pinned buffers of this slot are free again
+        key = (tile.l0, tile.l1)
+        if key not in orders:  # columns by peak count (similar work per warp), cached per run
+            order = np.argsort(dl.counts[tile.l0:tile.l1], kind="stable") + tile.l0
+            orders[key] = order.astype(np.int32)
+        slot.cols_host[:ncols] = orders[key]
+        for g, (a, _, _) in enumerate(tile.segs):
+            slot.segs_host[g] = a - tile.l0
+        slot.segs_host[len(tile.segs)] = ncols
+        slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
+        slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
-        out_s = slot.out_s[: nrows * ncols].reshape(nrows, ncols)
-        out_m = slot.out_m[: nrows * ncols].reshape(nrows, ncols)
         grid = ((ncols + self.threads - 1) // self.threads, nrows)
         k.score_kernel[grid, self.threads, s](
             dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
             dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
-            int(tile.q0), slot.cols_dev[:ncols], int(tile.l0), float(params.tolerance),
+            int(tile.q0), slot.cols_dev, int(ncols), int(tile.l0), float(params.tolerance),
             bool(params.modified), float(params.precursor_tolerance or 0.0),
             bool(params.precursor_unit == "ppm"), bool(prune), float(params.threshold),
-            heavy, hcnt, out_s, out_m, slot.ovf_r, slot.ovf_c, slot.counts[1:])
-        k.select_kernel[nrows, self.select_threads, s](
-            out_s, out_m, int(ncols), int(max(1, params.min_matches)), float(params.threshold),
-            int(params.top_n), slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts[:1])
+            heavy, hcnt, bool(qprune), qheavy, qhcnt, slot.out_s, slot.out_m, slot.ovf_r,
+            slot.ovf_c, slot.counts)
+        k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
+            slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
+            float(params.threshold), int(params.top_n), slot.hit_r, slot.hit_c, slot.hit_s,
+            slot.hit_m, slot.counts)
         slot.counts.copy_to_host(slot.counts_host, stream=s)
 
-    def _finish(self, tile: _Tile, slot: _Slot, queries: PreparedSpectra,
-                library: PreparedSpectra, params: SearchParameters) -> HitTable:
+    def _collect(self, tile: _Tile, slot: _Slot, queries: PreparedSpectra,
+                 library: PreparedSpectra, params: SearchParameters, parts: dict[int, list],
+                 left: list[int]) -> None:
+        """Wait for a tile; file its hits (and its pairs to rescore) under their batches."""
         s = slot.stream
         s.synchronize()
         n_hits, n_ovf = int(slot.counts_host[0]), int(slot.counts_host[1])
-        parts = []
+        if n_hits > slot.hit_cap:  # cannot happen: the capacity is the top-N bound
+            raise CudaError(f"hit buffer overflow ({n_hits} > {slot.hit_cap})")
         if n_hits:
             r = slot.hit_r[:n_hits].copy_to_host(stream=s)
             c = slot.hit_c[:n_hits].copy_to_host(stream=s)
             sc = slot.hit_s[:n_hits].copy_to_host(stream=s)
             m = slot.hit_m[:n_hits].copy_to_host(stream=s)
             s.synchronize()
-            parts.append(HitTable.from_arrays(r.astype(np.int64) + tile.q0,
-                                              c.astype(np.int64) + tile.l0, sc, m))
+            hits = HitTable.from_arrays(r.astype(np.int64) + tile.q0,
+                                        c.astype(np.int64) + tile.l0, sc, m)
+            for b, rows in _split_rows(tile, hits.library_index):
+                parts.setdefault(b, []).append(hits if isinstance(rows, slice)
+                                               else hits.take(rows))
         if n_ovf:
-            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s).astype(np.int64) + tile.q0
-            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64) + tile.l0
-            s.synchronize()
-            sc, m = rescore_pairs(queries, library, r, c, params.tolerance, params.modified)
+            r, c = self._flagged(tile, slot, n_ovf)
             self.rescored_pairs += n_ovf
-            keep = (m >= max(1, params.min_matches)) & (sc >= params.threshold)
-            parts.append(HitTable.from_arrays(r[keep], c[keep], sc[keep], m[keep]))
-        if not parts:
-            return HitTable.empty()
-        hits = HitTable.concat(parts)
-        return hits.top_per_query(params.top_n) if n_ovf else hits
+            for b, rows in _split_rows(tile, c):
+                parts.setdefault(b, []).append(submit_rescore(
+                    queries, library, r[rows], c[rows], params.tolerance, params.modified))
+        for b in tile.batches:
+            left[b] -= 1
 
-    def _merge(self, parts: list[HitTable], params: SearchParameters) -> HitTable:
-        if not parts:
+    def _flagged(self, tile: _Tile, slot: _Slot, n_ovf: int) -> tuple[np.ndarray, np.ndarray]:
+        """Absolute ``(query, library)`` indexes of a tile's flagged pairs."""
+        s = slot.stream
+        if n_ovf <= slot.ovf_cap:
+            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s)
+            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s)
+            s.synchronize()
+        else:  # more than the list holds: find them in the match matrix
+            mat = slot.out_m.copy_to_host(stream=s)
+            s.synchronize()
+            r, c = np.nonzero(mat[: tile.q1 - tile.q0, : tile.l1 - tile.l0] < 0)
+        return r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0
+
+    def _merge(self, parts: list, params: SearchParameters, wide: bool) -> HitTable:
+        """One batch's hits from its GPU tables and rescored pairs (top-N per query)."""
+        tables = []
+        rescored = False
+        for p in parts:
+            if isinstance(p, PendingScores):
+                sc, m = p.result()
+                keep = (m >= max(1, params.min_matches)) & (sc >= params.threshold)
+                tables.append(HitTable.from_arrays(p.q_index[keep], p.l_index[keep], sc[keep],
+                                                   m[keep]))
+                rescored = True
+            else:
+                tables.append(p)
+        if not tables:
             return HitTable.empty()
-        if len(parts) == 1:
-            return parts[0]
-        return HitTable.concat(parts).top_per_query(params.top_n)
+        if len(tables) == 1 and not rescored and not wide:
+            return tables[0]
+        hits = HitTable.concat(tables)
+        if params.top_n > 0 and len(hits):  # cut only where a query has too many hits
+            q = hits.query_index
+            if np.bincount(q - q.min()).max() <= params.top_n:
+                return hits
+        return hits.top_per_query(params.top_n)
 
     # -- dense --------------------------------------------------------------------
     def _dense(self, queries: PreparedSpectra, library: PreparedSpectra,
-               params: SearchParameters, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        cuda, k = self._cuda, self._k
+               params: SearchParameters, chunk_bytes: int,
+               compact: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Row chunks on two streams: chunk ``i + 1`` is scored while chunk ``i`` is copied."""
         nq, nl = len(queries), len(library)
-        scores = np.empty((nq, nl), dtype=np.float64)
-        matches = np.empty((nq, nl), dtype=np.int32)
+        big = int(max(np.diff(queries.offsets).max(initial=0),
+                      np.diff(library.offsets).max(initial=0)))
+        s_dtype = np.float32 if compact else np.float64
+        m_dtype = np.int16 if compact and big <= np.iinfo(np.int16).max else np.int32
+        scores = np.empty((nq, nl), dtype=s_dtype)
+        matches = np.empty((nq, nl), dtype=m_dtype)
         if nq == 0 or nl == 0:
             return scores, matches
-        dq = self._upload(queries)
-        dl = self._upload(library)
-        rows = min(rows, nq)
-        self._free_slots()
-        cols = cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
-        out_s = cuda.device_array((rows, nl), dtype=np.float64)
-        out_m = cuda.device_array((rows, nl), dtype=np.int32)
-        counts = cuda.device_array(1, dtype=np.int32)
-        cap = min(rows * nl, 1 << 20)
-        ovf_r = cuda.device_array(cap, dtype=np.int32)
-        ovf_c = cuda.device_array(cap, dtype=np.int32)
-        heavy, hcnt = self._dummy_heavy()
-        stream = cuda.stream()
-        for q0 in range(0, nq, rows):
+        dq, dl = self._upload(queries), self._upload(library)
+        row_bytes = nl * (np.dtype(s_dtype).itemsize + np.dtype(m_dtype).itemsize)
+        rows = max(1, min(nq, 65535, chunk_bytes // row_bytes))
+        slots = self._get_dense_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))
+        cols = self._cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
+        rescoring: list[PendingScores] = []
+        prev = None
+        for i, q0 in enumerate(range(0, nq, rows)):
+            slot = slots[i % 2]
             n = min(rows, nq - q0)
-            counts.copy_to_device(np.zeros(1, np.int32), stream=stream)
-            grid = ((nl + self.threads - 1) // self.threads, n)
-            k.score_kernel[grid, self.threads, stream](
-                dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
-                dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
-                int(q0), cols, 0, float(params.tolerance), bool(params.modified), 0.0, False,
-                False, 0.0, heavy, hcnt, out_s, out_m, ovf_r, ovf_c, counts)
-            out_s[:n].copy_to_host(scores[q0:q0 + n], stream=stream)
-            out_m[:n].copy_to_host(matches[q0:q0 + n], stream=stream)
-            n_ovf = int(counts.copy_to_host(stream=stream)[0])
-            stream.synchronize()
-            if n_ovf:
-                if n_ovf <= cap:
-                    r = ovf_r[:n_ovf].copy_to_host().astype(np.int64)
-                    c = ovf_c[:n_ovf].copy_to_host().astype(np.int64)
-                else:
-                    r, c = np.nonzero(matches[q0:q0 + n] < 0)
-                sc, m = rescore_pairs(queries, library, r + q0, c, params.tolerance,
-                                      params.modified)
-                scores[r + q0, c] = sc
-                matches[r + q0, c] = m
-                self.rescored_pairs += len(r)
+            self._launch_dense(slot, dq, dl, cols, q0, n, params)
+            if prev is not None:
+                rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
+            prev = (slot, q0, min(rows, nq - q0))
+        rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
+        for pend in rescoring:
+            sc, m = pend.result()
+            scores[pend.q_index, pend.l_index] = sc
+            matches[pend.q_index, pend.l_index] = m
+            self.rescored_pairs += len(sc)
         return scores, matches
+
+    def _launch_dense(self, slot: _DenseSlot, dq: _Resident, dl: _Resident, cols: Any, q0: int,
+                      n: int, params: SearchParameters) -> None:
+        """Queue one row chunk: counters, kernel, copies into the pinned staging buffers."""
+        s = slot.stream
+        s.synchronize()  # staging buffers of this slot were consumed
+        nl = cols.shape[0]
+        heavy, hcnt = self._dummy_heavy()
+        slot.counts.copy_to_device(slot.zeros_host, stream=s)
+        grid = ((nl + self.threads - 1) // self.threads, n)
+        self._k.score_kernel[grid, self.threads, s](
+            dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
+            dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
+            int(q0), cols, int(nl), 0, float(params.tolerance), bool(params.modified), 0.0,
+            False, False, 0.0, heavy, hcnt, False, heavy, hcnt, slot.out_s, slot.out_m,
+            slot.ovf_r, slot.ovf_c, slot.counts)
+        slot.out_s.copy_to_host(slot.host_s, stream=s)
+        slot.out_m.copy_to_host(slot.host_m, stream=s)
+        slot.counts.copy_to_host(slot.counts_host, stream=s)
+
+    def _take_dense(self, slot: _DenseSlot, q0: int, n: int, queries: PreparedSpectra,
+                    library: PreparedSpectra, params: SearchParameters, scores: np.ndarray,
+                    matches: np.ndarray) -> list[PendingScores]:
+        """Wait for a chunk, copy it into the result, start rescoring its flagged pairs."""
+        s = slot.stream
+        s.synchronize()
+        n_ovf = int(slot.counts_host[1])
+        _copy_rows(scores[q0:q0 + n], slot.host_s, n)
+        _copy_rows(matches[q0:q0 + n], slot.host_m, n)
+        if not n_ovf:
+            return []
+        if n_ovf <= slot.ovf_r.shape[0]:
+            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s).astype(np.int64)
+            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64)
+            s.synchronize()
+        else:
+            r, c = np.nonzero(matches[q0:q0 + n] < 0)
+        return [submit_rescore(queries, library, r + q0, c, params.tolerance, params.modified)]
 
 
 def _content_key(spectra: PreparedSpectra) -> str:

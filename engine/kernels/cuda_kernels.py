@@ -275,6 +275,42 @@ def _heavy_matched(heavy, hcnt, l, tol, modified, shift, mzB, b0, b1):  # pragma
 
 
 @cuda.jit(device=True)
+def _has_partner_in_a(b, tol, mzA, a0, a1):  # pragma: no cover
+    """Whether some ``mzA[i]`` has ``mzA[i] - tol <= b <= mzA[i] + tol``, evaluated
+    exactly as the merge does (``fl(mzA[i] + tol)`` is nondecreasing in ``i``)."""
+    lo = a0
+    hi = a1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if mzA[mid] + tol < b:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < a1 and not (b < mzA[lo] - tol)
+
+
+@cuda.jit(device=True)
+def _query_heavy_matched(qheavy, qhcnt, q, tol, modified, shift, mzA, a0, a1):  # pragma: no cover
+    """False only when no heavy peak of query ``q`` has a candidate partner in ``mzA[a0:a1]``.
+
+    A query peak ``y`` (spectrum ``B``) pairs with library peak ``a`` when
+    ``y + shift`` lies in ``[a - tol, a + tol]`` (shift 0, and ``shift`` too for
+    a modified cosine whose precursor difference exceeds the tolerance).
+    """
+    n = qhcnt[q]
+    if n < 0:
+        return True
+    both = modified and abs(shift) > tol
+    for h in range(n):
+        y = qheavy[q, h]
+        if _has_partner_in_a(y + 0.0, tol, mzA, a0, a1):
+            return True
+        if both and _has_partner_in_a(y + shift, tol, mzA, a0, a1):
+            return True
+    return False
+
+
+@cuda.jit(device=True)
 def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
     if ptol <= 0.0:
         return True
@@ -292,28 +328,36 @@ def _pair(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified,
 
 @cuda.jit(cache=True)
 def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                 q_first, cols, l_first, tol, modified, ptol, ppm, prune, threshold,
-                 heavy, hcnt, out_s, out_m, ovf_r, ovf_c, ovf_count):  # pragma: no cover
+                 q_first, cols, ncols, l_first, tol, modified, ptol, ppm, prune, threshold,
+                 heavy, hcnt, qprune, qheavy, qhcnt, out_s, out_m, ovf_r, ovf_c,
+                 counts):  # pragma: no cover
     """Score query rows × library columns, one thread per pair.
 
-    Grid ``(ceil(len(cols) / threads), rows)``.  Row ``r`` is query
-    ``q_first + r``; thread ``c`` scores library spectrum ``cols[c]`` and writes
-    ``out_s[r, cols[c] - l_first]`` / ``out_m[...]`` (so columns keep the
-    library order although ``cols`` may be sorted by peak count).
+    Grid ``(ceil(ncols / threads), rows)``.  Row ``r`` is query
+    ``q_first + r``; thread ``c < ncols`` scores library spectrum ``cols[c]`` and
+    writes ``out_s[r, cols[c] - l_first]`` / ``out_m[...]`` (so columns keep the
+    library order although ``cols`` may be sorted by peak count).  ``out_s`` may
+    be float64 or float32 (rounded once, at the store) and ``out_m`` any signed
+    integer type that holds the peak counts; the buffers may be larger than the
+    block (fixed per-slot buffers, no per-launch slicing).
 
     A pair outside the precursor window gets ``NOT_SCORED`` and 0 matches.  A
     pair with a component too big for the scratch is first bounded: the exact
     part plus the sum of all candidate products of the big components is an
     upper bound of the score; if ``prune`` and the bound is under ``threshold``
     the pair cannot be a hit (``NOT_SCORED``), otherwise it gets ``FLAGGED``
-    and ``-1`` matches and is appended to ``ovf_r``/``ovf_c`` for the host's
-    exact rescoring.
+    and ``-1`` matches and is appended to ``ovf_r``/``ovf_c`` (their number is
+    ``counts[1]``, which may exceed the buffers' length) for the host's exact
+    rescoring.
 
     With ``prune``, ``heavy[l, :hcnt[l]]`` are the m/z of the heaviest peaks of
     library spectrum ``l`` whose removal leaves less than ``threshold**2`` of
     its squared norm (``hcnt[l] < 0``: no such short list).  By Cauchy-Schwarz
     a pair in which none of them has a candidate partner scores below the
     threshold, so it is skipped after a few binary searches (exact pruning).
+    With ``qprune`` too, the same test runs the other way round with the
+    query's heavy peaks ``qheavy[q, :qhcnt[q]]`` against the library spectrum
+    (the bound is symmetric), with the merge's own float comparisons.
     """
     r = cuda.blockIdx.y
     q = q_first + r
@@ -329,7 +373,7 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
             sq_mz[t] = q_mz[qa + t]
             sq_w[t] = q_w[qa + t]
         cuda.syncthreads()
-    if c >= cols.shape[0]:
+    if c >= ncols:
         return
     l = cols[c]
     col = l - l_first
@@ -349,6 +393,9 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
             keep = _heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, sq_mz, 0, nqp)
         else:
             keep = _heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, q_mz, qa, qb)
+        if keep and qprune:
+            keep = _query_heavy_matched(qheavy, qhcnt, q, tol, modified, lp - qp, l_mz,
+                                        l_off[l], l_off[l + 1])
         if not keep:
             out_s[r, col] = NOT_SCORED
             out_m[r, col] = 0
@@ -372,7 +419,7 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
             return
         out_s[r, col] = FLAGGED
         out_m[r, col] = -1
-        slot = cuda.atomic.add(ovf_count, 0, 1)
+        slot = cuda.atomic.add(counts, 1, 1)
         if slot < ovf_r.shape[0]:
             ovf_r[slot] = r
             ovf_c[slot] = col
@@ -391,17 +438,23 @@ def _before(ka, ia, kb, ib):  # pragma: no cover
 
 
 @cuda.jit(cache=True)
-def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
-                  hit_r, hit_c, hit_s, hit_m, hit_count):  # pragma: no cover
-    """Per-row hits of a scored block: one thread block per row.
+def select_kernel(out_s, out_m, segs, min_matches, threshold, top_n,
+                  hit_r, hit_c, hit_s, hit_m, counts):  # pragma: no cover
+    """Per-row, per-segment hits of a scored block: one thread block per (row, segment).
 
-    A column is a hit when ``matches >= min_matches`` (>= 1), ``score >= 0`` and
-    ``score >= threshold``.  With ``top_n > 0`` and more hits than that, the
-    row is bitonic-sorted in shared memory by (score descending, column
+    Grid ``(rows, len(segs) - 1)``; segment ``g`` is columns
+    ``segs[g]:segs[g + 1]`` (at most :data:`SORT_MAX` of them).  A column is a
+    hit when ``matches >= min_matches`` (>= 1), ``score >= 0`` and
+    ``score >= threshold``.  With ``top_n > 0`` and more hits than that in the
+    segment, it is bitonic-sorted in shared memory by (score descending, column
     ascending) and the first ``top_n`` are kept.  Hits are appended to the
-    ``hit_*`` arrays at a slot reserved with one atomic add per row.
+    ``hit_*`` arrays at a slot reserved with one atomic add on ``counts[0]`` per
+    (row, segment).
     """
     r = cuda.blockIdx.x
+    g = cuda.blockIdx.y
+    c0 = segs[g]
+    ncols = segs[g + 1] - c0
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     keys = cuda.shared.array(SORT_MAX, float64)
@@ -411,7 +464,7 @@ def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
         shared_i[0] = 0
     cuda.syncthreads()
     mine = 0
-    for c in range(tid, ncols, nt):
+    for c in range(c0 + tid, c0 + ncols, nt):
         s = out_s[r, c]
         if out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold:
             mine += 1
@@ -424,11 +477,11 @@ def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
         return
     if top_n <= 0 or count <= top_n:
         if tid == 0:
-            shared_i[1] = cuda.atomic.add(hit_count, 0, count)
+            shared_i[1] = cuda.atomic.add(counts, 0, count)
             shared_i[0] = 0
         cuda.syncthreads()
         base = shared_i[1]
-        for c in range(tid, ncols, nt):
+        for c in range(c0 + tid, c0 + ncols, nt):
             s = out_s[r, c]
             m = out_m[r, c]
             if m >= min_matches and s >= 0.0 and s >= threshold:
@@ -439,14 +492,14 @@ def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
                     hit_s[pos] = s
                     hit_m[pos] = m
         return
-    # more hits than top_n: sort the row (padded to a power of two)
+    # more hits than top_n: sort the segment (padded to a power of two)
     size = 1
     while size < ncols:
         size *= 2
     for c in range(tid, size, nt):
         if c < ncols:
-            s = out_s[r, c]
-            hit = out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold
+            s = out_s[r, c0 + c]
+            hit = out_m[r, c0 + c] >= min_matches and s >= 0.0 and s >= threshold
             keys[c] = s if hit else -math.inf
         else:
             keys[c] = -math.inf
@@ -471,15 +524,14 @@ def select_kernel(out_s, out_m, ncols, min_matches, threshold, top_n,
             j //= 2
         k *= 2
     if tid == 0:
-        shared_i[1] = cuda.atomic.add(hit_count, 0, top_n)
+        shared_i[1] = cuda.atomic.add(counts, 0, top_n)
     cuda.syncthreads()
     base = shared_i[1]
     for t in range(tid, top_n, nt):
         pos = base + t
         if pos < hit_r.shape[0]:
-            c = idx[t]
+            c = c0 + idx[t]
             hit_r[pos] = r
             hit_c[pos] = c
             hit_s[pos] = out_s[r, c]
             hit_m[pos] = out_m[r, c]
-

@@ -32,6 +32,7 @@ __all__ = [
     "SCRATCH_SIZE",
     "cosine_core",
     "modified_core",
+    "order_desc",
     "weights_and_norms",
 ]
 
@@ -54,6 +55,49 @@ def weights_and_norms(mz, intensity, offsets, mz_power, intensity_power):  # pra
             acc += w[k] * w[k]
         norm[s] = np.sqrt(acc)
     return w, norm
+
+
+@njit(cache=True)
+def order_desc(keys, n, later_first):  # pragma: no cover
+    """Positions ``0..n-1`` ordered by ``keys`` descending; ties: the later position first
+    if ``later_first`` (matchms: reversed stable ascending mergesort), else the earlier.
+
+    The order is total on (key, position), so it equals ``np.argsort(keys[:n],
+    kind="mergesort")[::-1]`` (``later_first``) exactly.  Bottom-up merge sort.
+    """
+    a = np.arange(n)
+    b = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            x = lo
+            y = mid
+            k = lo
+            while x < mid and y < hi:
+                px = a[x]
+                py = a[y]
+                kx = keys[px]
+                ky = keys[py]
+                if kx > ky or (kx == ky and ((px > py) if later_first else (px < py))):
+                    b[k] = px
+                    x += 1
+                else:
+                    b[k] = py
+                    y += 1
+                k += 1
+            while x < mid:
+                b[k] = a[x]
+                x += 1
+                k += 1
+            while y < hi:
+                b[k] = a[y]
+                y += 1
+                k += 1
+        a, b = b, a
+        width *= 2
+    return a
 
 
 @njit(cache=True, inline="always")
@@ -94,12 +138,12 @@ def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, cnt):  # pragma: no co
                 ci[t] = i - i0
                 cj[t] = j - j0
                 t += 1
-    order = np.argsort(prods[:t], kind="mergesort")
+    order = order_desc(prods, t, True)
     used_a = np.zeros(i1 - i0, dtype=np.bool_)
     used_b = np.zeros(j1 - j0, dtype=np.bool_)
     score = 0.0
     nm = 0
-    for r in range(t - 1, -1, -1):
+    for r in range(t):
         k = order[r]
         a = ci[k]
         b = cj[k]
@@ -362,12 +406,12 @@ def modified_core(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol,
     cj = np.empty(cnt, dtype=np.int64)
     t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, prods, ci, cj, 0)
     t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t)
-    order = np.argsort(prods[:t], kind="mergesort")
+    order = order_desc(prods, t, True)
     used_a = np.zeros(na, dtype=np.bool_)
     used_b = np.zeros(nb, dtype=np.bool_)
     score = 0.0
     nm = 0
-    for r in range(t - 1, -1, -1):
+    for r in range(t):
         k = order[r]
         x_ = ci[k]
         y_ = cj[k]

@@ -20,6 +20,7 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import HitTable, SearchParameters, SpectrumFileError, SpectrumLibrary
+from engine.warmup import warm_up_in_background
 from simms_gui._qt.heatmap_panel import (
     HeatmapPanel,
     HeatmapRequest,
@@ -135,6 +136,8 @@ class MainWindow(QMainWindow):
         self.resize(1600, 1000)
         self._restore_state()
         self._refresh_files()
+        # compile the search kernels while the user looks around, not on first Search
+        warm_up_in_background(self.search_panel.backend.currentData() or "cpu")
 
     # ------------------------------------------------------------------ building
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
