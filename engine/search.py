@@ -184,22 +184,36 @@ class SearchJob:
         start = time.perf_counter()
         plan = self._plan()
         self.progress = SearchProgress(pairs_total=plan.pairs)
+        # One stream of batches over all query blocks, so a pipelined backend
+        # (CUDA) never drains between blocks; a block's hits go out once its last
+        # batch is in.
+        batches = [b for _, block in plan.blocks for b in block]
+        block_of = np.repeat(np.arange(len(plan.blocks)), [len(b) for _, b in plan.blocks])
+        left = [len(b) for _, b in plan.blocks]
+        partial: list[HitTable] = []
+        k = 0
         try:
-            for (q0, q1), batches in plan.blocks:
-                partial: list[HitTable] = []
-                done = 0
-                for batch, hits in self._run_block(plan, batches):
-                    done += 1
-                    partial.append(hits)
-                    self.progress.pairs_done += batch.pairs
-                    self.progress.elapsed = time.perf_counter() - start
-                    if self.params.top_n == 0 and len(hits):
+            for n, (batch, hits) in enumerate(self._run_batches(plan, batches)):
+                k = block_of[n]
+                left[k] -= 1
+                self.progress.pairs_done += batch.pairs
+                self.progress.elapsed = time.perf_counter() - start
+                if self.params.top_n == 0:
+                    if len(hits):
                         yield self._emit(plan, [hits])
-                        partial.clear()
-                    self._report()
-                    if self.cancelled:
-                        break
-                if done < len(batches):
+                else:
+                    partial.append(hits)
+                    if left[k] == 0:
+                        chunk = self._emit(plan, partial)
+                        partial = []
+                        if len(chunk):
+                            yield chunk
+                self._report()
+                if self.cancelled:
+                    break
+            if self.cancelled:
+                if batches and left[k] > 0:
+                    q0, q1 = plan.blocks[k][0]
                     block = np.arange(q0, q1)
                     self.incomplete_queries = (
                         block if plan.query_order is None else np.sort(plan.query_order[block])
@@ -209,9 +223,8 @@ class SearchJob:
                     if len(chunk):
                         yield chunk
                 self._report()
-                if self.cancelled:
-                    self._say("search cancelled: hits of the batches done so far are kept")
-                    return
+                self._say("search cancelled: hits of the batches done so far are kept")
+                return
             self.finished = True
         finally:
             self.progress.elapsed = time.perf_counter() - start
@@ -238,8 +251,8 @@ class SearchJob:
         self.progress.hits += len(hits)
         return hits
 
-    def _run_block(self, plan: _Plan, batches: list[Batch]) -> Iterator[tuple[Batch, HitTable]]:
-        """Run one query block's batches; on a backend failure continue on the CPU."""
+    def _run_batches(self, plan: _Plan, batches: list[Batch]) -> Iterator[tuple[Batch, HitTable]]:
+        """Run the batches in order; on a backend failure continue on the CPU."""
         params = self.params
         if plan.library_order is not None and params.top_n:
             # Backends break score ties by position, and positions here are in
