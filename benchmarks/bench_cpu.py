@@ -35,7 +35,7 @@ def read_mgf_csr(path: Path, limit: int | None = None):
     with opener(path, "rt", encoding="utf-8") as fh:
         text = fh.read()
     tokens, counts, prec = [], [], []
-    for block in text.split("BEGIN IONS")[1:limit + 1 if limit else None]:
+    for block in text.split("BEGIN IONS")[1 : limit + 1 if limit else None]:
         body = block.split("END IONS", 1)[0]
         p = np.nan
         peaks = []
@@ -56,9 +56,15 @@ def read_mgf_csr(path: Path, limit: int | None = None):
 def _spectra(mz, it, off, prec, idx):
     from matchms import Spectrum
 
-    return [Spectrum(mz=mz[off[i]:off[i + 1]], intensities=it[off[i]:off[i + 1]],
-                     metadata={"precursor_mz": float(prec[i])}, metadata_harmonization=False)
-            for i in idx]
+    return [
+        Spectrum(
+            mz=mz[off[i] : off[i + 1]],
+            intensities=it[off[i] : off[i + 1]],
+            metadata={"precursor_mz": float(prec[i])},
+            metadata_harmonization=False,
+        )
+        for i in idx
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -66,13 +72,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--library", type=int, default=54390)
     ap.add_argument("--matchms-pairs", type=int, default=20000)
-    ap.add_argument("--flash-library", type=int, default=10000,
-                    help="library spectra for FlashSimilarity (0 = skip)")
+    ap.add_argument(
+        "--flash-library",
+        type=int,
+        default=10000,
+        help="library spectra for FlashSimilarity (0 = skip)",
+    )
     ap.add_argument("--tolerance", type=float, default=0.1)
     ap.add_argument("--top-n", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--skip-brute", action="store_true",
-                    help="do not time the unpruned brute-force search")
+    ap.add_argument(
+        "--skip-brute", action="store_true", help="do not time the unpruned brute-force search"
+    )
     a = ap.parse_args(argv)
 
     import numba
@@ -88,16 +99,60 @@ def main(argv: list[str] | None = None) -> None:
     lw, lnorm = prepare_weights(lmz, lit, loff)
     qw, qnorm = prepare_weights(qmz, qit, qoff)
     cosine_greedy_pair([100.0], [1.0], [100.0], [1.0])
-    search_block(qmz, qw, qoff, qnorm, qprec, lmz, lw, loff, lnorm, lprec,
-                 0, min(nq, 2), 0, min(nl, 50), a.tolerance, False, 0.0, False, 0, 0.0,
-                 a.top_n)
+    search_block(
+        qmz,
+        qw,
+        qoff,
+        qnorm,
+        qprec,
+        lmz,
+        lw,
+        loff,
+        lnorm,
+        lprec,
+        0,
+        min(nq, 2),
+        0,
+        min(nl, 50),
+        a.tolerance,
+        False,
+        0.0,
+        False,
+        0,
+        0.0,
+        a.top_n,
+    )
     t_warm = time.perf_counter() - t0
-    print(f"kernel load/compile + warm-up: {t_warm:.2f} s "
-          f"(numba threads: {numba.get_num_threads()}, cores: {os.cpu_count()})", flush=True)
+    print(
+        f"kernel load/compile + warm-up: {t_warm:.2f} s "
+        f"(numba threads: {numba.get_num_threads()}, cores: {os.cpu_count()})",
+        flush=True,
+    )
 
     rows = []
-    sargs = (qmz, qw, qoff, qnorm, qprec, lmz, lw, loff, lnorm, lprec, 0, nq, 0, nl,
-             a.tolerance, False, 0.0, False, 0, 0.0, a.top_n)
+    sargs = (
+        qmz,
+        qw,
+        qoff,
+        qnorm,
+        qprec,
+        lmz,
+        lw,
+        loff,
+        lnorm,
+        lprec,
+        0,
+        nq,
+        0,
+        nl,
+        a.tolerance,
+        False,
+        0.0,
+        False,
+        0,
+        0.0,
+        a.top_n,
+    )
     # --- SimMS exact, bound-pruned (default) ---
     t0 = time.perf_counter()
     hits = search_block(*sargs)
@@ -112,8 +167,10 @@ def main(argv: list[str] | None = None) -> None:
         t_brute = time.perf_counter() - t0
         same = all(np.array_equal(x, y) for x, y in zip(hits, brute, strict=True))
         rows.append(("SimMS search_block, brute force (numba CPU)", nq * nl, t_brute, "yes"))
-        print(f"search_block (brute force): {t_brute:.2f} s; hits identical to pruned: {same}",
-              flush=True)
+        print(
+            f"search_block (brute force): {t_brute:.2f} s; hits identical to pruned: {same}",
+            flush=True,
+        )
 
     # --- matchms CosineGreedy on sampled pairs ---
     from matchms.similarity import CosineGreedy, FlashSimilarity
@@ -135,9 +192,16 @@ def main(argv: list[str] | None = None) -> None:
         ref[k] = r["score"]
         refm[k] = r["matches"]
     t_mm = time.perf_counter() - t0
-    mine = [cosine_greedy_pair(lmz[loff[l]:loff[l + 1]], lit[loff[l]:loff[l + 1]],
-                               qmz[qoff[q]:qoff[q + 1]], qit[qoff[q]:qoff[q + 1]],
-                               tolerance=a.tolerance) for q, l in zip(pq, pl, strict=True)]
+    mine = [
+        cosine_greedy_pair(
+            lmz[loff[l] : loff[l + 1]],
+            lit[loff[l] : loff[l + 1]],
+            qmz[qoff[q] : qoff[q + 1]],
+            qit[qoff[q] : qoff[q + 1]],
+            tolerance=a.tolerance,
+        )
+        for q, l in zip(pq, pl, strict=True)
+    ]
     diff = np.max(np.abs(ref - np.array([m[0] for m in mine])))
     bad = int(np.count_nonzero(refm != np.array([m[1] for m in mine])))
     print(f"sampled pairs vs matchms: max|diff| = {diff:.2e}, match mismatches = {bad}")
@@ -152,12 +216,19 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         flash.matrix(fq, fl, n_jobs=-1)  # index built over the library, queries streamed
         t_fl = time.perf_counter() - t0
-        rows.append((f"matchms FlashSimilarity cosine ({os.cpu_count()} cores, "
-                     f"{nq}x{nfl})", nq * nfl, t_fl, "no (different score)"))
+        rows.append(
+            (
+                f"matchms FlashSimilarity cosine ({os.cpu_count()} cores, {nq}x{nfl})",
+                nq * nfl,
+                t_fl,
+                "no (different score)",
+            )
+        )
 
     print()
-    print(f"{nq} queries x {nl} library spectra, tolerance {a.tolerance}, top {a.top_n}, "
-          "threshold 0")
+    print(
+        f"{nq} queries x {nl} library spectra, tolerance {a.tolerance}, top {a.top_n}, threshold 0"
+    )
     print(f"| {'implementation':<52} | {'pairs':>11} | {'seconds':>8} | {'pairs/s':>9} | exact? |")
     print(f"|{'-' * 54}|{'-' * 13}|{'-' * 10}|{'-' * 11}|--------|")
     for name, n, t, ex in rows:

@@ -52,8 +52,9 @@ def prepared(lib: SpectrumLibrary) -> PreparedSpectra:
     return PreparedSpectra.from_library(lib)
 
 
-def compare_dense(gpu: tuple[np.ndarray, np.ndarray],
-                  cpu: tuple[np.ndarray, np.ndarray]) -> tuple[float, int]:
+def compare_dense(
+    gpu: tuple[np.ndarray, np.ndarray], cpu: tuple[np.ndarray, np.ndarray]
+) -> tuple[float, int]:
     """Max |score difference| and number of match-count mismatches."""
     return float(np.abs(gpu[0] - cpu[0]).max(initial=0.0)), int(np.sum(gpu[1] != cpu[1]))
 
@@ -78,10 +79,17 @@ def main() -> None:
     ap.add_argument("--dense-n", type=int, default=16384)
     ap.add_argument("--skip-a", action="store_true", help="skip the all-vs-all run")
     ap.add_argument("--skip-checks", action="store_true", help="skip the exactness checks")
-    ap.add_argument("--profile", type=Path, default=None,
-                    help="write a cProfile summary of an extra (untimed) all-vs-all run here")
-    ap.add_argument("--diagnose", action="store_true",
-                    help="also time (a) as one backend call and as GPU launches only")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="write a cProfile summary of an extra (untimed) all-vs-all run here",
+    )
+    ap.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="also time (a) as one backend call and as GPU launches only",
+    )
     args = ap.parse_args()
 
     from engine.kernels.cuda import CudaBackend, gpu_status
@@ -125,8 +133,11 @@ def main() -> None:
         ta = time.perf_counter() - t
         pairs = len(L) ** 2
         rows.append(("a all-vs-all 54,390^2, thr 0.7, top 100", pairs, ta, first, nh))
-        print(f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
-              f"rescored {be.rescored_pairs - before}, messages {job.messages}", flush=True)
+        print(
+            f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
+            f"rescored {be.rescored_pairs - before}, messages {job.messages}",
+            flush=True,
+        )
         if args.diagnose:
             diagnose_a(be, lib, params)
         if args.profile:
@@ -157,9 +168,12 @@ def diagnose_a(be, lib, params) -> None:
             slot.stream.synchronize()
         gpu[qprune] = time.perf_counter() - t
     be.query_prune = True
-    print(f"(a) diagnosis: one run_batches call {t1:.2f} s ({nh} pre-merge hits); "
-          f"GPU launches only ({len(tiles)} tiles) {gpu[True]:.2f} s with the query-side "
-          f"heavy-peak test, {gpu[False]:.2f} s without", flush=True)
+    print(
+        f"(a) diagnosis: one run_batches call {t1:.2f} s ({nh} pre-merge hits); "
+        f"GPU launches only ({len(tiles)} tiles) {gpu[True]:.2f} s with the query-side "
+        f"heavy-peak test, {gpu[False]:.2f} s without",
+        flush=True,
+    )
 
 
 def profile_a(be, lib, params, path: Path) -> None:
@@ -185,54 +199,118 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
     Ls, Qs = L.reordered(lsel), L.reordered(qsel)
     for label, p, qs, ls in [
         ("cosine tol 0.1, 256x2048 (incl. >1024 peaks)", SearchParameters(tolerance=0.1), Qs, Ls),
-        ("modified tol 0.1, 256x2048",
-         SearchParameters(tolerance=0.1, score="modified_cosine"), Qs, Ls),
-        ("cosine tol 2.0 (overflow path), 64x512", SearchParameters(tolerance=2.0),
-         Qs.reordered(np.arange(64)), Ls.reordered(np.arange(512))),
-        ("modified tol 1.0 (overflow path), 64x512",
-         SearchParameters(tolerance=1.0, score="modified_cosine"),
-         Qs.reordered(np.arange(64)), Ls.reordered(np.arange(512))),
+        (
+            "modified tol 0.1, 256x2048",
+            SearchParameters(tolerance=0.1, score="modified_cosine"),
+            Qs,
+            Ls,
+        ),
+        (
+            "cosine tol 2.0 (overflow path), 64x512",
+            SearchParameters(tolerance=2.0),
+            Qs.reordered(np.arange(64)),
+            Ls.reordered(np.arange(512)),
+        ),
+        (
+            "modified tol 1.0 (overflow path), 64x512",
+            SearchParameters(tolerance=1.0, score="modified_cosine"),
+            Qs.reordered(np.arange(64)),
+            Ls.reordered(np.arange(512)),
+        ),
     ]:
         before = be.rescored_pairs
         t = time.perf_counter()
         g = be.dense(qs, ls, p)
         tg = time.perf_counter() - t
         t = time.perf_counter()
-        c = dense_block(qs.mz, qs.weight, qs.offsets, qs.norm, qs.precursor_mz,
-                        ls.mz, ls.weight, ls.offsets, ls.norm, ls.precursor_mz,
-                        0, len(qs), 0, len(ls), p.tolerance, p.modified)
+        c = dense_block(
+            qs.mz,
+            qs.weight,
+            qs.offsets,
+            qs.norm,
+            qs.precursor_mz,
+            ls.mz,
+            ls.weight,
+            ls.offsets,
+            ls.norm,
+            ls.precursor_mz,
+            0,
+            len(qs),
+            0,
+            len(ls),
+            p.tolerance,
+            p.modified,
+        )
         tc = time.perf_counter() - t
         d, mm = compare_dense(g, c)
         checks.append((label, g[0].size, d, mm, be.rescored_pairs - before))
         f = be.dense(qs, ls, p, compact=True)
         fd, fmm = compare_dense((f[0].astype(np.float64), f[1]), c)
         checks.append((label + " compact", f[0].size, fd, fmm, None))
-        print(f"check {label}: pairs {g[0].size}, max|diff| {d:.2e}, match mismatches {mm}, "
-              f"rescored {be.rescored_pairs - before}, gpu {tg:.2f}s cpu {tc:.2f}s", flush=True)
+        print(
+            f"check {label}: pairs {g[0].size}, max|diff| {d:.2e}, match mismatches {mm}, "
+            f"rescored {be.rescored_pairs - before}, gpu {tg:.2f}s cpu {tc:.2f}s",
+            flush=True,
+        )
     # search hits: 64 queries vs the whole library, threshold 0.7, top 100, via SearchJob
     params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
     q64 = qry.subset(np.arange(64))
     gh = SearchJob(q64, lib, params, backend=be).run()
     Q64 = prepared(q64)
     t = time.perf_counter()
-    ch = search_block(Q64.mz, Q64.weight, Q64.offsets, Q64.norm, Q64.precursor_mz,
-                      L.mz, L.weight, L.offsets, L.norm, L.precursor_mz, 0, len(Q64), 0, len(L),
-                      0.1, False, 0.0, False, 0, 0.7, 100)
+    ch = search_block(
+        Q64.mz,
+        Q64.weight,
+        Q64.offsets,
+        Q64.norm,
+        Q64.precursor_mz,
+        L.mz,
+        L.weight,
+        L.offsets,
+        L.norm,
+        L.precursor_mz,
+        0,
+        len(Q64),
+        0,
+        len(L),
+        0.1,
+        False,
+        0.0,
+        False,
+        0,
+        0.7,
+        100,
+    )
     tc = time.perf_counter() - t
     same, d, mm = compare_hits((gh.query_index, gh.library_index, gh.score, gh.matches), ch)
-    print(f"check search 64 queries x library thr 0.7 top 100: gpu hits {len(gh)}, cpu hits "
-          f"{len(ch[0])}, same hit set {same}, max|diff| {d:.2e}, match mismatches {mm} "
-          f"(cpu {tc:.1f}s)", flush=True)
-    checks.append(("search 64 x 54390 thr 0.7 top 100 (hits)", len(gh), d, mm + (0 if same else 1),
-                   None))
-    pm = SearchParameters(tolerance=0.1, threshold=0.5, top_n=10, score="modified_cosine",
-                          precursor_tolerance=20.0, precursor_unit="ppm")
+    print(
+        f"check search 64 queries x library thr 0.7 top 100: gpu hits {len(gh)}, cpu hits "
+        f"{len(ch[0])}, same hit set {same}, max|diff| {d:.2e}, match mismatches {mm} "
+        f"(cpu {tc:.1f}s)",
+        flush=True,
+    )
+    checks.append(
+        ("search 64 x 54390 thr 0.7 top 100 (hits)", len(gh), d, mm + (0 if same else 1), None)
+    )
+    pm = SearchParameters(
+        tolerance=0.1,
+        threshold=0.5,
+        top_n=10,
+        score="modified_cosine",
+        precursor_tolerance=20.0,
+        precursor_unit="ppm",
+    )
     gh = SearchJob(q64, lib, pm, backend=be).run()
     ch = CpuBackend().score_batch(Q64, L, Batch(0, len(Q64), 0, len(L)), pm).top_per_query(10)
-    same, d, mm = compare_hits((gh.query_index, gh.library_index, gh.score, gh.matches),
-                               (ch.query_index, ch.library_index, ch.score, ch.matches))
-    print(f"check modified search 20 ppm thr 0.5 top 10: gpu hits {len(gh)}, cpu {len(ch)}, "
-          f"same {same}, max|diff| {d:.2e}, mismatches {mm}", flush=True)
+    same, d, mm = compare_hits(
+        (gh.query_index, gh.library_index, gh.score, gh.matches),
+        (ch.query_index, ch.library_index, ch.score, ch.matches),
+    )
+    print(
+        f"check modified search 20 ppm thr 0.5 top 10: gpu hits {len(gh)}, cpu {len(ch)}, "
+        f"same {same}, max|diff| {d:.2e}, mismatches {mm}",
+        flush=True,
+    )
     checks.append(("modified 20 ppm search (hits)", len(gh), d, mm + (0 if same else 1), None))
 
 
@@ -275,22 +353,29 @@ def print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev) -> None:
         s, m = be.dense(D, D, p, compact=compact)
         results[compact] = (s, m)
         kind = "float32/int16" if compact else "float64/int32"
-        rows.append((f"c dense {n:,} x {n:,}, tol 0.1, {kind}", n * n, min(tt), None,
-                     int(np.sum(s >= 0.7))))
-        print(f"(c) {kind}: {[round(x, 3) for x in tt]} s; rescored "
-              f"{(be.rescored_pairs - before) // 3}", flush=True)
+        rows.append(
+            (f"c dense {n:,} x {n:,}, tol 0.1, {kind}", n * n, min(tt), None, int(np.sum(s >= 0.7)))
+        )
+        print(
+            f"(c) {kind}: {[round(x, 3) for x in tt]} s; rescored "
+            f"{(be.rescored_pairs - before) // 3}",
+            flush=True,
+        )
     (fs, fm), (ds, dm) = results[True], results[False]
     d32 = float(np.abs(fs.astype(np.float64) - ds).max())
     mm32 = int(np.count_nonzero(fm != dm))
-    print(f"(c) compact vs float64 result: max|diff| {d32:.2e}, match mismatches {mm32}",
-          flush=True)
+    print(
+        f"(c) compact vs float64 result: max|diff| {d32:.2e}, match mismatches {mm32}", flush=True
+    )
     checks.append((f"dense {n}^2 compact vs float64 GPU", fs.size, d32, mm32, None))
 
     # ---------------------------------------------------------------- table
     print()
     print(f"device: {dev}")
-    print(f"{'run':44s} {'pairs':>10s} {'seconds':>9s} {'pairs/s':>10s} {'first hits':>10s} "
-          f"{'hits':>10s}")
+    print(
+        f"{'run':44s} {'pairs':>10s} {'seconds':>9s} {'pairs/s':>10s} {'first hits':>10s} "
+        f"{'hits':>10s}"
+    )
     for name, pairs, sec, first, nh in rows:
         fh = f"{first:.3f} s" if first is not None else "-"
         print(f"{name:44s} {pairs:10.3e} {sec:9.2f} {pairs / sec:10.3e} {fh:>10s} {nh:10d}")

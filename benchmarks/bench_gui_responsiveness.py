@@ -71,11 +71,16 @@ def main() -> None:
         ("library / queries", f"{nl} / {nq} spectra"),
         ("kernel warm-up (compile or cache load)", f"{compile_s:.2f} s"),
         ("file loading (library cache + queries)", f"{load_s:.2f} s"),
-        ("time to first rows in the table", f"{first_rows[0] - start:.2f} s" if first_rows else "-"),
+        (
+            "time to first rows in the table",
+            f"{first_rows[0] - start:.2f} s" if first_rows else "-",
+        ),
         ("search, end to end", f"{end - start:.2f} s ({nq * nl / (end - start):.3g} pairs/s)"),
         ("rows in the table", f"{model.rowCount()} (hits {len(hits)})"),
-        ("GUI timer gaps: median / p99 / max", f"{np.median(gaps):.0f} / "
-         f"{np.percentile(gaps, 99):.0f} / {gaps.max():.0f} ms"),  # fmt: skip
+        (
+            "GUI timer gaps: median / p99 / max",
+            f"{np.median(gaps):.0f} / {np.percentile(gaps, 99):.0f} / {gaps.max():.0f} ms",
+        ),  # fmt: skip
         ("gaps over 100 ms", f"{int((gaps > 100).sum())} of {len(gaps)}"),
     ]
     width = max(len(k) for k, _ in rows)

@@ -37,9 +37,14 @@ def _stub_missing_modules() -> None:
             return type(name, (), {"__init__": lambda self, *a, **k: None})
 
     stubs = {
-        "matchms": ["matchms", "matchms.filtering", "matchms.filtering.metadata_processing",
-                    "matchms.filtering.metadata_processing.add_precursor_mz",
-                    "matchms.similarity", "matchms.similarity.BaseSimilarity"],
+        "matchms": [
+            "matchms",
+            "matchms.filtering",
+            "matchms.filtering.metadata_processing",
+            "matchms.filtering.metadata_processing.add_precursor_mz",
+            "matchms.similarity",
+            "matchms.similarity.BaseSimilarity",
+        ],
         "sparsestack": ["sparsestack"],
     }
     for top, names in stubs.items():
@@ -115,10 +120,12 @@ def main() -> None:
     print(f"{'SimMS CudaCosineGreedy':28s} {t_sim:8.2f} {n * n / t_sim:10.3e} {1.0:9.1f}")
     print(f"{'ours (exact, CUDA)':28s} {t_ours:8.2f} {n * n / t_ours:10.3e} {t_sim / t_ours:9.1f}")
     print()
-    print(f"SimMS vs exact over all {n * n:,} pairs: max |diff| {err.max():.3e}, "
-          f"pairs off > 1e-6: {np.mean(err > 1e-6):.3%}, > 1e-4: {np.mean(err > 1e-4):.3%} "
-          f"({int(np.sum(err > 1e-4))}), > 1e-2: {int(np.sum(err > 1e-2))}, "
-          f"match count differs: {np.mean(m_sim != our_m):.3%}")
+    print(
+        f"SimMS vs exact over all {n * n:,} pairs: max |diff| {err.max():.3e}, "
+        f"pairs off > 1e-6: {np.mean(err > 1e-6):.3%}, > 1e-4: {np.mean(err > 1e-4):.3%} "
+        f"({int(np.sum(err > 1e-4))}), > 1e-2: {int(np.sum(err > 1e-2))}, "
+        f"match count differs: {np.mean(m_sim != our_m):.3%}"
+    )
 
 
 if __name__ == "__main__":

@@ -131,9 +131,9 @@ def local_cluster(n_workers: int, *, threads_per_worker: int = 1, gpu: bool | No
         except ImportError:
             dask_cuda = None
         if dask_cuda is not None:
-            from engine.backends import cuda_status
+            from engine.backends import gpu_status
 
-            if cuda_status()[0]:
+            if gpu_status()[0]:
                 cluster = dask_cuda.LocalCUDACluster(n_workers=n_workers, **common)
         elif gpu:
             raise ClusterError("dask-cuda is not installed: pip install dask-cuda")

@@ -27,12 +27,22 @@ QUERIES = DATA / "massbank_ms2_queries.mgf.gz"
 CASES = [
     ("cosine wide tol, top 3", {"tolerance": 2.0, "top_n": 3}),
     ("cosine thr 0.3 (pruned)", {"tolerance": 0.1, "threshold": 0.3, "top_n": 0}),
-    ("modified thr 0.3 (pruned both ways)", {"tolerance": 0.1, "score": "modified_cosine",
-                                            "threshold": 0.3, "top_n": 5}),
+    (
+        "modified thr 0.3 (pruned both ways)",
+        {"tolerance": 0.1, "score": "modified_cosine", "threshold": 0.3, "top_n": 5},
+    ),
     ("modified all hits", {"tolerance": 0.1, "score": "modified_cosine", "top_n": 0}),
-    ("modified thr 0.2 ppm window", {"tolerance": 1.0, "score": "modified_cosine",
-                                     "threshold": 0.2, "top_n": 2,
-                                     "precursor_tolerance": 1e6, "precursor_unit": "ppm"}),
+    (
+        "modified thr 0.2 ppm window",
+        {
+            "tolerance": 1.0,
+            "score": "modified_cosine",
+            "threshold": 0.2,
+            "top_n": 2,
+            "precursor_tolerance": 1e6,
+            "precursor_unit": "ppm",
+        },
+    ),
 ]
 
 
@@ -58,28 +68,39 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         batch = Batch(0, 6, 0, len(spectra))
         g = backend.score_batch(spectra, spectra, batch, p).sorted()
         c = cpu.score_batch(spectra, spectra, batch, p).sorted()
-        same = (len(g) == len(c) and np.array_equal(g.query_index, c.query_index)
-                and np.array_equal(g.library_index, c.library_index)
-                and np.array_equal(g.matches, c.matches))
+        same = (
+            len(g) == len(c)
+            and np.array_equal(g.query_index, c.query_index)
+            and np.array_equal(g.library_index, c.library_index)
+            and np.array_equal(g.matches, c.matches)
+        )
         diff = float(np.abs(g.score - c.score).max(initial=0.0)) if same else None
         # several batches packed into one tile (segmented selection, hits split per batch)
         split = [Batch(0, 6, 0, 3), Batch(0, 6, 3, 5), Batch(0, 6, 5, len(spectra))]
         per_batch = {b.l_start: h for b, h in backend.run_batches(spectra, spectra, split, p)}
         for b in split:
             h = per_batch[b.l_start]
-            same = same and bool(np.all((h.library_index >= b.l_start)
-                                        & (h.library_index < b.l_stop)))
+            same = same and bool(
+                np.all((h.library_index >= b.l_start) & (h.library_index < b.l_stop))
+            )
             ref = cpu.score_batch(spectra, spectra, b, p).sorted()
             same = same and np.array_equal(h.sorted().library_index, ref.library_index)
         gs, gm = backend.dense(spectra, spectra, p)
         cs, cm = cpu.dense(spectra, spectra, p)
         fs, fm = backend.dense(spectra, spectra, p, compact=True)
-        out["cases"].append({"label": label, "hits": len(c), "same_hits": bool(same),
-                             "max_diff": diff, "dense_diff": float(np.abs(gs - cs).max()),
-                             "dense_matches_equal": bool(np.array_equal(gm, cm)),
-                             "compact_diff": float(np.abs(fs.astype(np.float64) - cs).max()),
-                             "compact_matches_equal": bool(np.array_equal(fm, cm)),
-                             "compact_dtypes": [str(fs.dtype), str(fm.dtype)]})
+        out["cases"].append(
+            {
+                "label": label,
+                "hits": len(c),
+                "same_hits": bool(same),
+                "max_diff": diff,
+                "dense_diff": float(np.abs(gs - cs).max()),
+                "dense_matches_equal": bool(np.array_equal(gm, cm)),
+                "compact_diff": float(np.abs(fs.astype(np.float64) - cs).max()),
+                "compact_matches_equal": bool(np.array_equal(fm, cm)),
+                "compact_dtypes": [str(fs.dtype), str(fm.dtype)],
+            }
+        )
     out["rescored"] = backend.rescored_pairs
     return out
 
@@ -88,8 +109,9 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 def test_cuda_kernels_equal_cpu_under_simulator() -> None:
     """Search hits and dense matrices of the CUDA backend equal the CPU kernel's."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    proc = subprocess.run([sys.executable, __file__], env=env, capture_output=True, text=True,
-                          timeout=900, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert max(report["peaks"]) > 1024

@@ -82,23 +82,29 @@ def real_spectra(massbank) -> list[tuple[np.ndarray, np.ndarray, float]]:
 
 
 def _mm(spec) -> Spectrum:
-    return Spectrum(mz=spec[0], intensities=spec[1], metadata={"precursor_mz": spec[2]},
-                    metadata_harmonization=False)
+    return Spectrum(
+        mz=spec[0],
+        intensities=spec[1],
+        metadata={"precursor_mz": spec[2]},
+        metadata_harmonization=False,
+    )
 
 
 def _all_vs_all(spectra, tol, mzp, ip, modified):
     mz, it, off, prec = _csr(spectra)
     w, norm = prepare_weights(mz, it, off, mzp, ip)
     n = len(spectra)
-    return dense_block(mz, w, off, norm, prec, mz, w, off, norm, prec, 0, n, 0, n,
-                       tolerance=tol, modified=modified)
+    return dense_block(
+        mz, w, off, norm, prec, mz, w, off, norm, prec, 0, n, 0, n, tolerance=tol, modified=modified
+    )
 
 
 def _compare(spectra, pairs, tol, mzp, ip, modified):
     """Returns (n pairs, max |diff|, match mismatches) of dense_block vs matchms."""
     scores, matches = _all_vs_all(spectra, tol, mzp, ip, modified)
     sim = (ModifiedCosineGreedy if modified else CosineGreedy)(
-        tolerance=tol, mz_power=mzp, intensity_power=ip)
+        tolerance=tol, mz_power=mzp, intensity_power=ip
+    )
     objs = [_mm(s) for s in spectra]
     max_diff = 0.0
     bad_matches = 0
@@ -121,8 +127,10 @@ def test_cosine_all_pairs_match_matchms(real_spectra, tol, mzp, ip):
     n = len(real_spectra)
     pairs = [(a, b) for a in range(n) for b in range(n)]
     npairs, max_diff, bad = _compare(real_spectra, pairs, tol, mzp, ip, False)
-    print(f"cosine tol={tol} mz_power={mzp} intensity_power={ip}: {npairs} pairs, "
-          f"max|diff|={max_diff:.2e}, match mismatches={bad}")
+    print(
+        f"cosine tol={tol} mz_power={mzp} intensity_power={ip}: {npairs} pairs, "
+        f"max|diff|={max_diff:.2e}, match mismatches={bad}"
+    )
     assert max_diff <= 1e-6
     assert bad == 0
 
@@ -132,8 +140,10 @@ def test_modified_cosine_all_pairs_match_matchms(real_spectra, tol, mzp, ip):
     n = len(real_spectra)
     pairs = [(a, b) for a in range(n) for b in range(n)]
     npairs, max_diff, bad = _compare(real_spectra, pairs, tol, mzp, ip, True)
-    print(f"modified tol={tol} mz_power={mzp} intensity_power={ip}: {npairs} pairs, "
-          f"max|diff|={max_diff:.2e}, match mismatches={bad}")
+    print(
+        f"modified tol={tol} mz_power={mzp} intensity_power={ip}: {npairs} pairs, "
+        f"max|diff|={max_diff:.2e}, match mismatches={bad}"
+    )
     assert max_diff <= 1e-6
     assert bad == 0
 
@@ -163,8 +173,15 @@ def _check_synthetic(spectra, tol, mzp=0.0, ip=1.0):
         assert max_diff <= 1e-9
         assert bad == 0
     for a, b in pairs[:: max(1, len(pairs) // 40)]:
-        s, m = cosine_greedy_pair(spectra[a][0], spectra[a][1], spectra[b][0], spectra[b][1],
-                                  tolerance=tol, mz_power=mzp, intensity_power=ip)
+        s, m = cosine_greedy_pair(
+            spectra[a][0],
+            spectra[a][1],
+            spectra[b][0],
+            spectra[b][1],
+            tolerance=tol,
+            mz_power=mzp,
+            intensity_power=ip,
+        )
         r = CosineGreedy(tol, mzp, ip).pair(_mm(spectra[a]), _mm(spectra[b]))
         assert abs(s - float(r["score"])) <= 1e-9 and m == int(r["matches"])
 
@@ -206,8 +223,7 @@ def test_empty_and_disjoint_spectra():
     spectra = [(e, e, 100.0), (np.array([100.0]), np.array([2.0]), np.nan)]
     mz, it, off, prec = _csr(spectra)
     w, norm = prepare_weights(mz, it, off)
-    s, m = dense_block(mz, w, off, norm, prec, mz, w, off, norm, prec, 0, 2, 0, 2,
-                       modified=True)
+    s, m = dense_block(mz, w, off, norm, prec, mz, w, off, norm, prec, 0, 2, 0, 2, modified=True)
     assert s.tolist() == [[0.0, 0.0], [0.0, 1.0]] and m.tolist() == [[0, 0], [0, 1]]
 
 
@@ -258,8 +274,9 @@ def _brute_hits(scores, matches, qp, lp, q0, l0, ptol, ppm, min_matches, thresho
     ],
 )
 @pytest.mark.parametrize("prune", [True, False])
-def test_search_block_equals_brute_force(real_spectra, ptol, ppm, min_matches, threshold,
-                                         top_n, modified, prune):
+def test_search_block_equals_brute_force(
+    real_spectra, ptol, ppm, min_matches, threshold, top_n, modified, prune
+):
     lib = real_spectra
     qry = real_spectra[5:30] + [(np.array([100.0]), np.array([1.0]), np.nan)]
     lmz, lit, loff, lprec = _csr(lib)
@@ -268,16 +285,54 @@ def test_search_block_equals_brute_force(real_spectra, ptol, ppm, min_matches, t
     lw, lnorm = prepare_weights(lmz, lit, loff)
     qw, qnorm = prepare_weights(qmz, qit, qoff)
     q0, q1, l0, l1 = 2, len(qry), 3, len(lib) - 1
-    scores, matches = dense_block(qmz, qw, qoff, qnorm, qprec, lmz, lw, loff, lnorm, lprec,
-                                  q0, q1, l0, l1, tolerance=0.1, modified=modified)
-    qi, li, sc, mt = search_block(qmz, qw, qoff, qnorm, qprec, lmz, lw, loff, lnorm, lprec,
-                                  q0, q1, l0, l1, 0.1, modified, ptol, ppm, min_matches,
-                                  threshold, top_n, prune=prune)
+    scores, matches = dense_block(
+        qmz,
+        qw,
+        qoff,
+        qnorm,
+        qprec,
+        lmz,
+        lw,
+        loff,
+        lnorm,
+        lprec,
+        q0,
+        q1,
+        l0,
+        l1,
+        tolerance=0.1,
+        modified=modified,
+    )
+    qi, li, sc, mt = search_block(
+        qmz,
+        qw,
+        qoff,
+        qnorm,
+        qprec,
+        lmz,
+        lw,
+        loff,
+        lnorm,
+        lprec,
+        q0,
+        q1,
+        l0,
+        l1,
+        0.1,
+        modified,
+        ptol,
+        ppm,
+        min_matches,
+        threshold,
+        top_n,
+        prune=prune,
+    )
     assert qi.dtype == np.int64 and li.dtype == np.int64
     assert sc.dtype == np.float64 and mt.dtype == np.int32
     got = list(zip(qi.tolist(), li.tolist(), sc.tolist(), mt.tolist(), strict=True))
-    want = _brute_hits(scores, matches, qprec, lprec, q0, l0, ptol, ppm, min_matches,
-                       threshold, top_n)
+    want = _brute_hits(
+        scores, matches, qprec, lprec, q0, l0, ptol, ppm, min_matches, threshold, top_n
+    )
     assert got == want
     assert len(got) > 0
 
@@ -290,21 +345,47 @@ def test_dense_block_equals_pair_function(real_spectra):
         for l in range(len(spectra)):
             a, b = spectra[l], spectra[q]
             assert cosine_greedy_pair(a[0], a[1], b[0], b[1], tolerance=0.05) == (
-                scores[q, l], matches[q, l])
-            assert modified_cosine_pair(a[0], a[1], a[2], b[0], b[1], b[2],
-                                        tolerance=0.05) == (mscores[q, l], mmatches[q, l])
+                scores[q, l],
+                matches[q, l],
+            )
+            assert modified_cosine_pair(a[0], a[1], a[2], b[0], b[1], b[2], tolerance=0.05) == (
+                mscores[q, l],
+                mmatches[q, l],
+            )
 
 
-@pytest.mark.parametrize(("threshold", "top_n", "ptol"), [(0.0, 10, 0.0), (0.6, 0, 0.0),
-                                                         (0.0, 3, 5.0)])
+@pytest.mark.parametrize(
+    ("threshold", "top_n", "ptol"), [(0.0, 10, 0.0), (0.6, 0, 0.0), (0.0, 3, 5.0)]
+)
 def test_pruned_search_equals_brute_force_on_massbank(massbank, threshold, top_n, ptol):
     """The bound-pruned search returns exactly the brute-force hits (real ties included)."""
     mz, it, off, prec = _csr(massbank)
     w, norm = prepare_weights(mz, it, off)
     nl = len(massbank)
     for q0 in (0, 31000):  # two blocks of 30 consecutive queries
-        args = (mz, w, off, norm, prec, mz, w, off, norm, prec, q0, q0 + 30, 0, nl,
-                0.1, False, ptol, False, 0, threshold, top_n)
+        args = (
+            mz,
+            w,
+            off,
+            norm,
+            prec,
+            mz,
+            w,
+            off,
+            norm,
+            prec,
+            q0,
+            q0 + 30,
+            0,
+            nl,
+            0.1,
+            False,
+            ptol,
+            False,
+            0,
+            threshold,
+            top_n,
+        )
         a = search_block(*args, prune=True)
         b = search_block(*args, prune=False)
         for x, y in zip(a, b, strict=True):

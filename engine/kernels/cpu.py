@@ -35,8 +35,9 @@ def _peaks(mz: np.ndarray, intensity: np.ndarray, name: str) -> tuple[np.ndarray
     if mz.ndim != 1 or intensity.ndim != 1:
         raise ValueError(f"{name}: m/z and intensity must be one-dimensional")
     if mz.shape != intensity.shape:
-        raise ValueError(f"{name}: m/z and intensity differ in length "
-                         f"({mz.shape[0]} != {intensity.shape[0]})")
+        raise ValueError(
+            f"{name}: m/z and intensity differ in length ({mz.shape[0]} != {intensity.shape[0]})"
+        )
     if mz.size > 1 and not np.all(mz[1:] >= mz[:-1]):
         raise ValueError(f"{name}: m/z must be sorted ascending")
     if not (np.all(np.isfinite(mz)) and np.all(np.isfinite(intensity))):
@@ -54,9 +55,13 @@ def _check_params(tolerance: float, mz_power: float, intensity_power: float) -> 
 # --------------------------------------------------------------------------- #
 # public helpers
 # --------------------------------------------------------------------------- #
-def prepare_weights(mz: np.ndarray, intensity: np.ndarray, offsets: np.ndarray,
-                    mz_power: float = 0.0,
-                    intensity_power: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def prepare_weights(
+    mz: np.ndarray,
+    intensity: np.ndarray,
+    offsets: np.ndarray,
+    mz_power: float = 0.0,
+    intensity_power: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Peak weights and spectrum norms of a CSR spectrum set, as matchms computes them.
 
     Parameters
@@ -109,18 +114,28 @@ def _pair(mz1, int1, p1, mz2, int2, p2, tolerance, mz_power, intensity_power, mo
     _check_params(tolerance, mz_power, intensity_power)
     mz1, int1 = _peaks(mz1, int1, "spectrum 1")
     mz2, int2 = _peaks(mz2, int2, "spectrum 2")
-    w1, n1 = weights_and_norms(mz1, int1, np.array([0, mz1.size], dtype=np.int64),
-                               float(mz_power), float(intensity_power))
-    w2, n2 = weights_and_norms(mz2, int2, np.array([0, mz2.size], dtype=np.int64),
-                               float(mz_power), float(intensity_power))
-    s, m = _pair_kernel(mz1, w1, n1[0], float(p1), mz2, w2, n2[0], float(p2),
-                        float(tolerance), modified)
+    w1, n1 = weights_and_norms(
+        mz1, int1, np.array([0, mz1.size], dtype=np.int64), float(mz_power), float(intensity_power)
+    )
+    w2, n2 = weights_and_norms(
+        mz2, int2, np.array([0, mz2.size], dtype=np.int64), float(mz_power), float(intensity_power)
+    )
+    s, m = _pair_kernel(
+        mz1, w1, n1[0], float(p1), mz2, w2, n2[0], float(p2), float(tolerance), modified
+    )
     return float(s), int(m)
 
 
-def cosine_greedy_pair(mz1: np.ndarray, int1: np.ndarray, mz2: np.ndarray, int2: np.ndarray, *,
-                       tolerance: float = 0.1, mz_power: float = 0.0,
-                       intensity_power: float = 1.0) -> tuple[float, int]:
+def cosine_greedy_pair(
+    mz1: np.ndarray,
+    int1: np.ndarray,
+    mz2: np.ndarray,
+    int2: np.ndarray,
+    *,
+    tolerance: float = 0.1,
+    mz_power: float = 0.0,
+    intensity_power: float = 1.0,
+) -> tuple[float, int]:
     """Greedy cosine of two spectra, equal to matchms ``CosineGreedy().pair(s1, s2)``.
 
     Parameters
@@ -146,14 +161,21 @@ def cosine_greedy_pair(mz1: np.ndarray, int1: np.ndarray, mz2: np.ndarray, int2:
     ValueError
         If the arrays are not 1-D, differ in length, are unsorted or not finite.
     """
-    return _pair(mz1, int1, np.nan, mz2, int2, np.nan, tolerance, mz_power, intensity_power,
-                 False)
+    return _pair(mz1, int1, np.nan, mz2, int2, np.nan, tolerance, mz_power, intensity_power, False)
 
 
-def modified_cosine_pair(mz1: np.ndarray, int1: np.ndarray, precursor_mz1: float,
-                         mz2: np.ndarray, int2: np.ndarray, precursor_mz2: float, *,
-                         tolerance: float = 0.1, mz_power: float = 0.0,
-                         intensity_power: float = 1.0) -> tuple[float, int]:
+def modified_cosine_pair(
+    mz1: np.ndarray,
+    int1: np.ndarray,
+    precursor_mz1: float,
+    mz2: np.ndarray,
+    int2: np.ndarray,
+    precursor_mz2: float,
+    *,
+    tolerance: float = 0.1,
+    mz_power: float = 0.0,
+    intensity_power: float = 1.0,
+) -> tuple[float, int]:
     """Greedy modified cosine, equal to matchms ``ModifiedCosineGreedy().pair(s1, s2)``.
 
     Candidates are the zero-shift matches followed by the matches after adding
@@ -191,26 +213,84 @@ def modified_cosine_pair(mz1: np.ndarray, int1: np.ndarray, precursor_mz1: float
     for name, p in (("precursor_mz1", precursor_mz1), ("precursor_mz2", precursor_mz2)):
         if not (np.isfinite(p) and p > 0):
             raise ValueError(f"{name} must be a finite positive number, got {p!r}")
-    return _pair(mz1, int1, precursor_mz1, mz2, int2, precursor_mz2, tolerance, mz_power,
-                 intensity_power, True)
+    return _pair(
+        mz1,
+        int1,
+        precursor_mz1,
+        mz2,
+        int2,
+        precursor_mz2,
+        tolerance,
+        mz_power,
+        intensity_power,
+        True,
+    )
 
 
 # --------------------------------------------------------------------------- #
 # block kernels
 # --------------------------------------------------------------------------- #
 @njit(cache=True)
-def _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-           tol, modified, sp, si, sj, ua, ub):  # pragma: no cover
+def _score(
+    q,
+    l,
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    tol,
+    modified,
+    sp,
+    si,
+    sj,
+    ua,
+    ub,
+):  # pragma: no cover
     den = l_norm[l] * q_norm[q]
     if den == 0.0:
         return 0.0, 0
     if modified:
-        raw, nm = modified_core(l_mz, l_w, l_off[l], l_off[l + 1], l_prec[l],
-                                q_mz, q_w, q_off[q], q_off[q + 1], q_prec[q], tol,
-                                sp, si, sj, ua, ub)
+        raw, nm = modified_core(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            l_prec[l],
+            q_mz,
+            q_w,
+            q_off[q],
+            q_off[q + 1],
+            q_prec[q],
+            tol,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+        )
     else:
-        raw, nm = cosine_core(l_mz, l_w, l_off[l], l_off[l + 1],
-                              q_mz, q_w, q_off[q], q_off[q + 1], tol, sp, si, sj, ua, ub)
+        raw, nm = cosine_core(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            q_mz,
+            q_w,
+            q_off[q],
+            q_off[q + 1],
+            tol,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+        )
     if nm == 0:
         return 0.0, 0
     return raw / den, nm
@@ -236,8 +316,24 @@ def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
 
 
 @njit(cache=True, parallel=True)
-def _dense_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                  q_start, q_stop, l_start, l_stop, tol, modified):  # pragma: no cover
+def _dense_kernel(
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    q_start,
+    q_stop,
+    l_start,
+    l_stop,
+    tol,
+    modified,
+):  # pragma: no cover
     nq = q_stop - q_start
     nl = l_stop - l_start
     scores = np.zeros((nq, nl), dtype=np.float64)
@@ -251,17 +347,56 @@ def _dense_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_
         ua = np.empty(mlen, dtype=np.bool_)
         ub = np.empty(mlen, dtype=np.bool_)
         for c in range(nl):
-            s, m = _score(q, l_start + c, q_mz, q_w, q_off, q_norm, q_prec,
-                          l_mz, l_w, l_off, l_norm, l_prec, tol, modified, sp, si, sj, ua, ub)
+            s, m = _score(
+                q,
+                l_start + c,
+                q_mz,
+                q_w,
+                q_off,
+                q_norm,
+                q_prec,
+                l_mz,
+                l_w,
+                l_off,
+                l_norm,
+                l_prec,
+                tol,
+                modified,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
             scores[r, c] = s
             matches[r, c] = m
     return scores, matches
 
 
 @njit(cache=True, parallel=True)
-def _topn_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                 q_start, q_stop, l_start, l_stop, tol, modified, ptol, ppm,
-                 min_matches, threshold, top_n):  # pragma: no cover
+def _topn_kernel(
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    q_start,
+    q_stop,
+    l_start,
+    l_stop,
+    tol,
+    modified,
+    ptol,
+    ppm,
+    min_matches,
+    threshold,
+    top_n,
+):  # pragma: no cover
     nq = q_stop - q_start
     out_l = np.empty((nq, top_n), dtype=np.int64)
     out_s = np.empty((nq, top_n), dtype=np.float64)
@@ -283,8 +418,27 @@ def _topn_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
         for l in range(l_start, l_stop):
             if not _prec_ok(qp, l_prec[l], ptol, ppm):
                 continue
-            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec,
-                          l_mz, l_w, l_off, l_norm, l_prec, tol, modified, sp, si, sj, ua, ub)
+            s, m = _score(
+                q,
+                l,
+                q_mz,
+                q_w,
+                q_off,
+                q_norm,
+                q_prec,
+                l_mz,
+                l_w,
+                l_off,
+                l_norm,
+                l_prec,
+                tol,
+                modified,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
             if m < min_matches or not (s >= threshold):
                 continue
             if n == top_n:
@@ -308,9 +462,28 @@ def _topn_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
 
 
 @njit(cache=True, parallel=True)
-def _all_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                q_start, q_stop, l_start, l_stop, tol, modified, ptol, ppm,
-                min_matches, threshold):  # pragma: no cover
+def _all_kernel(
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    q_start,
+    q_stop,
+    l_start,
+    l_stop,
+    tol,
+    modified,
+    ptol,
+    ppm,
+    min_matches,
+    threshold,
+):  # pragma: no cover
     nq = q_stop - q_start
     nl = l_stop - l_start
     row_l = np.empty((nq, nl), dtype=np.int64)
@@ -330,8 +503,27 @@ def _all_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_pr
         for l in range(l_start, l_stop):
             if not _prec_ok(qp, l_prec[l], ptol, ppm):
                 continue
-            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec,
-                          l_mz, l_w, l_off, l_norm, l_prec, tol, modified, sp, si, sj, ua, ub)
+            s, m = _score(
+                q,
+                l,
+                q_mz,
+                q_w,
+                q_off,
+                q_norm,
+                q_prec,
+                l_mz,
+                l_w,
+                l_off,
+                l_norm,
+                l_prec,
+                tol,
+                modified,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
             if m < min_matches or not (s >= threshold):
                 continue
             row_l[r, n] = l
@@ -411,9 +603,35 @@ def _heap_insert(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover
 
 
 @njit(cache=True)
-def _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                 l_start, nl, tol, ptol, ppm, min_matches, threshold, top_n,
-                 s_mz, s_sid, s_w, mlen, hl, hs, hm):  # pragma: no cover
+def _indexed_row(
+    q,
+    qn,
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    l_start,
+    nl,
+    tol,
+    ptol,
+    ppm,
+    min_matches,
+    threshold,
+    top_n,
+    s_mz,
+    s_sid,
+    s_w,
+    mlen,
+    hl,
+    hs,
+    hm,
+):  # pragma: no cover
     """One query row of :func:`_indexed_kernel`; returns the number of hits written."""
     sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
     si = np.empty(SCRATCH_SIZE, dtype=np.int64)
@@ -443,8 +661,27 @@ def _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_no
                 continue
             if (bound[c] / den) * (1.0 + 1e-9) + 1e-12 < threshold:
                 continue
-            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                          l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+            s, m = _score(
+                q,
+                l,
+                q_mz,
+                q_w,
+                q_off,
+                q_norm,
+                q_prec,
+                l_mz,
+                l_w,
+                l_off,
+                l_norm,
+                l_prec,
+                tol,
+                False,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
             if m >= min_matches and s >= threshold:
                 hl[n] = l
                 hs[n] = s
@@ -483,8 +720,27 @@ def _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_no
             c = cc[t]
             l = l_start + c
             bound[c] = -1.0
-            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                          l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+            s, m = _score(
+                q,
+                l,
+                q_mz,
+                q_w,
+                q_off,
+                q_norm,
+                q_prec,
+                l_mz,
+                l_w,
+                l_off,
+                l_norm,
+                l_prec,
+                tol,
+                False,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
             if m >= min_matches and s >= threshold:
                 n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
         # pass 2: everything whose bound can still reach the n-th best
@@ -496,8 +752,27 @@ def _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_no
             if u < 0.0 or u < floor:
                 continue
             l = l_start + c
-            s, m = _score(q, l, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                          l_norm, l_prec, tol, False, sp, si, sj, ua, ub)
+            s, m = _score(
+                q,
+                l,
+                q_mz,
+                q_w,
+                q_off,
+                q_norm,
+                q_prec,
+                l_mz,
+                l_w,
+                l_off,
+                l_norm,
+                l_prec,
+                tol,
+                False,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
             if m >= min_matches and s >= threshold:
                 n = _heap_insert(hs, hl, hm, n, top_n, s, l, m)
                 if n == top_n and hs[n - 1] > floor:
@@ -506,9 +781,31 @@ def _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_no
 
 
 @njit(cache=True, parallel=True)
-def _indexed_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                    q_start, q_stop, l_start, l_stop, tol, ptol, ppm, min_matches,
-                    threshold, top_n, s_mz, s_sid, s_w):  # pragma: no cover
+def _indexed_kernel(
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    q_start,
+    q_stop,
+    l_start,
+    l_stop,
+    tol,
+    ptol,
+    ppm,
+    min_matches,
+    threshold,
+    top_n,
+    s_mz,
+    s_sid,
+    s_w,
+):  # pragma: no cover
     """Plain-cosine search with an exact upper-bound prune.
 
     For each query, an inverted index over the block's library peaks (sorted by
@@ -532,20 +829,49 @@ def _indexed_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, 
         qn = q_norm[q]
         if qn == 0.0:
             continue
-        counts[r] = _indexed_row(q, qn, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off,
-                                 l_norm, l_prec, l_start, nl, tol, ptol, ppm, min_matches,
-                                 threshold, top_n, s_mz, s_sid, s_w, mlen,
-                                 row_l[r], row_s[r], row_m[r])
+        counts[r] = _indexed_row(
+            q,
+            qn,
+            q_mz,
+            q_w,
+            q_off,
+            q_norm,
+            q_prec,
+            l_mz,
+            l_w,
+            l_off,
+            l_norm,
+            l_prec,
+            l_start,
+            nl,
+            tol,
+            ptol,
+            ppm,
+            min_matches,
+            threshold,
+            top_n,
+            s_mz,
+            s_sid,
+            s_w,
+            mlen,
+            row_l[r],
+            row_s[r],
+            row_m[r],
+        )
     return row_l, row_s, row_m, counts
 
 
 def _library_index(l_mz, l_w, l_off, l_start, l_stop):
     p0, p1 = l_off[l_start], l_off[l_stop]
     order = np.argsort(l_mz[p0:p1], kind="stable")
-    sid = np.repeat(np.arange(l_stop - l_start, dtype=np.int32),
-                    np.diff(l_off[l_start:l_stop + 1]))
-    return (np.ascontiguousarray(l_mz[p0:p1][order]), np.ascontiguousarray(sid[order]),
-            np.ascontiguousarray(l_w[p0:p1][order]))
+    sid = np.repeat(
+        np.arange(l_stop - l_start, dtype=np.int32), np.diff(l_off[l_start : l_stop + 1])
+    )
+    return (
+        np.ascontiguousarray(l_mz[p0:p1][order]),
+        np.ascontiguousarray(sid[order]),
+        np.ascontiguousarray(l_w[p0:p1][order]),
+    )
 
 
 @njit(cache=True)
@@ -591,16 +917,31 @@ def _csr_args(mz, w, off, norm, prec, start, stop, name):
 _ALL_CHUNK = 16
 
 
-def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: np.ndarray,
-                 q_prec: np.ndarray,
-                 l_mz: np.ndarray, l_w: np.ndarray, l_off: np.ndarray, l_norm: np.ndarray,
-                 l_prec: np.ndarray,
-                 q_start: int, q_stop: int, l_start: int, l_stop: int,
-                 tolerance: float = 0.1, modified: bool = False,
-                 precursor_tolerance: float = 0.0, precursor_ppm: bool = False,
-                 min_matches: int = 0, threshold: float = 0.0, top_n: int = 0,
-                 *, prune: bool = True,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def search_block(
+    q_mz: np.ndarray,
+    q_w: np.ndarray,
+    q_off: np.ndarray,
+    q_norm: np.ndarray,
+    q_prec: np.ndarray,
+    l_mz: np.ndarray,
+    l_w: np.ndarray,
+    l_off: np.ndarray,
+    l_norm: np.ndarray,
+    l_prec: np.ndarray,
+    q_start: int,
+    q_stop: int,
+    l_start: int,
+    l_stop: int,
+    tolerance: float = 0.1,
+    modified: bool = False,
+    precursor_tolerance: float = 0.0,
+    precursor_ppm: bool = False,
+    min_matches: int = 0,
+    threshold: float = 0.0,
+    top_n: int = 0,
+    *,
+    prune: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Exact greedy-cosine hits of a block of queries against a block of the library.
 
     Parallel over queries; memory per query is one top-n buffer (or, when
@@ -654,9 +995,11 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
         library index ascending.  Indices are absolute (into the whole sets).
     """
     q_mz, q_w, q_off, q_norm, q_prec, q_start, q_stop = _csr_args(
-        q_mz, q_w, q_off, q_norm, q_prec, q_start, q_stop, "query")
+        q_mz, q_w, q_off, q_norm, q_prec, q_start, q_stop, "query"
+    )
     l_mz, l_w, l_off, l_norm, l_prec, l_start, l_stop = _csr_args(
-        l_mz, l_w, l_off, l_norm, l_prec, l_start, l_stop, "library")
+        l_mz, l_w, l_off, l_norm, l_prec, l_start, l_stop, "library"
+    )
     _check_params(tolerance, 0.0, 1.0)
     ptol = float(precursor_tolerance)
     if not np.isfinite(ptol):
@@ -667,8 +1010,12 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
     if top_n < 0:
         raise ValueError("top_n must be >= 0")
     args = (q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec)
-    empty = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64),
-             np.empty(0, np.int32))
+    empty = (
+        np.empty(0, np.int64),
+        np.empty(0, np.int64),
+        np.empty(0, np.float64),
+        np.empty(0, np.int32),
+    )
     if q_stop <= q_start or l_stop <= l_start:
         return empty
     if prune and not modified:
@@ -677,32 +1024,76 @@ def search_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: n
         parts = []
         for c0 in range(q_start, q_stop, chunk):
             c1 = min(q_stop, c0 + chunk)
-            rl, rs, rm, cnt = _indexed_kernel(*args, c0, c1, l_start, l_stop,
-                                              float(tolerance), ptol, bool(precursor_ppm),
-                                              mm, thr, top_n, *index)
+            rl, rs, rm, cnt = _indexed_kernel(
+                *args,
+                c0,
+                c1,
+                l_start,
+                l_stop,
+                float(tolerance),
+                ptol,
+                bool(precursor_ppm),
+                mm,
+                thr,
+                top_n,
+                *index,
+            )
             parts.append(_compact(c0, rl, rs, rm, cnt))
         return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))  # type: ignore[return-value]
     if top_n > 0:
-        rl, rs, rm, cnt = _topn_kernel(*args, q_start, q_stop, l_start, l_stop,
-                                       float(tolerance), bool(modified), ptol,
-                                       bool(precursor_ppm), mm, thr, top_n)
+        rl, rs, rm, cnt = _topn_kernel(
+            *args,
+            q_start,
+            q_stop,
+            l_start,
+            l_stop,
+            float(tolerance),
+            bool(modified),
+            ptol,
+            bool(precursor_ppm),
+            mm,
+            thr,
+            top_n,
+        )
         return _compact(q_start, rl, rs, rm, cnt)
     parts = []
     for c0 in range(q_start, q_stop, _ALL_CHUNK):
         c1 = min(q_stop, c0 + _ALL_CHUNK)
-        rl, rs, rm, cnt = _all_kernel(*args, c0, c1, l_start, l_stop, float(tolerance),
-                                      bool(modified), ptol, bool(precursor_ppm), mm, thr)
+        rl, rs, rm, cnt = _all_kernel(
+            *args,
+            c0,
+            c1,
+            l_start,
+            l_stop,
+            float(tolerance),
+            bool(modified),
+            ptol,
+            bool(precursor_ppm),
+            mm,
+            thr,
+        )
         parts.append(_compact(c0, rl, rs, rm, cnt))
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))  # type: ignore[return-value]
 
 
-def dense_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: np.ndarray,
-                q_prec: np.ndarray,
-                l_mz: np.ndarray, l_w: np.ndarray, l_off: np.ndarray, l_norm: np.ndarray,
-                l_prec: np.ndarray,
-                q_start: int, q_stop: int, l_start: int, l_stop: int,
-                tolerance: float = 0.1, modified: bool = False,
-                ) -> tuple[np.ndarray, np.ndarray]:
+def dense_block(
+    q_mz: np.ndarray,
+    q_w: np.ndarray,
+    q_off: np.ndarray,
+    q_norm: np.ndarray,
+    q_prec: np.ndarray,
+    l_mz: np.ndarray,
+    l_w: np.ndarray,
+    l_off: np.ndarray,
+    l_norm: np.ndarray,
+    l_prec: np.ndarray,
+    q_start: int,
+    q_stop: int,
+    l_start: int,
+    l_stop: int,
+    tolerance: float = 0.1,
+    modified: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """Dense score and match matrices of a (small) query block x library block.
 
     Same inputs and scoring convention as :func:`search_block`, without filters.
@@ -713,9 +1104,27 @@ def dense_block(q_mz: np.ndarray, q_w: np.ndarray, q_off: np.ndarray, q_norm: np
     matches : ndarray of int32, same shape
     """
     q_mz, q_w, q_off, q_norm, q_prec, q_start, q_stop = _csr_args(
-        q_mz, q_w, q_off, q_norm, q_prec, q_start, q_stop, "query")
+        q_mz, q_w, q_off, q_norm, q_prec, q_start, q_stop, "query"
+    )
     l_mz, l_w, l_off, l_norm, l_prec, l_start, l_stop = _csr_args(
-        l_mz, l_w, l_off, l_norm, l_prec, l_start, l_stop, "library")
+        l_mz, l_w, l_off, l_norm, l_prec, l_start, l_stop, "library"
+    )
     _check_params(tolerance, 0.0, 1.0)
-    return _dense_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                         q_start, q_stop, l_start, l_stop, float(tolerance), bool(modified))
+    return _dense_kernel(
+        q_mz,
+        q_w,
+        q_off,
+        q_norm,
+        q_prec,
+        l_mz,
+        l_w,
+        l_off,
+        l_norm,
+        l_prec,
+        q_start,
+        q_stop,
+        l_start,
+        l_stop,
+        float(tolerance),
+        bool(modified),
+    )

@@ -103,8 +103,9 @@ def _device_name(cuda: Any) -> str:
 # exact host rescoring of flagged pairs (worker threads, off the GPU's path)
 # --------------------------------------------------------------------------- #
 @njit(cache=True, nogil=True)
-def _rescore_kernel(qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm,
-                    l_prec, tol, modified, mlen):  # pragma: no cover
+def _rescore_kernel(
+    qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec, tol, modified, mlen
+):  # pragma: no cover
     """Serial exact scores of pairs ``(qs[k], ls[k])``; releases the GIL (worker threads)."""
     n = qs.shape[0]
     scores = np.zeros(n, dtype=np.float64)
@@ -121,12 +122,41 @@ def _rescore_kernel(qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, 
         if den == 0.0:
             continue
         if modified:
-            raw, nm = modified_core(l_mz, l_w, l_off[l], l_off[l + 1], l_prec[l],
-                                    q_mz, q_w, q_off[q], q_off[q + 1], q_prec[q], tol,
-                                    sp, si, sj, ua, ub)
+            raw, nm = modified_core(
+                l_mz,
+                l_w,
+                l_off[l],
+                l_off[l + 1],
+                l_prec[l],
+                q_mz,
+                q_w,
+                q_off[q],
+                q_off[q + 1],
+                q_prec[q],
+                tol,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
         else:
-            raw, nm = cosine_core(l_mz, l_w, l_off[l], l_off[l + 1],
-                                  q_mz, q_w, q_off[q], q_off[q + 1], tol, sp, si, sj, ua, ub)
+            raw, nm = cosine_core(
+                l_mz,
+                l_w,
+                l_off[l],
+                l_off[l + 1],
+                q_mz,
+                q_w,
+                q_off[q],
+                q_off[q + 1],
+                tol,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
         if nm > 0:
             scores[k] = raw / den
             matches[k] = nm
@@ -175,8 +205,14 @@ class PendingScores:
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
 
-def submit_rescore(queries: PreparedSpectra, library: PreparedSpectra, q_index: np.ndarray,
-                   l_index: np.ndarray, tolerance: float, modified: bool) -> PendingScores:
+def submit_rescore(
+    queries: PreparedSpectra,
+    library: PreparedSpectra,
+    q_index: np.ndarray,
+    l_index: np.ndarray,
+    tolerance: float,
+    modified: bool,
+) -> PendingScores:
     """Start the exact CPU scoring of listed pairs on worker threads; return at once.
 
     Parameters are those of :func:`rescore_pairs`.
@@ -189,23 +225,48 @@ def submit_rescore(queries: PreparedSpectra, library: PreparedSpectra, q_index: 
     l_index = np.ascontiguousarray(l_index, dtype=np.int64)
     if len(q_index) == 0:
         return PendingScores(q_index, l_index, [])
-    mlen = int(max(SCRATCH_SIZE, np.diff(queries.offsets).max(initial=0),
-                   np.diff(library.offsets).max(initial=0)))
+    mlen = int(
+        max(
+            SCRATCH_SIZE,
+            np.diff(queries.offsets).max(initial=0),
+            np.diff(library.offsets).max(initial=0),
+        )
+    )
     q, lib = queries, library
     pool = _rescore_pool()
     futures = []
     for k in range(0, len(q_index), RESCORE_CHUNK):
-        futures.append(pool.submit(
-            _rescore_kernel, q_index[k:k + RESCORE_CHUNK], l_index[k:k + RESCORE_CHUNK],
-            q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
-            lib.mz, lib.weight, lib.offsets, lib.norm, lib.precursor_mz,
-            float(tolerance), bool(modified), mlen))
+        futures.append(
+            pool.submit(
+                _rescore_kernel,
+                q_index[k : k + RESCORE_CHUNK],
+                l_index[k : k + RESCORE_CHUNK],
+                q.mz,
+                q.weight,
+                q.offsets,
+                q.norm,
+                q.precursor_mz,
+                lib.mz,
+                lib.weight,
+                lib.offsets,
+                lib.norm,
+                lib.precursor_mz,
+                float(tolerance),
+                bool(modified),
+                mlen,
+            )
+        )
     return PendingScores(q_index, l_index, futures)
 
 
-def rescore_pairs(queries: PreparedSpectra, library: PreparedSpectra, q_index: np.ndarray,
-                  l_index: np.ndarray, tolerance: float,
-                  modified: bool) -> tuple[np.ndarray, np.ndarray]:
+def rescore_pairs(
+    queries: PreparedSpectra,
+    library: PreparedSpectra,
+    q_index: np.ndarray,
+    l_index: np.ndarray,
+    tolerance: float,
+    modified: bool,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
 
     Parameters
@@ -303,8 +364,9 @@ class _Resident:
             self.heavy = {}
         if threshold not in self.heavy:
             h = self.host
-            heavy, count = heavy_peaks(h.mz, h.weight, h.offsets, h.norm, float(threshold),
-                                       HEAVY_MAX)
+            heavy, count = heavy_peaks(
+                h.mz, h.weight, h.offsets, h.norm, float(threshold), HEAVY_MAX
+            )
             if len(self.heavy) > 4:
                 self.heavy.clear()
             self.heavy[threshold] = (cuda.to_device(heavy), cuda.to_device(count))
@@ -319,8 +381,9 @@ class _Slot:
     device array.
     """
 
-    def __init__(self, cuda: Any, rows: int, cols: int, segs: int, hit_cap: int,
-                 ovf_cap: int) -> None:
+    def __init__(
+        self, cuda: Any, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int
+    ) -> None:
         self.rows, self.cols, self.segs = rows, cols, segs
         self.hit_cap, self.ovf_cap = hit_cap, ovf_cap
         self.stream = cuda.stream()
@@ -343,15 +406,21 @@ class _Slot:
 
     def fits(self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int) -> bool:
         """Whether a tile of this shape fits the slot's buffers."""
-        return (self.rows >= rows and self.cols >= cols and self.segs >= segs
-                and self.hit_cap >= hit_cap and self.ovf_cap >= ovf_cap)
+        return (
+            self.rows >= rows
+            and self.cols >= cols
+            and self.segs >= segs
+            and self.hit_cap >= hit_cap
+            and self.ovf_cap >= ovf_cap
+        )
 
 
 class _DenseSlot:
     """Device output and pinned staging buffers of one dense row chunk, with its stream."""
 
-    def __init__(self, cuda: Any, rows: int, cols: int, s_dtype: Any, m_dtype: Any,
-                 ovf_cap: int) -> None:
+    def __init__(
+        self, cuda: Any, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
+    ) -> None:
         self.key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
         self.stream = cuda.stream()
         self.out_s = cuda.device_array((rows, cols), dtype=s_dtype)
@@ -406,8 +475,12 @@ def _plan_tiles(batches: list[Batch], max_rows: int, max_cols: int, seg: int) ->
             for l0 in range(batch.l_start, batch.l_stop, seg):
                 l1 = min(l0 + seg, batch.l_stop)
                 last = tiles[-1] if tiles else None
-                if (last is not None and (last.q0, last.q1) == (q0, q1) and last.l1 == l0
-                        and l1 - last.l0 <= max_cols):
+                if (
+                    last is not None
+                    and (last.q0, last.q1) == (q0, q1)
+                    and last.l1 == l0
+                    and l1 - last.l0 <= max_cols
+                ):
                     last.l1 = l1
                     last.segs.append((l0, l1, b))
                 else:
@@ -422,7 +495,7 @@ def _split_rows(tile: _Tile, col: np.ndarray) -> list[tuple[int, np.ndarray | sl
     labels = tile.batch_of(col)
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], tile.batches + [tile.batches[-1] + 1])
-    return [(b, order[bounds[i]:bounds[i + 1]]) for i, b in enumerate(tile.batches)]
+    return [(b, order[bounds[i] : bounds[i + 1]]) for i, b in enumerate(tile.batches)]
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -467,9 +540,18 @@ class CudaBackend(Backend):
 
     name = "cuda"
 
-    def __init__(self, *, threads: int = 128, select_threads: int = 256, max_rows: int = 2048,
-                 max_cols: int = 16384, dense_chunk_bytes: int = 64 << 20,
-                 query_prune: bool = True, depth: int = 3, max_resident: int = 4) -> None:
+    def __init__(
+        self,
+        *,
+        threads: int = 128,
+        select_threads: int = 256,
+        max_rows: int = 2048,
+        max_cols: int = 16384,
+        dense_chunk_bytes: int = 64 << 20,
+        query_prune: bool = True,
+        depth: int = 3,
+        max_resident: int = 4,
+    ) -> None:
         ok, what = gpu_status()
         if not ok:
             raise CudaError(what)
@@ -500,16 +582,25 @@ class CudaBackend(Backend):
         """The GPU's name."""
         return self._name
 
-    def score_batch(self, queries: PreparedSpectra, library: PreparedSpectra, batch: Batch,
-                    params: SearchParameters) -> HitTable:
+    def score_batch(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        batch: Batch,
+        params: SearchParameters,
+    ) -> HitTable:
         """Hits of one batch, filtered and top-N'd on the GPU (see :class:`Backend`)."""
         for _, hits in self.run_batches(queries, library, [batch], params):
             return hits
         return HitTable.empty()
 
-    def run_batches(self, queries: PreparedSpectra, library: PreparedSpectra,
-                    batches: Iterable[Batch], params: SearchParameters,
-                    ) -> Iterator[tuple[Batch, HitTable]]:
+    def run_batches(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        batches: Iterable[Batch],
+        params: SearchParameters,
+    ) -> Iterator[tuple[Batch, HitTable]]:
         """Score batches with two tiles in flight; yield each batch's hits in order."""
         with self._lock:
             try:
@@ -530,9 +621,14 @@ class CudaBackend(Backend):
                     except Exception:  # the context may be gone after a failure
                         pass
 
-    def dense(self, queries: PreparedSpectra, library: PreparedSpectra,
-              params: SearchParameters, *, compact: bool = False,
-              ) -> tuple[np.ndarray, np.ndarray]:
+    def dense(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        *,
+        compact: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Full ``(scores, matches)`` matrices of a block.
 
         Parameters
@@ -563,8 +659,9 @@ class CudaBackend(Backend):
                     if _is_oom(exc) and chunk > (1 << 20):
                         chunk //= 4
                         self._free_slots()
-                        log.warning("GPU out of memory in dense(); retrying with %d-byte chunks",
-                                    chunk)
+                        log.warning(
+                            "GPU out of memory in dense(); retrying with %d-byte chunks", chunk
+                        )
                         continue
                     if _is_oom(exc):
                         raise CudaError(f"GPU out of memory: {exc}") from exc
@@ -582,14 +679,20 @@ class CudaBackend(Backend):
         mz = np.array([100.0, 100.05, 150.0, 100.0, 100.02, 150.01, 200.0])
         w = np.array([1.0, 0.5, 0.2, 0.9, 0.6, 0.3, 0.1])
         spectra = PreparedSpectra(
-            mz=mz, weight=w, offsets=np.array([0, 3, 7], np.int64),
+            mz=mz,
+            weight=w,
+            offsets=np.array([0, 3, 7], np.int64),
             norm=np.array([np.sqrt(np.sum(w[:3] ** 2)), np.sqrt(np.sum(w[3:] ** 2))]),
-            precursor_mz=np.array([300.0, 310.0]), mz_power=0.0, intensity_power=1.0)
+            precursor_mz=np.array([300.0, 310.0]),
+            mz_power=0.0,
+            intensity_power=1.0,
+        )
         params = SearchParameters(top_n=1)
         self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), params)
         # threshold > 0 compiles the pruning precomputation too
-        self.score_batch(spectra, spectra, Batch(0, 2, 0, 2),
-                         SearchParameters(top_n=1, threshold=0.5))
+        self.score_batch(
+            spectra, spectra, Batch(0, 2, 0, 2), SearchParameters(top_n=1, threshold=0.5)
+        )
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)
         rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
@@ -619,8 +722,9 @@ class CudaBackend(Backend):
             }
             nbytes = sum(a.nbytes for a in arrays.values())
             dev = {k: cuda.to_device(a) for k, a in arrays.items()}
-            res = _Resident(**dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes,
-                            host=spectra)
+            res = _Resident(
+                **dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes, host=spectra
+            )
             self._resident[key] = res
             while len(self._resident) > self.max_resident:
                 self._resident.popitem(last=False)
@@ -631,34 +735,45 @@ class CudaBackend(Backend):
 
     def _dummy_heavy(self) -> tuple[Any, Any]:
         if getattr(self, "_dummy", None) is None:
-            self._dummy = (self._cuda.to_device(np.full((1, HEAVY_MAX), np.nan)),
-                           self._cuda.to_device(np.full(1, -1, np.int32)))
+            self._dummy = (
+                self._cuda.to_device(np.full((1, HEAVY_MAX), np.nan)),
+                self._cuda.to_device(np.full(1, -1, np.int32)),
+            )
         return self._dummy
 
     def _free_slots(self) -> None:
         self._slots = []
         self._dense_slots = []
 
-    def _get_slots(self, rows: int, cols: int, segs: int, hit_cap: int,
-                   ovf_cap: int) -> list[_Slot]:
+    def _get_slots(
+        self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int
+    ) -> list[_Slot]:
         if not self._slots or not self._slots[0].fits(rows, cols, segs, hit_cap, ovf_cap):
             self._slots = []
-            self._slots = [_Slot(self._cuda, rows, cols, segs, hit_cap, ovf_cap)
-                           for _ in range(self.depth)]
+            self._slots = [
+                _Slot(self._cuda, rows, cols, segs, hit_cap, ovf_cap) for _ in range(self.depth)
+            ]
         return self._slots
 
-    def _get_dense_slots(self, rows: int, cols: int, s_dtype: Any, m_dtype: Any,
-                         ovf_cap: int) -> list[_DenseSlot]:
+    def _get_dense_slots(
+        self, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
+    ) -> list[_DenseSlot]:
         key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
         if not self._dense_slots or self._dense_slots[0].key != key:
             self._dense_slots = []
-            self._dense_slots = [_DenseSlot(self._cuda, rows, cols, s_dtype, m_dtype, ovf_cap)
-                                 for _ in range(2)]
+            self._dense_slots = [
+                _DenseSlot(self._cuda, rows, cols, s_dtype, m_dtype, ovf_cap) for _ in range(2)
+            ]
         return self._dense_slots
 
     # -- search -------------------------------------------------------------------
-    def _run(self, queries: PreparedSpectra, library: PreparedSpectra, batches: Iterable[Batch],
-             params: SearchParameters) -> Iterator[tuple[Batch, HitTable]]:
+    def _run(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        batches: Iterable[Batch],
+        params: SearchParameters,
+    ) -> Iterator[tuple[Batch, HitTable]]:
         """``depth`` tiles in flight; a batch is yielded once its tiles and rescoring are done.
 
         Flagged pairs are rescored by worker threads while the GPU goes on; a
@@ -677,8 +792,7 @@ class CudaBackend(Backend):
             for b in t.batches:
                 left[b] += 1
         parts: dict[int, list] = {}
-        wide = {b for t in tiles for b in t.batches
-                if sum(1 for _, _, sb in t.segs if sb == b) > 1}
+        wide = {b for t in tiles for b in t.batches if sum(1 for _, _, sb in t.segs if sb == b) > 1}
         slots = self._slots_for(tiles, params)
         orders: dict[tuple[int, int], np.ndarray] = {}
         pending: deque[tuple[_Tile, _Slot]] = deque()
@@ -709,8 +823,15 @@ class CudaBackend(Backend):
     def _ready(parts: list) -> bool:
         return all(not isinstance(p, PendingScores) or p.done() for p in parts)
 
-    def _launch(self, tile: _Tile, slot: _Slot, dq: _Resident, dl: _Resident,
-                params: SearchParameters, orders: dict[tuple[int, int], np.ndarray]) -> None:
+    def _launch(
+        self,
+        tile: _Tile,
+        slot: _Slot,
+        dq: _Resident,
+        dl: _Resident,
+        params: SearchParameters,
+        orders: dict[tuple[int, int], np.ndarray],
+    ) -> None:
         """Queue score and select kernels of one tile and the copy of its counters."""
         k = self._k
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
@@ -720,13 +841,14 @@ class CudaBackend(Backend):
         else:
             heavy, hcnt = self._dummy_heavy()
         qprune = prune and self.query_prune
-        qheavy, qhcnt = (dq.heavy_for(self._cuda, float(params.threshold)) if qprune
-                         else self._dummy_heavy())
+        qheavy, qhcnt = (
+            dq.heavy_for(self._cuda, float(params.threshold)) if qprune else self._dummy_heavy()
+        )
         s = slot.stream
         s.synchronize()  # the pinned buffers of this slot are free again
         key = (tile.l0, tile.l1)
         if key not in orders:  # columns by peak count (similar work per warp), cached per run
-            order = np.argsort(dl.counts[tile.l0:tile.l1], kind="stable") + tile.l0
+            order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
             orders[key] = order.astype(np.int32)
         slot.cols_host[:ncols] = orders[key]
         for g, (a, _, _) in enumerate(tile.segs):
@@ -737,22 +859,62 @@ class CudaBackend(Backend):
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         grid = ((ncols + self.threads - 1) // self.threads, nrows)
         k.score_kernel[grid, self.threads, s](
-            dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
-            dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
-            int(tile.q0), slot.cols_dev, int(ncols), int(tile.l0), float(params.tolerance),
-            bool(params.modified), float(params.precursor_tolerance or 0.0),
-            bool(params.precursor_unit == "ppm"), bool(prune), float(params.threshold),
-            heavy, hcnt, bool(qprune), qheavy, qhcnt, slot.out_s, slot.out_m, slot.ovf_r,
-            slot.ovf_c, slot.counts)
+            dq.mz,
+            dq.weight,
+            dq.offsets,
+            dq.norm,
+            dq.precursor_mz,
+            dl.mz,
+            dl.weight,
+            dl.offsets,
+            dl.norm,
+            dl.precursor_mz,
+            int(tile.q0),
+            slot.cols_dev,
+            int(ncols),
+            int(tile.l0),
+            float(params.tolerance),
+            bool(params.modified),
+            float(params.precursor_tolerance or 0.0),
+            bool(params.precursor_unit == "ppm"),
+            bool(prune),
+            float(params.threshold),
+            heavy,
+            hcnt,
+            bool(qprune),
+            qheavy,
+            qhcnt,
+            slot.out_s,
+            slot.out_m,
+            slot.ovf_r,
+            slot.ovf_c,
+            slot.counts,
+        )
         k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
-            slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
-            float(params.threshold), int(params.top_n), slot.hit_r, slot.hit_c, slot.hit_s,
-            slot.hit_m, slot.counts)
+            slot.out_s,
+            slot.out_m,
+            slot.segs_dev,
+            int(max(1, params.min_matches)),
+            float(params.threshold),
+            int(params.top_n),
+            slot.hit_r,
+            slot.hit_c,
+            slot.hit_s,
+            slot.hit_m,
+            slot.counts,
+        )
         slot.counts.copy_to_host(slot.counts_host, stream=s)
 
-    def _collect(self, tile: _Tile, slot: _Slot, queries: PreparedSpectra,
-                 library: PreparedSpectra, params: SearchParameters, parts: dict[int, list],
-                 left: list[int]) -> None:
+    def _collect(
+        self,
+        tile: _Tile,
+        slot: _Slot,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        parts: dict[int, list],
+        left: list[int],
+    ) -> None:
         """Wait for a tile; file its hits (and its pairs to rescore) under their batches."""
         s = slot.stream
         s.synchronize()
@@ -765,17 +927,20 @@ class CudaBackend(Backend):
             sc = slot.hit_s[:n_hits].copy_to_host(stream=s)
             m = slot.hit_m[:n_hits].copy_to_host(stream=s)
             s.synchronize()
-            hits = HitTable.from_arrays(r.astype(np.int64) + tile.q0,
-                                        c.astype(np.int64) + tile.l0, sc, m)
+            hits = HitTable.from_arrays(
+                r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0, sc, m
+            )
             for b, rows in _split_rows(tile, hits.library_index):
-                parts.setdefault(b, []).append(hits if isinstance(rows, slice)
-                                               else hits.take(rows))
+                parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
         if n_ovf:
             r, c = self._flagged(tile, slot, n_ovf)
             self.rescored_pairs += n_ovf
             for b, rows in _split_rows(tile, c):
-                parts.setdefault(b, []).append(submit_rescore(
-                    queries, library, r[rows], c[rows], params.tolerance, params.modified))
+                parts.setdefault(b, []).append(
+                    submit_rescore(
+                        queries, library, r[rows], c[rows], params.tolerance, params.modified
+                    )
+                )
         for b in tile.batches:
             left[b] -= 1
 
@@ -800,8 +965,9 @@ class CudaBackend(Backend):
             if isinstance(p, PendingScores):
                 sc, m = p.result()
                 keep = (m >= max(1, params.min_matches)) & (sc >= params.threshold)
-                tables.append(HitTable.from_arrays(p.q_index[keep], p.l_index[keep], sc[keep],
-                                                   m[keep]))
+                tables.append(
+                    HitTable.from_arrays(p.q_index[keep], p.l_index[keep], sc[keep], m[keep])
+                )
                 rescored = True
             else:
                 tables.append(p)
@@ -817,13 +983,19 @@ class CudaBackend(Backend):
         return hits.top_per_query(params.top_n)
 
     # -- dense --------------------------------------------------------------------
-    def _dense(self, queries: PreparedSpectra, library: PreparedSpectra,
-               params: SearchParameters, chunk_bytes: int,
-               compact: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _dense(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        chunk_bytes: int,
+        compact: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Row chunks on two streams: chunk ``i + 1`` is scored while chunk ``i`` is copied."""
         nq, nl = len(queries), len(library)
-        big = int(max(np.diff(queries.offsets).max(initial=0),
-                      np.diff(library.offsets).max(initial=0)))
+        big = int(
+            max(np.diff(queries.offsets).max(initial=0), np.diff(library.offsets).max(initial=0))
+        )
         s_dtype = np.float32 if compact else np.float64
         m_dtype = np.int16 if compact and big <= np.iinfo(np.int16).max else np.int32
         scores = np.empty((nq, nl), dtype=s_dtype)
@@ -852,8 +1024,16 @@ class CudaBackend(Backend):
             self.rescored_pairs += len(sc)
         return scores, matches
 
-    def _launch_dense(self, slot: _DenseSlot, dq: _Resident, dl: _Resident, cols: Any, q0: int,
-                      n: int, params: SearchParameters) -> None:
+    def _launch_dense(
+        self,
+        slot: _DenseSlot,
+        dq: _Resident,
+        dl: _Resident,
+        cols: Any,
+        q0: int,
+        n: int,
+        params: SearchParameters,
+    ) -> None:
         """Queue one row chunk: counters, kernel, copies into the pinned staging buffers."""
         s = slot.stream
         s.synchronize()  # staging buffers of this slot were consumed
@@ -862,24 +1042,58 @@ class CudaBackend(Backend):
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         grid = ((nl + self.threads - 1) // self.threads, n)
         self._k.score_kernel[grid, self.threads, s](
-            dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
-            dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
-            int(q0), cols, int(nl), 0, float(params.tolerance), bool(params.modified), 0.0,
-            False, False, 0.0, heavy, hcnt, False, heavy, hcnt, slot.out_s, slot.out_m,
-            slot.ovf_r, slot.ovf_c, slot.counts)
+            dq.mz,
+            dq.weight,
+            dq.offsets,
+            dq.norm,
+            dq.precursor_mz,
+            dl.mz,
+            dl.weight,
+            dl.offsets,
+            dl.norm,
+            dl.precursor_mz,
+            int(q0),
+            cols,
+            int(nl),
+            0,
+            float(params.tolerance),
+            bool(params.modified),
+            0.0,
+            False,
+            False,
+            0.0,
+            heavy,
+            hcnt,
+            False,
+            heavy,
+            hcnt,
+            slot.out_s,
+            slot.out_m,
+            slot.ovf_r,
+            slot.ovf_c,
+            slot.counts,
+        )
         slot.out_s.copy_to_host(slot.host_s, stream=s)
         slot.out_m.copy_to_host(slot.host_m, stream=s)
         slot.counts.copy_to_host(slot.counts_host, stream=s)
 
-    def _take_dense(self, slot: _DenseSlot, q0: int, n: int, queries: PreparedSpectra,
-                    library: PreparedSpectra, params: SearchParameters, scores: np.ndarray,
-                    matches: np.ndarray) -> list[PendingScores]:
+    def _take_dense(
+        self,
+        slot: _DenseSlot,
+        q0: int,
+        n: int,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        scores: np.ndarray,
+        matches: np.ndarray,
+    ) -> list[PendingScores]:
         """Wait for a chunk, copy it into the result, start rescoring its flagged pairs."""
         s = slot.stream
         s.synchronize()
         n_ovf = int(slot.counts_host[1])
-        _copy_rows(scores[q0:q0 + n], slot.host_s, n)
-        _copy_rows(matches[q0:q0 + n], slot.host_m, n)
+        _copy_rows(scores[q0 : q0 + n], slot.host_s, n)
+        _copy_rows(matches[q0 : q0 + n], slot.host_m, n)
         if not n_ovf:
             return []
         if n_ovf <= slot.ovf_r.shape[0]:
@@ -887,7 +1101,7 @@ class CudaBackend(Backend):
             c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64)
             s.synchronize()
         else:
-            r, c = np.nonzero(matches[q0:q0 + n] < 0)
+            r, c = np.nonzero(matches[q0 : q0 + n] < 0)
         return [submit_rescore(queries, library, r + q0, c, params.tolerance, params.modified)]
 
 

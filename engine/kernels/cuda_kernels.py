@@ -192,8 +192,9 @@ def _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift):  # pragma: no 
 
 
 @cuda.jit(device=True)
-def _modified(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol,
-              sp, si, sj, ua, ub):  # pragma: no cover
+def _modified(
+    mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub
+):  # pragma: no cover
     """Modified cosine, same return convention as :func:`_cosine`."""
     shift = pA - pB
     if not (abs(shift) > tol):
@@ -319,18 +320,47 @@ def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
 
 
 @cuda.jit(device=True)
-def _pair(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified,
-          sp, si, sj, ua, ub):  # pragma: no cover
+def _pair(
+    mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified, sp, si, sj, ua, ub
+):  # pragma: no cover
     if modified:
         return _modified(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, sp, si, sj, ua, ub)
     return _cosine(mzL, wL, l0, l1, mzQ, wQ, q0, q1, tol, sp, si, sj, ua, ub)
 
 
 @cuda.jit(cache=True)
-def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec,
-                 q_first, cols, ncols, l_first, tol, modified, ptol, ppm, prune, threshold,
-                 heavy, hcnt, qprune, qheavy, qhcnt, out_s, out_m, ovf_r, ovf_c,
-                 counts):  # pragma: no cover
+def score_kernel(
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    q_first,
+    cols,
+    ncols,
+    l_first,
+    tol,
+    modified,
+    ptol,
+    ppm,
+    prune,
+    threshold,
+    heavy,
+    hcnt,
+    qprune,
+    qheavy,
+    qhcnt,
+    out_s,
+    out_m,
+    ovf_r,
+    ovf_c,
+    counts,
+):  # pragma: no cover
     """Score query rows × library columns, one thread per pair.
 
     Grid ``(ceil(ncols / threads), rows)``.  Row ``r`` is query
@@ -394,8 +424,9 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
         else:
             keep = _heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, q_mz, qa, qb)
         if keep and qprune:
-            keep = _query_heavy_matched(qheavy, qhcnt, q, tol, modified, lp - qp, l_mz,
-                                        l_off[l], l_off[l + 1])
+            keep = _query_heavy_matched(
+                qheavy, qhcnt, q, tol, modified, lp - qp, l_mz, l_off[l], l_off[l + 1]
+            )
         if not keep:
             out_s[r, col] = NOT_SCORED
             out_m[r, col] = 0
@@ -406,11 +437,45 @@ def score_kernel(q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_p
     ua = cuda.local.array(K, uint8)
     ub = cuda.local.array(K, uint8)
     if staged:
-        raw, nm, osum, oflag = _pair(l_mz, l_w, l_off[l], l_off[l + 1], lp,
-                                     sq_mz, sq_w, 0, nqp, qp, tol, modified, sp, si, sj, ua, ub)
+        raw, nm, osum, oflag = _pair(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            lp,
+            sq_mz,
+            sq_w,
+            0,
+            nqp,
+            qp,
+            tol,
+            modified,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+        )
     else:
-        raw, nm, osum, oflag = _pair(l_mz, l_w, l_off[l], l_off[l + 1], lp,
-                                     q_mz, q_w, qa, qb, qp, tol, modified, sp, si, sj, ua, ub)
+        raw, nm, osum, oflag = _pair(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            lp,
+            q_mz,
+            q_w,
+            qa,
+            qb,
+            qp,
+            tol,
+            modified,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+        )
     if oflag:
         bound = (raw + osum) / den
         if prune and bound * (1.0 + 1e-9) + 1e-12 < threshold:
@@ -438,8 +503,9 @@ def _before(ka, ia, kb, ib):  # pragma: no cover
 
 
 @cuda.jit(cache=True)
-def select_kernel(out_s, out_m, segs, min_matches, threshold, top_n,
-                  hit_r, hit_c, hit_s, hit_m, counts):  # pragma: no cover
+def select_kernel(
+    out_s, out_m, segs, min_matches, threshold, top_n, hit_r, hit_c, hit_s, hit_m, counts
+):  # pragma: no cover
     """Per-row, per-segment hits of a scored block: one thread block per (row, segment).
 
     Grid ``(rows, len(segs) - 1)``; segment ``g`` is columns

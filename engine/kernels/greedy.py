@@ -304,8 +304,9 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
 
 
 @njit(cache=True)
-def _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift,
-                     prods, ci, cj, t):  # pragma: no cover
+def _collect_shifted(
+    mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t
+):  # pragma: no cover
     """Append candidates of ``find_matches(..., shift)`` after position ``t``."""
     lo = b0
     for i in range(a0, a1):
@@ -347,8 +348,9 @@ def _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, shift):  # pragma: no cover
 
 
 @njit(cache=True)
-def modified_core(mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol,
-                  sp, si, sj, ua, ub):  # pragma: no cover
+def modified_core(
+    mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub
+):  # pragma: no cover
     """Greedy modified-cosine numerator and match count (matchms ``ModifiedCosineGreedy``).
 
     ``shift = pA - pB`` is added to the m/z of ``B``.  When ``|shift| <= tol``
