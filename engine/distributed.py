@@ -351,10 +351,13 @@ def _score_task(shard: _Shard, block: _QueryBlock, params: SearchParameters, bac
         # shard order is precursor order: take all hits, rank them by library index here
         kernel_params = dataclasses.replace(params, top_n=0)
     size = params.batch_size
-    batches = [Batch(0, len(queries), l0, min(l0 + size, l_hi)) for l0 in range(l_lo, l_hi, size)]
+    batches = [
+        Batch(q0, min(q0 + size, len(queries)), l0, min(l0 + size, l_hi))
+        for q0 in range(0, len(queries), size)
+        for l0 in range(l_lo, l_hi, size)
+    ]
     engine_backend, notes = _worker_backend(backend)
     notes = list(notes)
-    running = HitTable.empty()
     with _KERNEL_LOCK:
         try:
             items = list(engine_backend.run_batches(queries, library, batches, kernel_params))
@@ -367,15 +370,14 @@ def _score_task(shard: _Shard, block: _QueryBlock, params: SearchParameters, bac
             )
             cpu = CpuBackend()
             items = [(b, cpu.score_batch(queries, library, b, kernel_params)) for b in batches]
-    for _, hits in items:
-        mapped = HitTable(
-            block.global_index[hits.query_index],
-            shard.global_index[hits.library_index],
-            hits.score,
-            hits.matches,
-        )
-        running = HitTable.concat([running, mapped]).top_per_query(params.top_n)
-    return running, shard.source, notes
+    hits = HitTable.concat([h for _, h in items])
+    mapped = HitTable(
+        block.global_index[hits.query_index],
+        shard.global_index[hits.library_index],
+        hits.score,
+        hits.matches,
+    )
+    return mapped.top_per_query(params.top_n), shard.source, notes
 
 
 # -- the client side ------------------------------------------------------------------
@@ -525,8 +527,16 @@ class DaskSearchJob:
         workers = sorted(self.client.nthreads())
         n_shards = max(1, min(self._n_shards or len(workers) or 1, n_lib or 1))
         bounds = np.linspace(0, n_lib, n_shards + 1).round().astype(np.int64)
+        # Without a precursor window, larger query blocks make fewer, longer tasks: a
+        # task has a fixed cost (shipping and uploading its queries, draining the
+        # GPU pipeline), so aim at a few tasks per worker.  With a window, blocks
+        # stay small so each one's precursor range (and so its shard set) stays narrow.
+        task_size = p.batch_size
+        if not by_precursor:
+            per_worker = -(-len(queries) // (4 * max(1, len(workers))))
+            task_size = max(p.batch_size, -(-per_worker // p.batch_size) * p.batch_size)
         blocks = []
-        for b, (q0, q1) in enumerate(_growing_blocks(len(queries), p.batch_size)):
+        for b, (q0, q1) in enumerate(_growing_blocks(len(queries), task_size)):
             if by_precursor:
                 lo, hi = _window(queries.precursor_mz[q0:q1], l_prec[:n_lib], p)
             else:
