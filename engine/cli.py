@@ -51,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--min-matches", type=int, default=0, help="minimum matched peaks [0]")
     s.add_argument("--threshold", type=float, default=0.0, help="minimum score [0]")
     s.add_argument("--top", type=int, default=10, help="hits per query, 0 = all [10]")
-    s.add_argument("--preprocess", default="none", help="preset: none, gnps or msas [none]")
+    s.add_argument(
+        "--preprocess",
+        default="none",
+        metavar="SPEC",
+        help="preset (none, gnps, msas), a JSON pipeline spec, or @FILE.json holding one [none]",
+    )
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
     s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
@@ -99,6 +104,14 @@ class _ProgressPrinter:
             sys.stderr.write("\n")
 
 
+def _preprocess_spec(value: str) -> str:
+    """``--preprocess``: a preset name or JSON as given, ``@path`` read from the file."""
+    if value.startswith("@"):
+        with open(value[1:], encoding="utf-8") as fh:
+            return fh.read()
+    return value
+
+
 def _search(args: argparse.Namespace) -> int:
     params = SearchParameters(
         tolerance=args.tolerance,
@@ -111,7 +124,7 @@ def _search(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         top_n=args.top,
         batch_size=args.batch_size,
-        preprocess=args.preprocess,
+        preprocess=_preprocess_spec(args.preprocess),
     )
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
     client = None

@@ -292,10 +292,12 @@ def _load_shard(spec: _ShardSpec, payload: dict | None) -> _Shard:
     else:
         index = payload["global_index"]
         raw, source = _shard_library(payload, np.arange(len(index))), "data"
-    from engine.preprocess import preset
+    from engine.preprocess import pipeline_from_spec
 
     prepared = PreparedSpectra.from_library(
-        preset(spec.preprocess)(raw), mz_power=spec.mz_power, intensity_power=spec.intensity_power
+        pipeline_from_spec(spec.preprocess)(raw),
+        mz_power=spec.mz_power,
+        intensity_power=spec.intensity_power,
     )
     shard = _Shard(prepared, np.asarray(index, dtype=np.int64), source)
     with _LOCK:
@@ -512,12 +514,14 @@ class DaskSearchJob:
             self._on_progress(self.progress)
 
     def _plan(self):
-        from engine.preprocess import preset
+        from engine.preprocess import pipeline_from_spec
 
         p = self.params
         by_precursor = p.precursor_tolerance is not None
         powers = {"mz_power": p.mz_power, "intensity_power": p.intensity_power}
-        queries = PreparedSpectra.from_library(preset(p.preprocess)(self.queries), **powers)
+        queries = PreparedSpectra.from_library(
+            pipeline_from_spec(p.preprocess)(self.queries), **powers
+        )
         q_order = _library_order(queries.precursor_mz, by_precursor)
         if by_precursor:
             queries = queries.reordered(q_order)

@@ -38,8 +38,10 @@ class SearchParameters:
     batch_size : int
         Queries and library spectra per batch (2048 × 2048 by default).
     preprocess : str
-        Name of the preprocessing preset applied to both sides (``"none"``:
-        peaks as in the files, so scores equal matchms).
+        Preprocessing applied to both sides: a preset name (``"none"``: peaks
+        as in the files, so scores equal matchms; ``"gnps"``, ``"msas"``) or a
+        pipeline spec in JSON (:func:`engine.preprocess.pipeline_spec`).  A JSON
+        spec is checked and stored in its canonical one-line form.
     """
 
     tolerance: float = 0.1
@@ -71,6 +73,10 @@ class SearchParameters:
             raise ValueError("top_n must be >= 0 (0 keeps all hits)")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        from engine.preprocess import pipeline_from_spec, pipeline_spec
+
+        canonical = pipeline_spec(pipeline_from_spec(self.preprocess))
+        object.__setattr__(self, "preprocess", canonical)
 
     @property
     def modified(self) -> bool:

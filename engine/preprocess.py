@@ -8,11 +8,16 @@ sorted by m/z.
 
 A :class:`Pipeline` chains filters by name; :func:`preset` gives the named
 pipelines ``"none"`` (the default: peaks as in the file), ``"gnps"`` and
-``"msas"``.
+``"msas"``.  :attr:`SearchParameters.preprocess <engine.SearchParameters>` holds
+either a preset name or a pipeline spec in JSON (:func:`pipeline_spec`), read
+with :func:`pipeline_from_spec`.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -24,10 +29,15 @@ from engine.library import SpectrumLibrary
 
 __all__ = [
     "FILTERS",
+    "FILTER_PARAMETERS",
+    "FilterParameter",
+    "PRESETS",
     "Pipeline",
     "Step",
     "keep_top_k",
     "normalize_intensity",
+    "pipeline_from_spec",
+    "pipeline_spec",
     "preset",
     "relative_intensity_threshold",
     "remove_precursor_peaks",
@@ -351,3 +361,177 @@ def preset(name: str) -> Pipeline:
     if name not in presets:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(presets)}")
     return Pipeline(presets[name], name)
+
+
+# -- pipeline specs ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FilterParameter:
+    """One keyword parameter of a filter, as pipeline specs and editors see it.
+
+    Attributes
+    ----------
+    name : str
+        Keyword of the filter function.
+    kind : type
+        ``float``, ``int`` or ``str``.
+    default : object
+        The filter's default (for ``keep_top_k``'s required ``k``: the value a
+        new step starts with).
+    minimum, maximum : float or None
+        Allowed range (inclusive); None: unbounded.
+    choices : tuple of str
+        Allowed values of a ``str`` parameter.
+    """
+
+    name: str
+    kind: type
+    default: object
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+#: Parameters of every filter of :data:`FILTERS`, in signature order.
+FILTER_PARAMETERS: Mapping[str, tuple[FilterParameter, ...]] = MappingProxyType(
+    {
+        "select_mz_range": (
+            FilterParameter("min_mz", float, 0.0, 0.0),
+            FilterParameter("max_mz", float, math.inf, 0.0),
+        ),
+        "remove_precursor_peaks": (FilterParameter("tolerance", float, 17.0, 0.0),),
+        "relative_intensity_threshold": (FilterParameter("min_relative", float, 0.01, 0.0, 1.0),),
+        "keep_top_k": (FilterParameter("k", int, 100, 0),),
+        "window_filter": (
+            FilterParameter("k", int, 6, 0),
+            FilterParameter("window", float, 50.0, 0.0),
+        ),
+        "scale_intensity": (
+            FilterParameter("method", str, "sqrt", choices=("sqrt", "log", "none")),
+        ),
+        "normalize_intensity": (),
+    }
+)
+
+
+def _check_value(where: str, spec: FilterParameter, value: object) -> object:
+    """``value`` as ``spec.kind``, or a ValueError that names the step and parameter."""
+    name = f"{where}: {spec.name}"
+    if spec.kind is str:
+        if not isinstance(value, str) or value not in spec.choices:
+            raise ValueError(f"{name} must be one of {', '.join(spec.choices)}, not {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        what = "an integer" if spec.kind is int else "a number"
+        raise ValueError(f"{name} must be {what}, not {value!r}")
+    if spec.kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"{name} must be an integer, not {value!r}")
+        value = int(value)
+    else:
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError(f"{name} must be a number, not NaN")
+    if spec.minimum is not None and value < spec.minimum:
+        raise ValueError(f"{name} must be >= {spec.minimum:g}, not {value!r}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ValueError(f"{name} must be <= {spec.maximum:g}, not {value!r}")
+    return value
+
+
+def _checked_step(number: int, item: object) -> Step:
+    """Step ``number`` (1-based) of a spec: ``[name, {params}]``, ``[name]`` or ``name``."""
+    if isinstance(item, str):
+        item = [item]
+    if not isinstance(item, list | tuple) or not 1 <= len(item) <= 2:
+        raise ValueError(
+            f"preprocessing step {number} must be [filter name, {{parameters}}], not {item!r}"
+        )
+    name = item[0]
+    params = item[1] if len(item) == 2 else {}
+    if not isinstance(name, str) or name not in FILTERS:
+        raise ValueError(
+            f"preprocessing step {number}: unknown filter {name!r}; known: {', '.join(FILTERS)}"
+        )
+    where = f"preprocessing step {number} ({name})"
+    if not isinstance(params, Mapping):
+        raise ValueError(f"{where}: parameters must be a JSON object, not {params!r}")
+    known = {p.name: p for p in FILTER_PARAMETERS[name]}
+    checked = {}
+    for key, value in params.items():
+        if key not in known:
+            takes = ", ".join(known) or "no parameters"
+            raise ValueError(f"{where}: unknown parameter {key!r}; {name} takes {takes}")
+        checked[key] = _check_value(where, known[key], value)
+    signature = inspect.signature(FILTERS[name])
+    for key, p in list(signature.parameters.items())[1:]:
+        if p.default is inspect.Parameter.empty and key not in checked:
+            raise ValueError(f"{where}: parameter {key!r} is required")
+    if name == "select_mz_range":
+        lo = checked.get("min_mz", known["min_mz"].default)
+        hi = checked.get("max_mz", known["max_mz"].default)
+        if lo > hi:
+            raise ValueError(f"{where}: min_mz ({lo:g}) must not exceed max_mz ({hi:g})")
+    return Step(name, checked)
+
+
+def pipeline_from_spec(spec: str) -> Pipeline:
+    """The pipeline a :attr:`SearchParameters.preprocess` value names.
+
+    Parameters
+    ----------
+    spec : str
+        A preset name (``"none"``, ``"gnps"``, ``"msas"``), or a pipeline in JSON
+        as :func:`pipeline_spec` writes it: ``{"name": "custom", "steps":
+        [["remove_precursor_peaks", {"tolerance": 17.0}], ["normalize_intensity", {}]]}``
+        (a bare list of steps is accepted too; a step may be just its filter name).
+        Filter names are those of :data:`FILTERS`; parameters are checked
+        against :data:`FILTER_PARAMETERS` (names, types and ranges).
+
+    Returns
+    -------
+    Pipeline
+
+    Raises
+    ------
+    ValueError
+        Unknown preset, invalid JSON, or a bad step or parameter; the message
+        names the step and the parameter.
+    """
+    if not isinstance(spec, str):
+        raise ValueError(f"preprocessing must be a preset name or a JSON spec, not {spec!r}")
+    text = spec.strip()
+    if not text.startswith(("{", "[")):
+        if text in _PRESETS:
+            return preset(text)
+        raise ValueError(
+            f"unknown preprocessing {spec!r}: give a preset ({', '.join(_PRESETS)}) "
+            "or a JSON pipeline spec"
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"preprocessing spec is not valid JSON ({exc})") from None
+    if isinstance(data, list):
+        data = {"steps": data}
+    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+        raise ValueError('a preprocessing spec needs a list of "steps"')
+    unknown = set(data) - {"name", "steps"}
+    if unknown:
+        raise ValueError(f"preprocessing spec: unknown keys {', '.join(sorted(unknown))}")
+    name = data.get("name", "custom")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"preprocessing spec: name must be a non-empty string, not {name!r}")
+    steps = tuple(_checked_step(n, item) for n, item in enumerate(data["steps"], 1))
+    return Pipeline(steps, name)
+
+
+def pipeline_spec(pipeline: Pipeline) -> str:
+    """The :attr:`SearchParameters.preprocess` value of ``pipeline``.
+
+    The preset's name when ``pipeline`` is an unchanged preset, else
+    :meth:`Pipeline.to_dict` as one line of JSON (sorted keys, compact), which
+    :func:`pipeline_from_spec` reads back to an equal pipeline.
+    """
+    if pipeline.name in _PRESETS and tuple(pipeline.steps) == _PRESETS[pipeline.name]:
+        return pipeline.name
+    return json.dumps(pipeline.to_dict(), sort_keys=True, separators=(",", ":"))

@@ -283,10 +283,10 @@ class SearchJob:
                     return
 
     def _plan(self) -> _Plan:
-        from engine.preprocess import preset
+        from engine.preprocess import pipeline_from_spec
 
         p = self.params
-        pipeline = preset(p.preprocess)
+        pipeline = pipeline_from_spec(p.preprocess)
         powers = {"mz_power": p.mz_power, "intensity_power": p.intensity_power}
         queries = PreparedSpectra.from_library(pipeline(self.queries), **powers)
         library = PreparedSpectra.from_library(pipeline(self.library), **powers)
@@ -392,11 +392,11 @@ def score_matrix(
     Meant for blocks of up to a few thousand × a few thousand spectra; filters
     (threshold, top-N, precursor window) do not apply.
     """
-    from engine.preprocess import preset
+    from engine.preprocess import pipeline_from_spec
 
     params = params or SearchParameters()
     engine_backend = backend if isinstance(backend, Backend) else get_backend(backend)
-    pipeline = preset(params.preprocess)
+    pipeline = pipeline_from_spec(params.preprocess)
     powers = {"mz_power": params.mz_power, "intensity_power": params.intensity_power}
     q = PreparedSpectra.from_library(pipeline(queries), **powers)
     l = PreparedSpectra.from_library(pipeline(library), **powers)

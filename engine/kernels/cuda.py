@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +38,7 @@ from numba import njit, prange
 
 from engine.backends import Backend, Batch, PreparedSpectra
 from engine.hits import HitTable
-from engine.kernels.greedy import SCRATCH_SIZE, cosine_core, modified_core
+from engine.kernels.rescore import PendingScores, rescore_pairs, submit_rescore
 from engine.params import SearchParameters
 
 __all__ = ["CudaBackend", "PendingScores", "gpu_status", "rescore_pairs", "submit_rescore"]
@@ -97,194 +95,6 @@ def _device_name(cuda: Any) -> str:
     except AttributeError:  # the simulator
         name = cuda.gpus[0].name if hasattr(cuda.gpus[0], "name") else "CUDA simulator"
     return name.decode() if isinstance(name, bytes) else str(name)
-
-
-# --------------------------------------------------------------------------- #
-# exact host rescoring of flagged pairs (worker threads, off the GPU's path)
-# --------------------------------------------------------------------------- #
-@njit(cache=True, nogil=True)
-def _rescore_kernel(
-    qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec, tol, modified, mlen
-):  # pragma: no cover
-    """Serial exact scores of pairs ``(qs[k], ls[k])``; releases the GIL (worker threads)."""
-    n = qs.shape[0]
-    scores = np.zeros(n, dtype=np.float64)
-    matches = np.zeros(n, dtype=np.int32)
-    sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
-    si = np.empty(SCRATCH_SIZE, dtype=np.int64)
-    sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
-    ua = np.empty(mlen, dtype=np.bool_)
-    ub = np.empty(mlen, dtype=np.bool_)
-    for k in range(n):
-        q = qs[k]
-        l = ls[k]
-        den = l_norm[l] * q_norm[q]
-        if den == 0.0:
-            continue
-        if modified:
-            raw, nm = modified_core(
-                l_mz,
-                l_w,
-                l_off[l],
-                l_off[l + 1],
-                l_prec[l],
-                q_mz,
-                q_w,
-                q_off[q],
-                q_off[q + 1],
-                q_prec[q],
-                tol,
-                sp,
-                si,
-                sj,
-                ua,
-                ub,
-            )
-        else:
-            raw, nm = cosine_core(
-                l_mz,
-                l_w,
-                l_off[l],
-                l_off[l + 1],
-                q_mz,
-                q_w,
-                q_off[q],
-                q_off[q + 1],
-                tol,
-                sp,
-                si,
-                sj,
-                ua,
-                ub,
-            )
-        if nm > 0:
-            scores[k] = raw / den
-            matches[k] = nm
-    return scores, matches
-
-
-#: Pairs per rescoring task (one worker thread each).
-RESCORE_CHUNK = 64
-
-_POOL_LOCK = threading.Lock()
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _rescore_pool() -> ThreadPoolExecutor:
-    """The shared worker threads of the rescoring (all cores but two, at least one)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            workers = max(1, min(32, (os.cpu_count() or 2) - 2))
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="simms-rescore")
-        return _POOL
-
-
-class PendingScores:
-    """Exact scores of listed pairs being computed by worker threads.
-
-    Attributes
-    ----------
-    q_index, l_index : ndarray of int64
-        The pairs, as submitted.
-    """
-
-    def __init__(self, q_index: np.ndarray, l_index: np.ndarray, futures: list[Future]) -> None:
-        self.q_index, self.l_index = q_index, l_index
-        self._futures = futures
-
-    def done(self) -> bool:
-        """True when every worker finished (``result`` will not block)."""
-        return all(f.done() for f in self._futures)
-
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(scores float64, matches int32)`` of the pairs, in submission order."""
-        if not self._futures:
-            return np.empty(0, np.float64), np.empty(0, np.int32)
-        parts = [f.result() for f in self._futures]
-        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
-
-
-def submit_rescore(
-    queries: PreparedSpectra,
-    library: PreparedSpectra,
-    q_index: np.ndarray,
-    l_index: np.ndarray,
-    tolerance: float,
-    modified: bool,
-) -> PendingScores:
-    """Start the exact CPU scoring of listed pairs on worker threads; return at once.
-
-    Parameters are those of :func:`rescore_pairs`.
-
-    Returns
-    -------
-    PendingScores
-    """
-    q_index = np.ascontiguousarray(q_index, dtype=np.int64)
-    l_index = np.ascontiguousarray(l_index, dtype=np.int64)
-    if len(q_index) == 0:
-        return PendingScores(q_index, l_index, [])
-    mlen = int(
-        max(
-            SCRATCH_SIZE,
-            np.diff(queries.offsets).max(initial=0),
-            np.diff(library.offsets).max(initial=0),
-        )
-    )
-    q, lib = queries, library
-    pool = _rescore_pool()
-    futures = []
-    for k in range(0, len(q_index), RESCORE_CHUNK):
-        futures.append(
-            pool.submit(
-                _rescore_kernel,
-                q_index[k : k + RESCORE_CHUNK],
-                l_index[k : k + RESCORE_CHUNK],
-                q.mz,
-                q.weight,
-                q.offsets,
-                q.norm,
-                q.precursor_mz,
-                lib.mz,
-                lib.weight,
-                lib.offsets,
-                lib.norm,
-                lib.precursor_mz,
-                float(tolerance),
-                bool(modified),
-                mlen,
-            )
-        )
-    return PendingScores(q_index, l_index, futures)
-
-
-def rescore_pairs(
-    queries: PreparedSpectra,
-    library: PreparedSpectra,
-    q_index: np.ndarray,
-    l_index: np.ndarray,
-    tolerance: float,
-    modified: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
-
-    Parameters
-    ----------
-    queries, library : PreparedSpectra
-    q_index, l_index : ndarray of int
-        Pair ``k`` is query ``q_index[k]`` × library spectrum ``l_index[k]``.
-    tolerance : float
-        Fragment tolerance (Da).
-    modified : bool
-        Modified cosine instead of cosine.
-
-    Returns
-    -------
-    scores : ndarray of float64
-    matches : ndarray of int32
-    """
-    return submit_rescore(queries, library, q_index, l_index, tolerance, modified).result()
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -697,6 +507,8 @@ class CudaBackend(Backend):
         self.dense(spectra, spectra, params, compact=True)
         rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
         rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
+        # the host-side merge of per-batch hits (SearchJob) is a numba kernel too
+        HitTable.from_arrays([0, 0], [0, 1], [0.5, 0.4], [1, 1]).top_per_query(1)
         self.warmed_up = True
 
     # -- residency ----------------------------------------------------------------

@@ -50,9 +50,9 @@ def compute_pair(
 
     Modified cosine passes both precursor m/z to ``engine.matching.greedy_matches``.
     """
-    from engine.preprocess import preset
+    from engine.preprocess import pipeline_from_spec
 
-    pipeline = preset(params.preprocess)
+    pipeline = pipeline_from_spec(params.preprocess)
     q = pipeline(queries.subset([query_index]))
     lib = pipeline(library.subset([library_index]))
     qmz, qint = q.peaks(0)

@@ -1,0 +1,206 @@
+"""Exact host rescoring of pair lists (the pairs a GPU tile flagged).
+
+A GPU tile flags the pairs whose candidate component is too large for its
+on-chip scratch; they are rescored here, exactly, with the CPU cores of
+:mod:`engine.kernels.greedy`, in worker threads (the numba kernel releases the
+GIL) so the GPU pipeline never waits for them unless their batch is next.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+from numba import njit
+
+from engine.backends import PreparedSpectra
+from engine.kernels.greedy import SCRATCH_SIZE, cosine_core, modified_core
+
+__all__ = ["PendingScores", "rescore_pairs", "submit_rescore"]
+
+
+@njit(cache=True, nogil=True)
+def _rescore_kernel(
+    qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec, tol, modified, mlen
+):  # pragma: no cover
+    """Serial exact scores of pairs ``(qs[k], ls[k])``; releases the GIL (worker threads)."""
+    n = qs.shape[0]
+    scores = np.zeros(n, dtype=np.float64)
+    matches = np.zeros(n, dtype=np.int32)
+    sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
+    si = np.empty(SCRATCH_SIZE, dtype=np.int64)
+    sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
+    ua = np.empty(mlen, dtype=np.bool_)
+    ub = np.empty(mlen, dtype=np.bool_)
+    for k in range(n):
+        q = qs[k]
+        l = ls[k]
+        den = l_norm[l] * q_norm[q]
+        if den == 0.0:
+            continue
+        if modified:
+            raw, nm = modified_core(
+                l_mz,
+                l_w,
+                l_off[l],
+                l_off[l + 1],
+                l_prec[l],
+                q_mz,
+                q_w,
+                q_off[q],
+                q_off[q + 1],
+                q_prec[q],
+                tol,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
+        else:
+            raw, nm = cosine_core(
+                l_mz,
+                l_w,
+                l_off[l],
+                l_off[l + 1],
+                q_mz,
+                q_w,
+                q_off[q],
+                q_off[q + 1],
+                tol,
+                sp,
+                si,
+                sj,
+                ua,
+                ub,
+            )
+        if nm > 0:
+            scores[k] = raw / den
+            matches[k] = nm
+    return scores, matches
+
+
+#: Pairs per rescoring task (one worker thread each).
+RESCORE_CHUNK = 64
+
+_POOL_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _rescore_pool() -> ThreadPoolExecutor:
+    """The shared worker threads of the rescoring (all cores but two, at least one)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            workers = max(1, min(32, (os.cpu_count() or 2) - 2))
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="simms-rescore")
+        return _POOL
+
+
+class PendingScores:
+    """Exact scores of listed pairs being computed by worker threads.
+
+    Attributes
+    ----------
+    q_index, l_index : ndarray of int64
+        The pairs, as submitted.
+    """
+
+    def __init__(self, q_index: np.ndarray, l_index: np.ndarray, futures: list[Future]) -> None:
+        self.q_index, self.l_index = q_index, l_index
+        self._futures = futures
+
+    def done(self) -> bool:
+        """True when every worker finished (``result`` will not block)."""
+        return all(f.done() for f in self._futures)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores float64, matches int32)`` of the pairs, in submission order."""
+        if not self._futures:
+            return np.empty(0, np.float64), np.empty(0, np.int32)
+        parts = [f.result() for f in self._futures]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+
+def submit_rescore(
+    queries: PreparedSpectra,
+    library: PreparedSpectra,
+    q_index: np.ndarray,
+    l_index: np.ndarray,
+    tolerance: float,
+    modified: bool,
+) -> PendingScores:
+    """Start the exact CPU scoring of listed pairs on worker threads; return at once.
+
+    Parameters are those of :func:`rescore_pairs`.
+
+    Returns
+    -------
+    PendingScores
+    """
+    q_index = np.ascontiguousarray(q_index, dtype=np.int64)
+    l_index = np.ascontiguousarray(l_index, dtype=np.int64)
+    if len(q_index) == 0:
+        return PendingScores(q_index, l_index, [])
+    mlen = int(
+        max(
+            SCRATCH_SIZE,
+            np.diff(queries.offsets).max(initial=0),
+            np.diff(library.offsets).max(initial=0),
+        )
+    )
+    q, lib = queries, library
+    pool = _rescore_pool()
+    futures = []
+    for k in range(0, len(q_index), RESCORE_CHUNK):
+        futures.append(
+            pool.submit(
+                _rescore_kernel,
+                q_index[k : k + RESCORE_CHUNK],
+                l_index[k : k + RESCORE_CHUNK],
+                q.mz,
+                q.weight,
+                q.offsets,
+                q.norm,
+                q.precursor_mz,
+                lib.mz,
+                lib.weight,
+                lib.offsets,
+                lib.norm,
+                lib.precursor_mz,
+                float(tolerance),
+                bool(modified),
+                mlen,
+            )
+        )
+    return PendingScores(q_index, l_index, futures)
+
+
+def rescore_pairs(
+    queries: PreparedSpectra,
+    library: PreparedSpectra,
+    q_index: np.ndarray,
+    l_index: np.ndarray,
+    tolerance: float,
+    modified: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
+
+    Parameters
+    ----------
+    queries, library : PreparedSpectra
+    q_index, l_index : ndarray of int
+        Pair ``k`` is query ``q_index[k]`` × library spectrum ``l_index[k]``.
+    tolerance : float
+        Fragment tolerance (Da).
+    modified : bool
+        Modified cosine instead of cosine.
+
+    Returns
+    -------
+    scores : ndarray of float64
+    matches : ndarray of int32
+    """
+    return submit_rescore(queries, library, q_index, l_index, tolerance, modified).result()
