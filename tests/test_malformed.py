@@ -197,3 +197,20 @@ def test_truncated_mzml_keeps_spectra_before_break(tmp_path):
     assert last.record == lib.report.records + 1
     full = read_library(DATA / "sample.mzML")
     np.testing.assert_array_equal(lib.peaks(0)[0], full.peaks(0)[0])
+
+
+def test_every_valid_record_of_a_broken_file_is_searched(tmp_path, capsys):
+    from engine.cli import main
+    from engine.export import read_hits
+
+    out = tmp_path / "hits.tsv"
+    corpus = str(CORPUS / "mixed.mgf")
+    status = main(["search", corpus, corpus, "-o", str(out), "--top", "0", "--no-cache"])
+    assert status == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "7 spectra read" in err and "4 skipped" in err
+    cols, _ = read_hits(out)
+    self_hits = cols["query_index"] == cols["library_index"]
+    # each of the 7 spectra kept is searched and finds itself with score 1
+    assert sorted(cols["query_index"][self_hits]) == list(range(7))
+    np.testing.assert_allclose(cols["score"][self_hits], 1.0)
