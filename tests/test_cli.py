@@ -117,3 +117,42 @@ def test_console_script_runs_as_module(data_dir, tmp_path):
     assert "hits from" in proc.stderr
     cols, _ = read_hits(out)
     assert len(cols["score"]) > 0
+
+
+def test_search_equals_matchms_on_large_and_dense_spectra(massbank_library, tmp_path):
+    """`simms search` vs matchms on the largest and most densely peaked MassBank spectra."""
+    counts = massbank_library.peak_counts
+    largest = np.argsort(counts)[-6:]
+    assert counts[largest].min() > 1000
+    gaps = np.array([
+        np.min(np.diff(massbank_library.peaks(i)[0])) if counts[i] > 20 else np.inf
+        for i in range(0, len(massbank_library), 7)
+    ])  # fmt: skip
+    densest = np.argsort(gaps)[:6] * 7
+    others = np.arange(0, len(massbank_library), 2711)[:8]
+    chosen = np.unique(np.r_[largest, densest, others])
+    path = tmp_path / "large_dense.mgf"
+    with open(path, "w") as fh:  # full precision, so both readers see the same peaks
+        for i in chosen:
+            fh.write(
+                f"BEGIN IONS\nTITLE=s{i}\nPEPMASS={float(massbank_library.precursor_mz[i])!r}\n"
+            )
+            peaks = zip(*massbank_library.peaks(i), strict=True)
+            fh.writelines(f"{float(m)!r} {float(x)!r}\n" for m, x in peaks)
+            fh.write("END IONS\n")
+    out = tmp_path / "hits.tsv"
+    args = ["search", str(path), str(path), "-o", str(out), "--top", "0", "-q", "--no-cache"]
+    assert main([*args, "--tolerance", "0.1"]) == 0
+    cols, _ = read_hits(out)
+    ref_score, ref_matches = matchms_scores(path, "cosine", 0.1)
+    got = {
+        (q, l): (s, m)
+        for q, l, s, m in zip(
+            cols["query_index"], cols["library_index"], cols["score"], cols["matches"], strict=True
+        )
+    }
+    expected = np.argwhere(ref_matches >= 1)
+    assert len(got) == len(expected)
+    for q, l in expected:
+        s, m = got[(q, l)]
+        assert m == ref_matches[q, l] and abs(s - ref_score[q, l]) <= 1e-6
