@@ -70,6 +70,16 @@ class SearchHandle:
         return self._controller.error
 
     @property
+    def backend(self) -> str:
+        """The backend asked for: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"dask"``."""
+        return self._controller.backend
+
+    @property
+    def device(self) -> str:
+        """Where the search runs (e.g. the Dask cluster and its workers; "" before it starts)."""
+        return self._controller.backend_device[1]
+
+    @property
     def hits(self) -> HitTable:
         """Hits so far (all of them once :attr:`done`)."""
         if self._done:
@@ -143,6 +153,7 @@ class Viewer:
     >>> viewer.open_library("library.mgf")               # doctest: +SKIP
     >>> viewer.open_queries("queries.mgf")               # doctest: +SKIP
     >>> hits = viewer.search(top_n=5).wait()             # doctest: +SKIP
+    >>> viewer.search(backend="dask", dask_address="tcp://10.0.0.5:8786")  # doctest: +SKIP
     >>> viewer.export_hits("hits.tsv", which="best")     # doctest: +SKIP
     """
 
@@ -204,13 +215,21 @@ class Viewer:
         return None if q is None else q.spectra
 
     # -- search -----------------------------------------------------------------------
-    def search(self, backend: str | None = None, **params) -> SearchHandle:
+    def search(
+        self, backend: str | None = None, dask_address: str | None = None, **params
+    ) -> SearchHandle:
         """Start a search of the queries against the active library; returns at once.
 
         Parameters
         ----------
-        backend : {"auto", "cpu", "cuda"}, optional
-            Default: the search panel's choice.
+        backend : {"auto", "cpu", "cuda", "dask"}, optional
+            Default: the search panel's choice.  ``"dask"`` runs on a Dask cluster.
+        dask_address : str, optional
+            The Dask scheduler, ``tcp://HOST:8786``, or ``local:N`` to start N
+            local worker processes (default: the panel's address).  The client
+            is kept for later searches at the same address and closed with the
+            window.  An unreachable cluster makes :meth:`SearchHandle.wait`
+            raise ``RuntimeError`` with the reason.
         **params
             :class:`~engine.SearchParameters` fields overriding the panel's
             values (``tolerance=0.02, top_n=5, score="modified_cosine"``).
@@ -219,13 +238,25 @@ class Viewer:
         -------
         SearchHandle
             ``.wait()`` for the hits, ``.cancel()`` to stop.
+
+        Raises
+        ------
+        ValueError
+            Invalid parameters, or the ``dask`` backend without an address.
         """
         if self.window.searching:
             raise RuntimeError("a search is already running")
         if self.library is None or self.queries is None:
             raise RuntimeError("open a library and queries first")
-        p = self.window.search_panel.parameters(**params)
-        controller = self.window.start_search(p, backend)
+        panel = self.window.search_panel
+        if (backend or panel.backend_name()) == "dask":
+            from simms_gui._qt.worker import normalize_dask_address
+
+            normalize_dask_address(
+                panel.dask_address_text() if dask_address is None else dask_address
+            )
+        p = panel.parameters(**params)
+        controller = self.window.start_search(p, backend, dask_address)
         if controller is None:
             raise RuntimeError("the search could not start")
         return SearchHandle(self, controller)

@@ -369,7 +369,7 @@ def test_settings_and_recent_files_persist(qtbot, demo):
     names = [Path(path).name for _, path in recent_files()]
     assert names[:2] == [demo_queries_path().name, demo_library_path().name]
     backends = [panel.backend.itemData(i) for i in range(panel.backend.count())]
-    assert backends == ["auto", "cpu", "cuda"]
+    assert backends == ["auto", "cpu", "cuda", "dask"]
 
 
 def test_drop_files_opens_them(qtbot, window, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -33,7 +34,13 @@ from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_panel import SearchPanel
 from simms_gui._qt.settings import add_recent_file, recent_files, settings
 from simms_gui._qt.spectrum_view import PairView, compute_pair
-from simms_gui._qt.worker import SearchController, TaskRunner, run_task
+from simms_gui._qt.worker import (
+    DaskConnection,
+    SearchController,
+    TaskRunner,
+    normalize_dask_address,
+    run_task,
+)
 from simms_gui.resources import demo_library_path, demo_queries_path
 from simms_gui.session import Session, is_spectrum_file
 
@@ -79,6 +86,8 @@ class MainWindow(QMainWindow):
         self._chunks: list[HitTable] = []
         self._tasks: set[TaskRunner] = set()
         self._search_started = 0.0
+        #: The Dask client kept between searches (see :class:`DaskConnection`).
+        self.dask = DaskConnection()
         self.setWindowTitle("SimMS — MS/MS library search")
         self.setAcceptDrops(True)
 
@@ -137,7 +146,7 @@ class MainWindow(QMainWindow):
         self._restore_state()
         self._refresh_files()
         # compile the search kernels while the user looks around, not on first Search
-        warm_up_in_background(self.search_panel.backend.currentData() or "cpu")
+        warm_up_in_background(_local_backend(self.search_panel.backend_name()))
 
     # ------------------------------------------------------------------ building
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -233,6 +242,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         self.search_panel.searchRequested.connect(self.start_search)
         self.search_panel.stopRequested.connect(self.stop_search)
+        self.search_panel.dask_address.editingFinished.connect(self._dask_address_edited)
         self.library_panel.activeChanged.connect(self._set_active_library)
         self.library_panel.removeRequested.connect(self._remove_library)
         self.results.hitSelected.connect(self.show_hit)
@@ -425,7 +435,10 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ search
     def start_search(
-        self, params: SearchParameters | None = None, backend: str | None = None
+        self,
+        params: SearchParameters | None = None,
+        backend: str | None = None,
+        dask_address: str | None = None,
     ) -> SearchController | None:
         """Search the queries against the active library in a worker thread.
 
@@ -433,8 +446,12 @@ class MainWindow(QMainWindow):
         ----------
         params : SearchParameters, optional
             Default: the search panel's parameters (the panel shows what runs).
-        backend : {"auto", "cpu", "cuda"}, optional
-            Default: the panel's choice.
+        backend : {"auto", "cpu", "cuda", "dask"}, optional
+            Default: the panel's choice.  ``"dask"`` runs on the Dask cluster at
+            ``dask_address``; the connection is made in the worker thread and
+            kept for later searches while the address stays the same.
+        dask_address : str, optional
+            ``tcp://HOST:PORT`` or ``local:N`` (default: the panel's field).
 
         Returns
         -------
@@ -460,12 +477,24 @@ class MainWindow(QMainWindow):
             backend = self.search_panel.backend_name()
         else:
             self.search_panel.set_backend(backend)
+        if dask_address is not None:
+            self.search_panel.set_dask_address(dask_address)
+        dask_client = None
+        if backend == "dask":
+            try:
+                address = normalize_dask_address(self.search_panel.dask_address_text())
+            except ValueError as exc:
+                QMessageBox.information(self, "Dask cluster", f"{str(exc).capitalize()}.")
+                return None
+            dask_client = functools.partial(self.dask.client, address)
         self.search_panel.save_settings()
         s.start_hits(params, backend, "")
         self._chunks = []
         self.pair_view.clear()
         self.results.model.clear(s.library_file.name if s.library_file else "")
-        controller = SearchController(s.queries.spectra, s.library, params, backend, self)
+        controller = SearchController(
+            s.queries.spectra, s.library, params, backend, self, dask_client=dask_client
+        )
         controller.chunk.connect(self._on_chunk)
         controller.progress.connect(self.search_panel.show_progress)
         controller.message.connect(self.log)
@@ -476,9 +505,13 @@ class MainWindow(QMainWindow):
         self.search_action.setEnabled(False)
         self.stop_action.setEnabled(True)
         self._search_started = time.perf_counter()
+        where = ""
+        if backend == "dask":
+            connected = self.dask.address == address
+            where = f" on the Dask cluster at {address}" + ("" if connected else " (connecting…)")
         self.log(
             f"Searching {len(s.queries.spectra):,} queries against {len(s.library):,} spectra "
-            f"({params.score}, tolerance {params.tolerance} Da, top {params.top_n or 'all'})"
+            f"({params.score}, tolerance {params.tolerance} Da, top {params.top_n or 'all'}){where}"
         )
         controller.start()
         self.searchStarted.emit()
@@ -498,7 +531,23 @@ class MainWindow(QMainWindow):
             self.results.select_row(0)
 
     def _on_search_failed(self, text: str) -> None:
-        self._error("Search failed", text)
+        dask = self.controller is not None and self.controller.backend == "dask"
+        self._error("Dask cluster" if dask else "Search failed", text)
+
+    def _dask_address_edited(self) -> None:
+        """Close the kept Dask client when the address changed (in the background)."""
+        try:
+            address = normalize_dask_address(self.search_panel.dask_address_text())
+        except ValueError:
+            address = None
+        old = self.dask.address
+        if old is None or old == address or self.searching:
+            return  # a running search closes the old client when the next one starts
+        self._start_task(
+            self.dask.close,
+            lambda _result, old=old: self.log(f"Closed the connection to {old}"),
+            lambda exc: self.log(f"Closing {old}: {exc}"),
+        )
 
     def _on_search_finished(self, cancelled: bool) -> None:
         controller = self.controller
@@ -521,7 +570,10 @@ class MainWindow(QMainWindow):
         self.search_panel.show_done(f"{state} · {len(s.hits):,} hits")
         self.search_action.setEnabled(True)
         self.stop_action.setEnabled(False)
-        self.log(f"Search {state}: {len(s.hits):,} hits in {elapsed:.1f} s{where}")
+        if state == "failed":  # the status bar keeps the reason
+            self.log(f"Search failed after {elapsed:.1f} s: {controller.error}")
+        else:
+            self.log(f"Search {state}: {len(s.hits):,} hits in {elapsed:.1f} s{where}")
         self.searchFinished.emit(cancelled)
 
     @property
@@ -682,7 +734,7 @@ class MainWindow(QMainWindow):
             if self.session.hits_queries is None
             else self.session.params
         )
-        backend = self.search_panel.backend_name()
+        backend = _local_backend(self.search_panel.backend_name())
         self.tabs.setCurrentIndex(1)
         self.heatmap_panel.set_busy(f"Computing {request.title}…")
 
@@ -725,6 +777,7 @@ class MainWindow(QMainWindow):
             self.controller.wait(30000)
         for runner in list(self._tasks):
             runner.wait(30000)
+        self.dask.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.save_state()
@@ -740,6 +793,11 @@ class MainWindow(QMainWindow):
             f"SimMS desktop {__version__}\n\nExact greedy-cosine search of MS/MS spectral "
             "libraries (the score of matchms CosineGreedy), on the CPU or an NVIDIA GPU.",
         )
+
+
+def _local_backend(name: str) -> str:
+    """The backend of work done in this process (heatmaps, warm-up): Dask means auto."""
+    return "auto" if name == "dask" else name
 
 
 def _score_name(params: SearchParameters) -> str:

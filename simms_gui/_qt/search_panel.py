@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 
 from PyQt6.QtCore import Qt, pyqtSignal
@@ -14,6 +15,7 @@ from PyQt6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -22,9 +24,11 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import SearchParameters, SearchProgress, available_backends, gpu_status
+from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
+from simms_gui._qt.preprocess_dialog import PreprocessDialog, matching_preset, pipeline_summary
 from simms_gui._qt.settings import load_json, save_json
 
-__all__ = ["SearchPanel", "preset_names", "detected_backends"]
+__all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
 
 _SCORES = (("cosine", "Cosine (greedy)"), ("modified_cosine", "Modified cosine"))
 _PRECURSOR_UNITS = (("off", "Off"), ("Da", "Da"), ("ppm", "ppm"))
@@ -49,6 +53,21 @@ def detected_backends() -> dict[str, str]:
         return dict(available_backends())
     except Exception:  # detection must never stop the window from opening
         return {"cpu": "CPU"}
+
+
+@functools.cache
+def dask_available() -> bool:
+    """True when dask.distributed can be imported (searches on a Dask cluster)."""
+    return importlib.util.find_spec("distributed") is not None
+
+
+#: Tooltip of the Dask address field.
+DASK_ADDRESS_TIP = (
+    "Address of the Dask scheduler, tcp://HOST:8786 (start one with `dask scheduler` and "
+    "`dask worker tcp://HOST:8786` on each machine), or local:N to start N worker "
+    "processes on this computer (closed with the window). The connection is kept "
+    "between searches while the address stays the same."
+)
 
 
 @functools.cache
@@ -98,9 +117,27 @@ class SearchPanel(QWidget):
         self.preprocess = QComboBox()
         for name in preset_names():
             self.preprocess.addItem(name, name)
-        self.preprocess.setToolTip("Peak preprocessing applied to queries and library")
+            self.preprocess.setItemData(
+                self.preprocess.count() - 1,
+                pipeline_summary(pipeline_from_spec(name)),
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        self.preprocess.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.preprocess.setMinimumContentsLength(8)
+        self._custom_spec: str | None = None
+        self.preprocess_edit = QPushButton("Edit…")
+        self.preprocess_edit.setToolTip(
+            "Edit the preprocessing steps and their parameters (the result is the 'custom' entry)"
+        )
+        self.preprocess_dialog: PreprocessDialog | None = None
         self.backend = QComboBox()
         self._fill_backends()
+        self.dask_address = QLineEdit()
+        self.dask_address.setPlaceholderText("tcp://HOST:8786")
+        self.dask_address.setToolTip(DASK_ADDRESS_TIP)
+        self.dask_address.setClearButtonEnabled(True)
 
         precursor = QHBoxLayout()
         precursor.setContentsMargins(0, 0, 0, 0)
@@ -115,8 +152,14 @@ class SearchPanel(QWidget):
         form.addRow("Min. matches", self.min_matches)
         form.addRow("Threshold", self.threshold)
         form.addRow("Top N", self.top_n)
-        form.addRow("Preprocessing", self.preprocess)
+        preprocessing = QHBoxLayout()
+        preprocessing.setContentsMargins(0, 0, 0, 0)
+        preprocessing.addWidget(self.preprocess, 1)
+        preprocessing.addWidget(self.preprocess_edit)
+        form.addRow("Preprocessing", preprocessing)
         form.addRow("Backend", self.backend)
+        form.addRow("Cluster", self.dask_address)
+        self.form = form
 
         self.search_button = QPushButton("Search")
         self.search_button.setDefault(True)
@@ -146,9 +189,13 @@ class SearchPanel(QWidget):
         layout.addWidget(box)
 
         self.precursor_unit.currentIndexChanged.connect(self._precursor_unit_changed)
+        self.preprocess.currentIndexChanged.connect(self._preprocess_changed)
+        self.preprocess_edit.clicked.connect(lambda: self.edit_preprocessing())
+        self.backend.currentIndexChanged.connect(self._backend_changed)
         self.search_button.clicked.connect(self.searchRequested)
         self.stop_button.clicked.connect(self.stopRequested)
         self.set_parameters(SearchParameters())
+        self._backend_changed()
         self.load_settings()
 
     # -- parameters -------------------------------------------------------------------
@@ -168,6 +215,23 @@ class SearchPanel(QWidget):
         self.backend.setItemData(
             0, "CUDA when a usable GPU is present, else the CPU", Qt.ItemDataRole.ToolTipRole
         )
+        self.backend.addItem("Dask cluster…", "dask")
+        index = self.backend.count() - 1
+        if dask_available():
+            tip = "Run on a Dask cluster (each worker on its GPU when it has one): " + (
+                "give its address below, or local:N for N worker processes here"
+            )
+        else:
+            tip = "Dask is not installed: pip install 'simms-desktop[dask]'"
+            model = self.backend.model()
+            if isinstance(model, QStandardItemModel):
+                model.item(index).setEnabled(False)
+        self.backend.setItemData(index, tip, Qt.ItemDataRole.ToolTipRole)
+
+    def _backend_changed(self) -> None:
+        dask = self.backend_name() == "dask"
+        self.form.setRowVisible(self.dask_address, dask)
+        self.dask_address.setEnabled(dask)
 
     def _precursor_unit_changed(self) -> None:
         unit = self.precursor_unit.currentData()
@@ -201,16 +265,95 @@ class SearchPanel(QWidget):
         self.min_matches.setValue(params.min_matches)
         self.threshold.setValue(params.threshold)
         self.top_n.setValue(params.top_n)
-        if self.preprocess.findData(params.preprocess) < 0:
-            self.preprocess.addItem(params.preprocess, params.preprocess)
-        _select(self.preprocess, params.preprocess)
+        self.set_preprocess(params.preprocess)
         d = params.to_dict()
         self._hidden = {k: d[k] for k in ("mz_power", "intensity_power", "batch_size")}
         self._precursor_unit_changed()
 
+    # -- preprocessing ----------------------------------------------------------------
+    def set_preprocess(self, spec: str | Pipeline) -> None:
+        """Show preprocessing ``spec`` (a preset name, a JSON spec or a Pipeline).
+
+        A pipeline with exactly a preset's steps selects the preset; any other
+        becomes the "custom" entry.  Raises ValueError for an invalid spec.
+        """
+        pipeline = spec if isinstance(spec, Pipeline) else pipeline_from_spec(spec)
+        name = matching_preset(pipeline)
+        if name is not None and self.preprocess.findData(name) >= 0:
+            _select(self.preprocess, name)
+            return
+        self._set_custom(pipeline_spec(pipeline))
+        _select(self.preprocess, self._custom_spec)
+
+    def _set_custom(self, spec: str) -> None:
+        """Make ``spec`` the "custom" entry (one at most)."""
+        pipeline = pipeline_from_spec(spec)
+        text = f"custom: {pipeline_summary(pipeline)}"
+        index = self.preprocess.findData(self._custom_spec) if self._custom_spec else -1
+        if index < 0:
+            self.preprocess.addItem(text, spec)
+            index = self.preprocess.count() - 1
+        else:
+            self.preprocess.setItemText(index, text)
+            self.preprocess.setItemData(index, spec)
+        self.preprocess.setItemData(index, text, Qt.ItemDataRole.ToolTipRole)
+        self._custom_spec = spec
+        self._preprocess_changed()
+
+    def custom_preprocess(self) -> str | None:
+        """The spec of the "custom" entry (None when there is none)."""
+        return self._custom_spec
+
+    def preprocess_summary(self) -> str:
+        """The text of the chosen preprocessing (``custom: a(1) → b`` for a custom one)."""
+        return self.preprocess.currentText()
+
+    def _preprocess_changed(self) -> None:
+        spec = self.preprocess.currentData()
+        try:
+            summary = pipeline_summary(pipeline_from_spec(spec)) if spec else ""
+        except ValueError:
+            summary = ""
+        self.preprocess.setToolTip(
+            f"Peak preprocessing applied to queries and library: {summary}"
+            if summary
+            else "Peak preprocessing applied to queries and library"
+        )
+
+    def edit_preprocessing(self) -> PreprocessDialog:
+        """Open the pipeline editor on the chosen preprocessing; OK applies it.
+
+        The dialog is window-modal and returns at once (it is also kept as
+        ``preprocess_dialog``).
+        """
+        spec = self.preprocess.currentData() or "none"
+        pipeline = pipeline_from_spec(spec)
+        dialog = PreprocessDialog(pipeline, matching_preset(pipeline), self)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.accepted.connect(lambda d=dialog: self._dialog_accepted(d))
+        dialog.finished.connect(lambda _result, d=dialog: d.deleteLater())
+        self.preprocess_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _dialog_accepted(self, dialog: PreprocessDialog) -> None:
+        self.set_preprocess(dialog.pipeline())
+        if self.preprocess_dialog is dialog:
+            self.preprocess_dialog = None
+        self.save_settings()
+
+    # -- backend ----------------------------------------------------------------------
     def backend_name(self) -> str:
-        """``"auto"``, ``"cpu"`` or ``"cuda"``."""
+        """``"auto"``, ``"cpu"``, ``"cuda"`` or ``"dask"``."""
         return self.backend.currentData() or "auto"
+
+    def dask_address_text(self) -> str:
+        """The Dask scheduler address typed (stripped; ``local:N`` for a local cluster)."""
+        return self.dask_address.text().strip()
+
+    def set_dask_address(self, address: str) -> None:
+        """Show ``address`` in the Dask address field."""
+        self.dask_address.setText(str(address).strip())
 
     def set_backend(self, name: str) -> None:
         """Choose the backend by name (a disabled GPU entry falls back to auto)."""
@@ -228,6 +371,15 @@ class SearchPanel(QWidget):
         data = load_json(SETTINGS_KEY)
         if not isinstance(data, dict):
             return
+        custom = data.get("custom_preprocess")
+        if isinstance(custom, str):
+            try:
+                pipeline = pipeline_from_spec(custom)
+            except ValueError:
+                pipeline = None
+            if pipeline is not None and matching_preset(pipeline) is None:
+                self._set_custom(pipeline_spec(pipeline))
+        self.set_dask_address(str(data.get("dask_address", "") or ""))
         try:
             self.set_parameters(SearchParameters.from_dict(data.get("params", {})))
         except (TypeError, ValueError):
@@ -237,7 +389,13 @@ class SearchPanel(QWidget):
     def save_settings(self) -> None:
         """Store the parameters and backend in QSettings."""
         save_json(
-            SETTINGS_KEY, {"params": self.parameters().to_dict(), "backend": self.backend_name()}
+            SETTINGS_KEY,
+            {
+                "params": self.parameters().to_dict(),
+                "backend": self.backend_name(),
+                "dask_address": self.dask_address_text(),
+                "custom_preprocess": self._custom_spec,
+            },
         )
 
     # -- running state ----------------------------------------------------------------

@@ -4,10 +4,16 @@ The search follows napari/Orange3: a QObject worker moved to a QThread runs the
 engine's :class:`~engine.SearchJob` generator and sends each final hit chunk
 (already turned into display columns) through a queued signal, so the GUI
 thread only appends rows.  Progress signals are throttled to ~10 per second.
+
+With the ``"dask"`` backend the worker first gets a client from a
+:class:`DaskConnection` (connecting, off the GUI thread, when needed) and runs
+:class:`engine.distributed.DaskSearchJob`, which streams chunks the same way.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -15,11 +21,101 @@ from collections.abc import Callable
 from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 
 from engine import SearchJob, SearchParameters, SearchProgress, SpectrumLibrary
+from engine.distributed import ClusterError
 from engine.export import hit_columns
 
-__all__ = ["SearchWorker", "SearchController", "TaskRunner", "run_task"]
+__all__ = [
+    "DaskConnection",
+    "SearchWorker",
+    "SearchController",
+    "TaskRunner",
+    "normalize_dask_address",
+    "run_task",
+]
 
 _PROGRESS_INTERVAL = 0.1
+#: Seconds to keep trying to reach a Dask scheduler before the search fails.
+DASK_CONNECT_TIMEOUT = 5.0
+#: Workers of a bare ``local`` address.
+DASK_LOCAL_WORKERS = 2
+_LOCAL = re.compile(r"local(?::(\d+))?", re.IGNORECASE)
+
+
+def normalize_dask_address(address: str) -> str:
+    """``tcp://HOST:PORT`` (``tcp://`` implied) or ``local:N``; ValueError when empty."""
+    text = str(address).strip()
+    if not text:
+        raise ValueError("no Dask scheduler address given (tcp://HOST:8786, or local:N)")
+    local = _LOCAL.fullmatch(text)
+    if local:
+        n = int(local.group(1) or DASK_LOCAL_WORKERS)
+        if n < 1:
+            raise ValueError("local:N needs at least one worker")
+        return f"local:{n}"
+    return text if "://" in text else "tcp://" + text
+
+
+class DaskConnection:
+    """The Dask client a window keeps between searches, for one address at a time.
+
+    :meth:`client` connects (or starts ``local:N`` workers) on first use and
+    reuses the client while the address stays the same; another address closes
+    the old client first.  :meth:`close` closes it (and a local cluster started
+    here).  Thread-safe: searches call :meth:`client` from their worker thread.
+    """
+
+    def __init__(self, timeout: float | None = None) -> None:
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._client = None
+        self._address: str | None = None
+
+    @property
+    def address(self) -> str | None:
+        """Normalized address of the open client (None when none is open)."""
+        return self._address
+
+    def client(self, address: str):
+        """A running client of ``address`` (blocks while connecting).
+
+        Raises
+        ------
+        engine.distributed.ClusterError
+            Dask is missing or the scheduler cannot be reached in time.
+        ValueError
+            ``address`` is empty or malformed.
+        """
+        from engine import distributed
+
+        address = normalize_dask_address(address)
+        with self._lock:
+            client = self._client
+            if client is not None and self._address == address:
+                if getattr(client, "status", "running") == "running":
+                    return client
+            self._close_locked()
+            timeout = DASK_CONNECT_TIMEOUT if self.timeout is None else self.timeout
+            if address.startswith("local:"):
+                client = distributed.local_cluster(int(address.split(":")[1]))
+            else:
+                client = distributed.connect(address, timeout=timeout)
+            self._client, self._address = client, address
+            return client
+
+    def close(self) -> None:
+        """Close the client (and the local cluster it started); nothing when none is open."""
+        with self._lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
+        client, self._client, self._address = self._client, None, None
+        if client is not None:
+            from engine.distributed import shutdown
+
+            try:
+                shutdown(client)
+            except Exception:  # noqa: BLE001 - a cluster that is gone needs no closing
+                pass
 
 
 class SearchWorker(QObject):
@@ -51,11 +147,13 @@ class SearchWorker(QObject):
         library: SpectrumLibrary,
         params: SearchParameters,
         backend: str,
+        dask_client: Callable[[], object] | None = None,
     ) -> None:
         super().__init__()
         self.queries, self.library, self.params = queries, library, params
         self.backend_name = backend
-        self.job: SearchJob | None = None
+        self.dask_client = dask_client
+        self.job = None  # SearchJob or DaskSearchJob
         self._cancel_requested = False
         self._last_progress = 0.0
 
@@ -76,25 +174,39 @@ class SearchWorker(QObject):
         """Run the job to its end (or cancellation); always emits ``finished``."""
         cancelled = False
         try:
-            self.job = SearchJob(
-                self.queries,
-                self.library,
-                self.params,
-                backend=self.backend_name,
-                on_progress=self._on_progress,
-                on_message=self.message.emit,
-            )
+            self.job = self._make_job()
             if self._cancel_requested:
                 self.job.cancel()
             for hits in self.job:
                 self.chunk.emit(hits, hit_columns(hits, self.queries, self.library))
             self.progress.emit(SearchProgress(**self.job.progress.__dict__))
             cancelled = self.job.cancelled
+        except ClusterError as exc:  # one line, fit for a status bar
+            self.failed.emit(str(exc))
         except Exception as exc:  # shown to the user, never swallowed
             traceback.print_exc()
             self.failed.emit(f"{type(exc).__name__}: {exc}")
         finally:
             self.finished.emit(cancelled)
+
+    def _make_job(self):
+        progress = {"on_progress": self._on_progress, "on_message": self.message.emit}
+        if self.backend_name != "dask":
+            return SearchJob(
+                self.queries, self.library, self.params, backend=self.backend_name, **progress
+            )
+        from engine.distributed import DaskSearchJob, describe
+
+        if self.dask_client is None:
+            raise ValueError("the dask backend needs a Dask client")
+        client = self.dask_client()
+        try:
+            self.message.emit(f"Connected: {describe(client)}")
+        except Exception:  # noqa: BLE001 - the description is only a notice
+            pass
+        return DaskSearchJob(
+            self.queries, self.library, self.params, client=client, backend="auto", **progress
+        )
 
 
 class SearchController(QObject):
@@ -116,12 +228,15 @@ class SearchController(QObject):
         params: SearchParameters,
         backend: str,
         parent: QObject | None = None,
+        *,
+        dask_client: Callable[[], object] | None = None,
     ) -> None:
         super().__init__(parent)
         self.params = params
+        self.backend = backend
         self.thread = QThread()
         self.thread.setObjectName("simms-search")
-        self.worker = SearchWorker(queries, library, params, backend)
+        self.worker = SearchWorker(queries, library, params, backend, dask_client)
         self.worker.moveToThread(self.thread)
         self.thread.started.connect(self.worker.run)
         self.worker.chunk.connect(self.chunk)

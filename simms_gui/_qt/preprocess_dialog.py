@@ -1,0 +1,325 @@
+"""Dialog: the preprocessing pipeline, step by step, with each step's parameters.
+
+Steps are filters of ``engine.preprocess.FILTERS``; each parameter gets an
+editor of its type (``engine.preprocess.FILTER_PARAMETERS``): a spin box for
+numbers, a combo box for a choice.  The result is an ``engine.preprocess.Pipeline``
+that the search panel stores as a spec (``pipeline_spec``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from PyQt6.QtCore import pyqtSignal
+from PyQt6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.preprocess import (
+    FILTER_PARAMETERS,
+    FILTERS,
+    PRESETS,
+    FilterParameter,
+    Pipeline,
+    Step,
+    pipeline_from_spec,
+    pipeline_spec,
+    preset,
+)
+
+__all__ = ["PreprocessDialog", "matching_preset", "pipeline_summary", "step_summary"]
+
+#: Upper end of number editors whose parameter has no maximum (the maximum of an
+#: editor whose default is infinite means "no bound": the parameter is left out).
+_BIG = 1e6
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def step_summary(step: Step) -> str:
+    """A few characters for one step: ``window_filter(6, 50)``, ``sqrt``, ``normalize``."""
+    if step.name == "normalize_intensity":
+        return "normalize"
+    if step.name == "scale_intensity":
+        method = step.params.get("method", "sqrt")
+        return "no scaling" if method == "none" else str(method)
+    values = [_number(step.params.get(p.name, p.default)) for p in FILTER_PARAMETERS[step.name]]
+    return f"{step.name}({', '.join(values)})"
+
+
+def pipeline_summary(pipeline: Pipeline) -> str:
+    """The steps in one line, ``a(1) → b → c``; ``no preprocessing`` when there are none."""
+    return " → ".join(step_summary(s) for s in pipeline.steps) or "no preprocessing"
+
+
+def matching_preset(pipeline: Pipeline) -> str | None:
+    """The preset with exactly the steps of ``pipeline`` (None: a custom pipeline)."""
+    for name in PRESETS:
+        if preset(name).steps == tuple(pipeline.steps):
+            return name
+    return None
+
+
+class _StepRow(QFrame):
+    """One step: its number and filter, an editor per parameter, move/remove buttons."""
+
+    changed = pyqtSignal()
+    moveRequested = pyqtSignal(int)  # noqa: N815 - -1 up, +1 down
+    removeRequested = pyqtSignal()  # noqa: N815
+
+    def __init__(self, step: Step, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.name = step.name
+        self.params: dict[str, object] = dict(step.params)
+        self.editors: dict[str, QWidget] = {}
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 3, 6, 3)
+        self.label = QLabel(step.name)
+        self.label.setMinimumWidth(190)
+        self.label.setToolTip((FILTERS[step.name].__doc__ or "").strip().splitlines()[0])
+        layout.addWidget(self.label)
+        for spec in FILTER_PARAMETERS[step.name]:
+            layout.addWidget(QLabel(spec.name))
+            editor = self._editor(spec, self.params.get(spec.name, spec.default))
+            self.editors[spec.name] = editor
+            layout.addWidget(editor)
+        layout.addStretch(1)
+        self.up_button = self._tool("↑", "Move this step up", lambda: self.moveRequested.emit(-1))
+        self.down_button = self._tool(
+            "↓", "Move this step down", lambda: self.moveRequested.emit(1)
+        )
+        self.remove_button = self._tool("✕", "Remove this step", self.removeRequested.emit)
+        for button in (self.up_button, self.down_button, self.remove_button):
+            layout.addWidget(button)
+
+    def _tool(self, text: str, tip: str, slot) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setAutoRaise(True)
+        button.clicked.connect(lambda _checked=False: slot())
+        return button
+
+    def _editor(self, spec: FilterParameter, value: object) -> QWidget:
+        if spec.kind is str:
+            combo = QComboBox()
+            combo.addItems(list(spec.choices))
+            combo.setCurrentText(str(value))
+            combo.currentTextChanged.connect(lambda text, n=spec.name: self._set(n, text))
+            return combo
+        lo = spec.minimum if spec.minimum is not None else -_BIG
+        hi = spec.maximum if spec.maximum is not None else _BIG
+        if spec.kind is int:
+            box = QSpinBox(minimum=int(lo), maximum=int(min(hi, 1_000_000)))
+            box.setValue(int(value))
+            box.valueChanged.connect(lambda v, n=spec.name: self._set(n, int(v)))
+            return box
+        small = hi <= 1
+        box = QDoubleSpinBox(decimals=4 if small else 3, minimum=lo, maximum=hi)
+        box.setSingleStep(0.01 if small else 1.0)
+        unbounded = isinstance(spec.default, float) and math.isinf(spec.default)
+        if unbounded:
+            box.setToolTip(f"{spec.name}: at {hi:g} (the maximum) there is no bound")
+        box.setValue(min(float(value), hi))
+        box.valueChanged.connect(lambda v, n=spec.name, u=unbounded: self._set_number(n, v, u))
+        return box
+
+    def _set_number(self, name: str, value: float, unbounded: bool) -> None:
+        if unbounded and value >= self.editors[name].maximum():
+            self.params.pop(name, None)  # the filter's own default: no bound
+            self.changed.emit()
+        else:
+            self._set(name, float(value))
+
+    def _set(self, name: str, value: object) -> None:
+        self.params[name] = value
+        self.changed.emit()
+
+    def step(self) -> Step:
+        """The step as edited."""
+        return Step(self.name, dict(self.params))
+
+
+class PreprocessDialog(QDialog):
+    """Edit a preprocessing pipeline: steps, their order and their parameters.
+
+    Parameters
+    ----------
+    pipeline : Pipeline
+        The pipeline shown first.
+    preset_name : str, optional
+        The preset "Reset to preset" offers first (default: the one ``pipeline``
+        equals, else ``gnps``).
+    """
+
+    def __init__(
+        self, pipeline: Pipeline, preset_name: str | None = None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Preprocessing pipeline")
+        self.setMinimumWidth(720)
+        self.rows: list[_StepRow] = []
+
+        intro = QLabel(
+            "Filters applied in order to the queries and the library before scoring "
+            "(and to the spectra of the mirror plot)."
+        )
+        intro.setWordWrap(True)
+        self.rows_widget = QWidget()
+        self.rows_layout = QVBoxLayout(self.rows_widget)
+        self.rows_layout.setContentsMargins(0, 0, 0, 0)
+        self.rows_layout.setSpacing(3)
+        self.empty_label = QLabel("No steps: peaks are used as read from the files.")
+        self.empty_label.setStyleSheet("color: palette(mid);")
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.rows_widget)
+        scroll.setMinimumHeight(220)
+
+        self.add_combo = QComboBox()
+        for name in FILTERS:
+            self.add_combo.addItem(name, name)
+        self.add_button = QPushButton("Add step")
+        self.add_button.setToolTip("Append the chosen filter with its default parameters")
+        self.add_button.clicked.connect(lambda: self.add_step(self.add_combo.currentData()))
+        self.preset_combo = QComboBox()
+        for name in PRESETS:
+            self.preset_combo.addItem(name, name)
+        start = preset_name or matching_preset(pipeline) or "gnps"
+        self.preset_combo.setCurrentIndex(max(0, self.preset_combo.findData(start)))
+        self.reset_button = QPushButton("Reset to preset")
+        self.reset_button.setToolTip("Replace the steps by those of the chosen preset")
+        self.reset_button.clicked.connect(
+            lambda: self.reset_to_preset(self.preset_combo.currentData())
+        )
+        tools = QHBoxLayout()
+        tools.addWidget(self.add_combo)
+        tools.addWidget(self.add_button)
+        tools.addStretch(1)
+        tools.addWidget(self.preset_combo)
+        tools.addWidget(self.reset_button)
+
+        self.summary_label = QLabel()
+        self.summary_label.setWordWrap(True)
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c0392b;")
+        self.error_label.hide()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(scroll, 1)
+        layout.addLayout(tools)
+        layout.addWidget(self.summary_label)
+        layout.addWidget(self.error_label)
+        layout.addWidget(self.buttons)
+        self.set_steps(pipeline.steps)
+
+    # -- steps ------------------------------------------------------------------------
+    def set_steps(self, steps) -> None:
+        """Show ``steps`` (replacing those shown)."""
+        for row in self.rows:
+            row.setParent(None)
+            row.deleteLater()
+        self.rows = []
+        self.empty_label.setParent(None)
+        while self.rows_layout.count():
+            self.rows_layout.takeAt(0)
+        for step in steps:
+            row = _StepRow(step)
+            row.changed.connect(self._update)
+            row.moveRequested.connect(
+                lambda delta, r=row: self.move_step(self.rows.index(r), delta)
+            )
+            row.removeRequested.connect(lambda r=row: self.remove_step(self.rows.index(r)))
+            self.rows.append(row)
+            self.rows_layout.addWidget(row)
+        if not self.rows:
+            self.rows_layout.addWidget(self.empty_label)
+        self.rows_layout.addStretch(1)
+        self._update()
+
+    def steps(self) -> tuple[Step, ...]:
+        """The steps as edited."""
+        return tuple(row.step() for row in self.rows)
+
+    def add_step(self, name: str) -> None:
+        """Append filter ``name`` with its default parameters."""
+        params = {
+            p.name: p.default
+            for p in FILTER_PARAMETERS[name]
+            if not (isinstance(p.default, float) and math.isinf(p.default))
+        }
+        self.set_steps((*self.steps(), Step(name, params)))
+
+    def remove_step(self, index: int) -> None:
+        """Remove step ``index``."""
+        steps = list(self.steps())
+        del steps[index]
+        self.set_steps(steps)
+
+    def move_step(self, index: int, delta: int) -> None:
+        """Move step ``index`` by ``delta`` places (clipped to the ends)."""
+        steps = list(self.steps())
+        target = min(max(index + delta, 0), len(steps) - 1)
+        steps.insert(target, steps.pop(index))
+        self.set_steps(steps)
+
+    def reset_to_preset(self, name: str) -> None:
+        """Show the steps of preset ``name``."""
+        self.set_steps(preset(name).steps)
+
+    # -- result -----------------------------------------------------------------------
+    def pipeline(self) -> Pipeline:
+        """The pipeline as edited (checked: raises ValueError when a value is not allowed)."""
+        return pipeline_from_spec(pipeline_spec(Pipeline(self.steps(), "custom")))
+
+    def _update(self) -> None:
+        for k, row in enumerate(self.rows):
+            row.label.setText(f"{k + 1}. {row.name}")
+            row.up_button.setEnabled(k > 0)
+            row.down_button.setEnabled(k < len(self.rows) - 1)
+        pipeline = Pipeline(self.steps())
+        same = matching_preset(pipeline)
+        note = f"  (= preset {same})" if same else ""
+        self.summary_label.setText(f"{pipeline_summary(pipeline)}{note}")
+        try:
+            self.pipeline()
+        except ValueError as exc:
+            self.error_label.setText(str(exc))
+            self.error_label.show()
+            self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(False)
+        else:
+            self.error_label.hide()
+            self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(True)
+
+    def accept(self) -> None:  # noqa: D102 - QDialog API
+        try:
+            self.pipeline()
+        except ValueError as exc:
+            self.error_label.setText(str(exc))
+            self.error_label.show()
+            return
+        super().accept()
