@@ -15,6 +15,7 @@ Example
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,8 @@ __all__ = ["CancelToken", "SearchJob", "SearchProgress", "search", "score_matrix
 
 #: Query blocks start this small so the first hits arrive quickly, then double.
 FIRST_QUERY_BLOCK = 64
+
+log = logging.getLogger(__name__)
 
 
 class CancelToken:
@@ -386,6 +389,7 @@ def score_matrix(
     params: SearchParameters | None = None,
     *,
     backend: str | Backend = "auto",
+    on_message: Callable[[str], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dense ``(scores, matches)`` of every query × library pair (heatmaps).
 
@@ -402,7 +406,14 @@ def score_matrix(
     l = PreparedSpectra.from_library(pipeline(library), **powers)
     try:
         return engine_backend.dense(q, l, params)
-    except Exception:
+    except Exception as exc:
         if isinstance(engine_backend, CpuBackend):
             raise
+        message = (
+            f"{engine_backend.name} backend failed ({type(exc).__name__}: {exc}); "
+            "computing the matrix on the CPU"
+        )
+        log.warning(message)
+        if on_message is not None:
+            on_message(message)
         return CpuBackend().dense(q, l, params)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engine import CancelToken, SearchJob, SearchParameters, search
+from engine.backends import Backend, CpuBackend
 from engine.matching import greedy_matches
 
 
@@ -146,3 +147,66 @@ def test_every_query_finds_itself(massbank_library, massbank_queries):
     found = hits.library_index == own[hits.query_index]
     assert found.sum() == len(massbank_queries) == 1000
     np.testing.assert_allclose(hits.score[found], 1.0, atol=1e-6)
+
+
+class _FailingBackend(Backend):
+    """A backend that dies after a few batches, like a GPU losing its context."""
+
+    name = "cuda"
+
+    def __init__(self, fail_after: int) -> None:
+        self.left = fail_after
+        self.cpu = CpuBackend()
+
+    @property
+    def device(self) -> str:
+        return "a GPU about to fail"
+
+    def score_batch(self, queries, library, batch, params):
+        if self.left == 0:
+            raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
+        self.left -= 1
+        return self.cpu.score_batch(queries, library, batch, params)
+
+    def dense(self, queries, library, params):
+        raise RuntimeError("CUDA_ERROR_OUT_OF_MEMORY")
+
+
+def test_backend_failure_falls_back_to_cpu_without_losing_hits(pesticides):
+    params = SearchParameters(top_n=3, batch_size=8)
+    messages = []
+    job = SearchJob(
+        pesticides, pesticides, params, backend=_FailingBackend(5), on_message=messages.append
+    )
+    hits = job.run()
+    assert job.finished and job.backend.name == "cpu"
+    assert any("cuda backend failed" in m and "continuing on the CPU" in m for m in messages)
+    expected = search(pesticides, pesticides, params, backend="cpu")
+    np.testing.assert_array_equal(hits.library_index, expected.library_index)
+    np.testing.assert_array_equal(hits.score, expected.score)
+
+
+def test_missing_gpu_is_reported_and_cpu_used():
+    from engine import get_backend, gpu_status
+
+    ok, reason = gpu_status()
+    if ok:
+        pytest.skip("a GPU is present")
+    messages = []
+    backend = get_backend("cuda", on_message=messages.append)
+    assert backend.name == "cpu"
+    assert messages and "using the CPU instead" in messages[0] and reason in messages[0]
+
+
+def test_dense_failure_falls_back_to_cpu(pesticides):
+    from engine import score_matrix
+
+    subset = pesticides.subset(range(12))
+    messages = []
+    scores, matches = score_matrix(
+        subset, subset, backend=_FailingBackend(0), on_message=messages.append
+    )
+    assert "computing the matrix on the CPU" in messages[0]
+    expected, expected_matches = score_matrix(subset, subset, backend="cpu")
+    np.testing.assert_array_equal(scores, expected)
+    np.testing.assert_array_equal(matches, expected_matches)
