@@ -15,7 +15,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .greedy import SCRATCH_SIZE, cosine_core, modified_core, order_desc, weights_and_norms
+from .greedy import (
+    SCRATCH_SIZE,
+    cosine_core,
+    modified_core,
+    order_desc,
+    score_pair,
+    weights_and_norms,
+)
 
 __all__ = [
     "cosine_greedy_pair",
@@ -231,72 +238,6 @@ def modified_cosine_pair(
 # block kernels
 # --------------------------------------------------------------------------- #
 @njit(cache=True)
-def _score(
-    q,
-    l,
-    q_mz,
-    q_w,
-    q_off,
-    q_norm,
-    q_prec,
-    l_mz,
-    l_w,
-    l_off,
-    l_norm,
-    l_prec,
-    tol,
-    modified,
-    sp,
-    si,
-    sj,
-    ua,
-    ub,
-):  # pragma: no cover
-    den = l_norm[l] * q_norm[q]
-    if den == 0.0:
-        return 0.0, 0
-    if modified:
-        raw, nm = modified_core(
-            l_mz,
-            l_w,
-            l_off[l],
-            l_off[l + 1],
-            l_prec[l],
-            q_mz,
-            q_w,
-            q_off[q],
-            q_off[q + 1],
-            q_prec[q],
-            tol,
-            sp,
-            si,
-            sj,
-            ua,
-            ub,
-        )
-    else:
-        raw, nm = cosine_core(
-            l_mz,
-            l_w,
-            l_off[l],
-            l_off[l + 1],
-            q_mz,
-            q_w,
-            q_off[q],
-            q_off[q + 1],
-            tol,
-            sp,
-            si,
-            sj,
-            ua,
-            ub,
-        )
-    if nm == 0:
-        return 0.0, 0
-    return raw / den, nm
-
-
-@njit(cache=True)
 def _max_len(off, start, stop):  # pragma: no cover
     m = 0
     for s in range(start, stop):
@@ -347,7 +288,7 @@ def _dense_kernel(
         ua = np.empty(mlen, dtype=np.bool_)
         ub = np.empty(mlen, dtype=np.bool_)
         for c in range(nl):
-            s, m = _score(
+            s, m = score_pair(
                 q,
                 l_start + c,
                 q_mz,
@@ -418,7 +359,7 @@ def _topn_kernel(
         for l in range(l_start, l_stop):
             if not _prec_ok(qp, l_prec[l], ptol, ppm):
                 continue
-            s, m = _score(
+            s, m = score_pair(
                 q,
                 l,
                 q_mz,
@@ -503,7 +444,7 @@ def _all_kernel(
         for l in range(l_start, l_stop):
             if not _prec_ok(qp, l_prec[l], ptol, ppm):
                 continue
-            s, m = _score(
+            s, m = score_pair(
                 q,
                 l,
                 q_mz,
@@ -661,7 +602,7 @@ def _indexed_row(
                 continue
             if (bound[c] / den) * (1.0 + 1e-9) + 1e-12 < threshold:
                 continue
-            s, m = _score(
+            s, m = score_pair(
                 q,
                 l,
                 q_mz,
@@ -720,7 +661,7 @@ def _indexed_row(
             c = cc[t]
             l = l_start + c
             bound[c] = -1.0
-            s, m = _score(
+            s, m = score_pair(
                 q,
                 l,
                 q_mz,
@@ -752,7 +693,7 @@ def _indexed_row(
             if u < 0.0 or u < floor:
                 continue
             l = l_start + c
-            s, m = _score(
+            s, m = score_pair(
                 q,
                 l,
                 q_mz,

@@ -423,3 +423,71 @@ def modified_core(
             score += prods[k]
             nm += 1
     return score, nm
+
+
+@njit(cache=True)
+def score_pair(
+    q,
+    l,
+    q_mz,
+    q_w,
+    q_off,
+    q_norm,
+    q_prec,
+    l_mz,
+    l_w,
+    l_off,
+    l_norm,
+    l_prec,
+    tol,
+    modified,
+    sp,
+    si,
+    sj,
+    ua,
+    ub,
+):  # pragma: no cover
+    """Exact score and match count of query ``q`` against library spectrum ``l``
+    (library = matchms reference); 0, 0 when a norm is zero or nothing matches."""
+    den = l_norm[l] * q_norm[q]
+    if den == 0.0:
+        return 0.0, 0
+    if modified:
+        raw, nm = modified_core(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            l_prec[l],
+            q_mz,
+            q_w,
+            q_off[q],
+            q_off[q + 1],
+            q_prec[q],
+            tol,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+        )
+    else:
+        raw, nm = cosine_core(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            q_mz,
+            q_w,
+            q_off[q],
+            q_off[q + 1],
+            tol,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+        )
+    if nm == 0:
+        return 0.0, 0
+    return raw / den, nm

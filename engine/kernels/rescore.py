@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from engine.backends import PreparedSpectra
-from engine.kernels.greedy import SCRATCH_SIZE, cosine_core, modified_core
+from engine.kernels.greedy import SCRATCH_SIZE, score_pair
 
 __all__ = ["PendingScores", "rescore_pairs", "submit_rescore"]
 
@@ -35,50 +35,10 @@ def _rescore_kernel(
     ua = np.empty(mlen, dtype=np.bool_)
     ub = np.empty(mlen, dtype=np.bool_)
     for k in range(n):
-        q = qs[k]
-        l = ls[k]
-        den = l_norm[l] * q_norm[q]
-        if den == 0.0:
-            continue
-        if modified:
-            raw, nm = modified_core(
-                l_mz,
-                l_w,
-                l_off[l],
-                l_off[l + 1],
-                l_prec[l],
-                q_mz,
-                q_w,
-                q_off[q],
-                q_off[q + 1],
-                q_prec[q],
-                tol,
-                sp,
-                si,
-                sj,
-                ua,
-                ub,
-            )
-        else:
-            raw, nm = cosine_core(
-                l_mz,
-                l_w,
-                l_off[l],
-                l_off[l + 1],
-                q_mz,
-                q_w,
-                q_off[q],
-                q_off[q + 1],
-                tol,
-                sp,
-                si,
-                sj,
-                ua,
-                ub,
-            )
-        if nm > 0:
-            scores[k] = raw / den
-            matches[k] = nm
+        scores[k], matches[k] = score_pair(
+            qs[k], ls[k], q_mz, q_w, q_off, q_norm, q_prec,
+            l_mz, l_w, l_off, l_norm, l_prec, tol, modified, sp, si, sj, ua, ub,
+        )  # fmt: skip
     return scores, matches
 
 
