@@ -10,6 +10,7 @@ backends only compute.  ``cpu`` runs numba kernels parallel over the cores;
 from __future__ import annotations
 
 import logging
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -191,10 +192,29 @@ class CpuBackend(Backend):
 
         return f"CPU, {numba.get_num_threads()} threads"
 
+    def __init__(self) -> None:
+        # peak indexes of the library blocks of the current library (pruned search)
+        self._indexes: dict[tuple[int, int], tuple] = {}
+        self._indexed: weakref.ref | None = None
+
+    def _library_index(self, library: PreparedSpectra, batch: Batch):
+        from engine.kernels.cpu import library_peak_index
+
+        if self._indexed is None or self._indexed() is not library:
+            self._indexes.clear()
+            self._indexed = weakref.ref(library)
+        key = (batch.l_start, batch.l_stop)
+        if key not in self._indexes:
+            self._indexes[key] = library_peak_index(
+                library.mz, library.weight, library.offsets, batch.l_start, batch.l_stop
+            )
+        return self._indexes[key]
+
     def score_batch(self, queries, library, batch, params) -> HitTable:
         from engine.kernels.cpu import search_block
 
         q, l = queries, library
+        index = None if params.modified else self._library_index(library, batch)
         return HitTable.from_arrays(
             *search_block(
                 q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
@@ -203,6 +223,7 @@ class CpuBackend(Backend):
                 params.tolerance, params.modified,
                 params.precursor_tolerance or 0.0, params.precursor_unit == "ppm",
                 params.min_matches, params.threshold, params.top_n,
+                library_index=index,
             )
         )  # fmt: skip
 

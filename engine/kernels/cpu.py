@@ -802,7 +802,16 @@ def _indexed_kernel(
     return row_l, row_s, row_m, counts
 
 
-def _library_index(l_mz, l_w, l_off, l_start, l_stop):
+def library_peak_index(l_mz, l_w, l_off, l_start, l_stop):
+    """Peaks of library spectra ``[l_start, l_stop)`` sorted by m/z, for the pruned search.
+
+    Returns
+    -------
+    tuple of ndarray
+        m/z (float64), spectrum position within the block (int32) and weight
+        (float64) of every peak, in m/z order.  Pass it to :func:`search_block`
+        as ``library_index`` to reuse it across query blocks.
+    """
     p0, p1 = l_off[l_start], l_off[l_stop]
     order = np.argsort(l_mz[p0:p1], kind="stable")
     sid = np.repeat(
@@ -882,6 +891,7 @@ def search_block(
     top_n: int = 0,
     *,
     prune: bool = True,
+    library_index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Exact greedy-cosine hits of a block of queries against a block of the library.
 
@@ -925,6 +935,10 @@ def search_block(
         peaks) cannot pass ``threshold``, ``min_matches`` or the current
         ``top_n``-th best.  The hits are identical either way; ``False`` scores
         every pair (brute force).
+    library_index : tuple of ndarray, optional, keyword-only
+        :func:`library_peak_index` of this library block, to reuse it across
+        query blocks (building it is a sort of the block's peaks); made here when
+        omitted.
 
     Returns
     -------
@@ -960,7 +974,7 @@ def search_block(
     if q_stop <= q_start or l_stop <= l_start:
         return empty
     if prune and not modified:
-        index = _library_index(l_mz, l_w, l_off, l_start, l_stop)
+        index = library_index or library_peak_index(l_mz, l_w, l_off, l_start, l_stop)
         chunk = q_stop - q_start if top_n > 0 else _ALL_CHUNK
         parts = []
         for c0 in range(q_start, q_stop, chunk):
