@@ -13,6 +13,7 @@ import logging
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "available_backends",
     "get_backend",
     "gpu_status",
+    "interactive_threads",
 ]
 
 log = logging.getLogger(__name__)
@@ -190,12 +192,36 @@ class CpuBackend(Backend):
     def device(self) -> str:
         import numba
 
-        return f"CPU, {numba.get_num_threads()} threads"
+        return f"CPU, {self.threads or numba.config.NUMBA_NUM_THREADS} threads"
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int | None = None) -> None:
+        """
+        Parameters
+        ----------
+        threads : int, optional
+            numba threads for this backend's kernels (default: all cores).  An
+            interactive application leaves one core to its GUI thread
+            (:func:`interactive_threads`).
+        """
+        self.threads = threads
         # peak indexes of the library blocks of the current library (pruned search)
         self._indexes: dict[tuple[int, int], tuple] = {}
         self._indexed: weakref.ref | None = None
+
+    @contextmanager
+    def _threads(self):
+        """Run numba kernels with :attr:`threads` threads (numba's setting is per thread)."""
+        if self.threads is None:
+            yield
+            return
+        import numba
+
+        before = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(self.threads, numba.config.NUMBA_NUM_THREADS)))
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
 
     def _library_index(self, library: PreparedSpectra, batch: Batch):
         from engine.kernels.cpu import library_peak_index
@@ -215,8 +241,8 @@ class CpuBackend(Backend):
 
         q, l = queries, library
         index = None if params.modified else self._library_index(library, batch)
-        return HitTable.from_arrays(
-            *search_block(
+        with self._threads():
+            found = search_block(
                 q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
                 l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
                 batch.q_start, batch.q_stop, batch.l_start, batch.l_stop,
@@ -224,18 +250,19 @@ class CpuBackend(Backend):
                 params.precursor_tolerance or 0.0, params.precursor_unit == "ppm",
                 params.min_matches, params.threshold, params.top_n,
                 library_index=index,
-            )
-        )  # fmt: skip
+            )  # fmt: skip
+        return HitTable.from_arrays(*found)
 
     def dense(self, queries, library, params) -> tuple[np.ndarray, np.ndarray]:
         from engine.kernels.cpu import dense_block
 
         q, l = queries, library
-        return dense_block(
-            q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
-            l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
-            0, len(q), 0, len(l), params.tolerance, params.modified,
-        )  # fmt: skip
+        with self._threads():
+            return dense_block(
+                q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
+                l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
+                0, len(q), 0, len(l), params.tolerance, params.modified,
+            )  # fmt: skip
 
 
 def gpu_status() -> tuple[bool, str]:
@@ -256,7 +283,18 @@ def available_backends() -> dict[str, str]:
     return out
 
 
-def get_backend(name: str = "auto", *, on_message=None) -> Backend:
+def interactive_threads() -> int:
+    """CPU threads for searches started from a GUI: all cores but one (at least one).
+
+    numba's threads would otherwise compete with the GUI thread for every core,
+    and on a 2-core laptop the window would stutter for a few hundred ms.
+    """
+    import numba
+
+    return max(1, numba.config.NUMBA_NUM_THREADS - 1)
+
+
+def get_backend(name: str = "auto", *, on_message=None, cpu_threads: int | None = None) -> Backend:
     """Make a backend by name.
 
     Parameters
@@ -266,11 +304,13 @@ def get_backend(name: str = "auto", *, on_message=None) -> Backend:
     on_message : callable, optional
         Receives a one-line message when the request cannot be honoured
         (e.g. ``cuda`` asked for but no GPU): the CPU is used instead.
+    cpu_threads : int, optional
+        Threads of the CPU backend (default: all cores).
     """
     if name not in ("auto", "cpu", "cuda"):
         raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {name!r}")
     if name == "cpu":
-        return CpuBackend()
+        return CpuBackend(cpu_threads)
     ok, what = gpu_status()
     if ok:
         from engine.kernels.cuda import CudaBackend
@@ -284,4 +324,4 @@ def get_backend(name: str = "auto", *, on_message=None) -> Backend:
         log.warning(message)
         if on_message is not None:
             on_message(message)
-    return CpuBackend()
+    return CpuBackend(cpu_threads)

@@ -126,6 +126,9 @@ class SearchJob:
         Called with one-line notices (e.g. a GPU failure and the CPU fallback).
     cancel_token : CancelToken, optional
         Shared token; a new one is made when omitted.
+    cpu_threads : int, optional
+        Threads of the CPU backend (default: all cores; a GUI passes
+        :func:`engine.backends.interactive_threads` to keep a core for itself).
     """
 
     def __init__(
@@ -138,6 +141,7 @@ class SearchJob:
         on_progress: Callable[[SearchProgress], None] | None = None,
         on_message: Callable[[str], None] | None = None,
         cancel_token: CancelToken | None = None,
+        cpu_threads: int | None = None,
     ) -> None:
         self.queries = queries
         self.library = library
@@ -146,8 +150,11 @@ class SearchJob:
         self._on_progress = on_progress
         self._on_message = on_message
         self.cancel_token = cancel_token or CancelToken()
+        self.cpu_threads = cpu_threads
         self.backend = (
-            backend if isinstance(backend, Backend) else get_backend(backend, on_message=self._say)
+            backend
+            if isinstance(backend, Backend)
+            else get_backend(backend, on_message=self._say, cpu_threads=cpu_threads)
         )
         self.progress = SearchProgress()
         self._chunks: list[HitTable] = []
@@ -276,7 +283,7 @@ class SearchJob:
                 f"{self.backend.name} backend failed ({type(exc).__name__}: {exc}); "
                 "continuing on the CPU"
             )
-            self.backend = CpuBackend()
+            self.backend = CpuBackend(self.cpu_threads)
             for batch in batches[done:]:
                 yield (
                     batch,

@@ -256,7 +256,7 @@ def _prec_ok(qp, lp, ptol, ppm):  # pragma: no cover
     return abs(qp - lp) <= t
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
 def _dense_kernel(
     q_mz,
     q_w,
@@ -314,7 +314,7 @@ def _dense_kernel(
     return scores, matches
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
 def _topn_kernel(
     q_mz,
     q_w,
@@ -402,7 +402,7 @@ def _topn_kernel(
     return out_l, out_s, out_m, counts
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
 def _all_kernel(
     q_mz,
     q_w,
@@ -721,7 +721,7 @@ def _indexed_row(
     return n
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
 def _indexed_kernel(
     q_mz,
     q_w,

@@ -8,7 +8,7 @@ import numpy as np
 __all__ = ["top_n_order"]
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, nogil=True)
 def _top_n_order(query, library, score, top_n, q_lo, n_groups):  # pragma: no cover - numba
     n = len(query)
     starts = np.zeros(n_groups + 1, dtype=np.int64)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 
 from engine import SearchJob, SearchParameters, SearchProgress, SpectrumLibrary
+from engine.backends import interactive_threads
 from engine.distributed import ClusterError
 from engine.export import hit_columns
 
@@ -193,7 +194,12 @@ class SearchWorker(QObject):
         progress = {"on_progress": self._on_progress, "on_message": self.message.emit}
         if self.backend_name != "dask":
             return SearchJob(
-                self.queries, self.library, self.params, backend=self.backend_name, **progress
+                self.queries,
+                self.library,
+                self.params,
+                backend=self.backend_name,
+                cpu_threads=interactive_threads(),  # a core stays with the GUI thread
+                **progress,
             )
         from engine.distributed import DaskSearchJob, describe
 
