@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import time
 from pathlib import Path
 
@@ -350,6 +351,11 @@ class MainWindow(QMainWindow):
         else:
             self.session.set_queries(path, spectra)
             self.query_list.set_spectra(spectra)
+        # A library's metadata is millions of long-lived objects; keep them out of
+        # the cyclic garbage collector, whose full passes over them would freeze
+        # the window for ~100 ms at random moments during searches.
+        gc.collect()
+        gc.freeze()
         add_recent_file(kind, path)
         skipped, repaired = report_counts(report)
         note = ""
