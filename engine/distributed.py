@@ -48,7 +48,7 @@ from engine.backends import Batch, PreparedSpectra
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import FIRST_QUERY_BLOCK, CancelToken, SearchProgress
+from engine.search import CancelToken, SearchProgress, _growing_blocks
 
 __all__ = [
     "ClusterError",
@@ -396,15 +396,6 @@ class _ClusterBackend:
 
     name: str
     device: str
-
-
-def _growing_blocks(n: int, size: int) -> list[tuple[int, int]]:
-    blocks, start, step = [], 0, min(FIRST_QUERY_BLOCK, size)
-    while start < n:
-        stop = min(start + step, n)
-        blocks.append((start, stop))
-        start, step = stop, min(step * 2, size)
-    return blocks
 
 
 class DaskSearchJob:

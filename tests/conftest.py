@@ -73,3 +73,22 @@ def _private_qt_settings(request, tmp_path_factory):
         QSettings.setPath(QSettings.Format.IniFormat, scope, str(folder))
     request.getfixturevalue("library_cache")
     yield folder
+
+
+@pytest.fixture
+def boxes(monkeypatch):
+    """Message boxes are recorded instead of shown: a list of (kind, title, text)."""
+    from PyQt6.QtWidgets import QMessageBox
+
+    calls: list[tuple[str, str, str]] = []
+
+    def fake(kind):
+        def show(parent, title, text, *args, **kwargs):
+            calls.append((kind, title, text))
+            return QMessageBox.StandardButton.Ok
+
+        return staticmethod(show)
+
+    for kind in ("critical", "warning", "information", "question"):
+        monkeypatch.setattr(QMessageBox, kind, fake(kind))
+    return calls

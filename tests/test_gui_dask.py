@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PyQt6.QtCore import Qt, QTimer
-from PyQt6.QtWidgets import QMessageBox
 
 import engine
 
@@ -24,23 +23,6 @@ def cluster():
         dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"},
     ) as cluster:  # fmt: skip
         yield cluster
-
-
-@pytest.fixture
-def boxes(monkeypatch):
-    """Message boxes are recorded instead of shown: (kind, title, text)."""
-    calls: list[tuple[str, str, str]] = []
-
-    def fake(kind):
-        def show(parent, title, text, *args, **kwargs):
-            calls.append((kind, title, text))
-            return QMessageBox.StandardButton.Ok
-
-        return staticmethod(show)
-
-    for kind in ("critical", "warning", "information", "question"):
-        monkeypatch.setattr(QMessageBox, kind, fake(kind))
-    return calls
 
 
 @pytest.fixture

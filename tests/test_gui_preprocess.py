@@ -7,28 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QComboBox, QDialogButtonBox, QDoubleSpinBox, QMessageBox, QSpinBox
+from PyQt6.QtWidgets import QComboBox, QDialogButtonBox, QDoubleSpinBox, QSpinBox
 
 import engine
 from engine.preprocess import Pipeline, Step, pipeline_from_spec, pipeline_spec, preset
 
 GNPS_TEXT = "remove_precursor_peaks(17) → window_filter(6, 50) → sqrt → normalize"
-
-
-@pytest.fixture
-def boxes(monkeypatch):
-    calls: list[tuple[str, str, str]] = []
-
-    def fake(kind):
-        def show(parent, title, text, *args, **kwargs):
-            calls.append((kind, title, text))
-            return QMessageBox.StandardButton.Ok
-
-        return staticmethod(show)
-
-    for kind in ("critical", "warning", "information", "question"):
-        monkeypatch.setattr(QMessageBox, kind, fake(kind))
-    return calls
 
 
 @pytest.fixture

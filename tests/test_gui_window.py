@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PyQt6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PyQt6.QtGui import QDropEvent
-from PyQt6.QtWidgets import QFileDialog, QMessageBox
+from PyQt6.QtWidgets import QFileDialog
 
 import engine
 from engine.export import hit_columns, read_hits
@@ -20,23 +20,6 @@ from simms_gui.resources import demo_library_path, demo_queries_path
 
 COL = {c.key: k for k, c in enumerate(COLUMNS)}
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
-@pytest.fixture
-def boxes(monkeypatch):
-    """Message boxes are recorded instead of shown: (kind, title, text)."""
-    calls: list[tuple[str, str, str]] = []
-
-    def fake(kind):
-        def show(parent, title, text, *args, **kwargs):
-            calls.append((kind, title, text))
-            return QMessageBox.StandardButton.Ok
-
-        return staticmethod(show)
-
-    for kind in ("critical", "warning", "information", "question"):
-        monkeypatch.setattr(QMessageBox, kind, fake(kind))
-    return calls
 
 
 @pytest.fixture
