@@ -204,6 +204,8 @@ class CpuBackend(Backend):
             (:func:`interactive_threads`).
         """
         self.threads = threads
+        #: Cancellation flag polled by the kernels (``SearchJob`` binds its token's).
+        self.stop: np.ndarray | None = None
         # peak indexes of the library blocks of the current library (pruned search)
         self._indexes: dict[tuple[int, int], tuple] = {}
         self._indexed: weakref.ref | None = None
@@ -249,7 +251,7 @@ class CpuBackend(Backend):
                 params.tolerance, params.modified,
                 params.precursor_tolerance or 0.0, params.precursor_unit == "ppm",
                 params.min_matches, params.threshold, params.top_n,
-                library_index=index,
+                library_index=index, stop=self.stop,
             )  # fmt: skip
         return HitTable.from_arrays(*found)
 

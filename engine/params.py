@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
@@ -57,16 +58,27 @@ class SearchParameters:
     preprocess: str = "none"
 
     def __post_init__(self) -> None:
-        score = self.score.replace("-", "_")
+        score = str(self.score).replace("-", "_")
         object.__setattr__(self, "score", score)
         if score not in SCORES:
             raise ValueError(f"score must be one of {', '.join(SCORES)}, not {self.score!r}")
+        for name in ("tolerance", "mz_power", "intensity_power", "threshold"):
+            object.__setattr__(self, name, _real(name, getattr(self, name)))
+        for name in ("min_matches", "top_n", "batch_size"):
+            object.__setattr__(self, name, _integer(name, getattr(self, name)))
         if not self.tolerance >= 0:
-            raise ValueError(f"tolerance must be >= 0, not {self.tolerance}")
-        if self.precursor_tolerance is not None and not self.precursor_tolerance > 0:
-            raise ValueError("precursor_tolerance must be > 0 (or None to switch it off)")
+            raise ValueError(f"tolerance must be >= 0 Da, not {self.tolerance}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be between 0 and 1, not {self.threshold}")
+        if self.precursor_tolerance is not None:
+            ptol = _real("precursor_tolerance", self.precursor_tolerance)
+            object.__setattr__(self, "precursor_tolerance", ptol)
+            if not ptol > 0:
+                raise ValueError("precursor_tolerance must be > 0 (or None to switch it off)")
         if self.precursor_unit not in ("Da", "ppm"):
             raise ValueError(f"precursor_unit must be 'Da' or 'ppm', not {self.precursor_unit!r}")
+        if self.precursor_unit == "ppm" and self.precursor_tolerance is None:
+            raise ValueError("precursor_unit 'ppm' needs a precursor_tolerance")
         if self.min_matches < 0:
             raise ValueError("min_matches must be >= 0")
         if self.top_n < 0:
@@ -92,3 +104,29 @@ class SearchParameters:
         """Build from a dict, ignoring unknown keys (e.g. settings of an older version)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _real(name: str, value: object) -> float:
+    """``value`` as a finite float, else a ValueError naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        try:
+            value = float(value)  # numpy scalars, numeric strings from settings
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, not {value!r}") from None
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value}")
+    return value
+
+
+def _integer(name: str, value: object) -> int:
+    """``value`` as an int (whole floats accepted), else a ValueError naming the parameter."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, not {value!r}") from None
+    if not math.isfinite(number) or number != int(number):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return int(number)

@@ -25,6 +25,7 @@ import numpy as np
 
 from engine.backends import Backend, Batch, CpuBackend, PreparedSpectra, get_backend
 from engine.hits import HitTable
+from engine.kernels.cancel import new_flag
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 
@@ -37,13 +38,21 @@ log = logging.getLogger(__name__)
 
 
 class CancelToken:
-    """Thread-safe cancellation flag shared by a job and whoever may stop it."""
+    """Thread-safe cancellation flag shared by a job and whoever may stop it.
+
+    Safe to call from a signal handler.  Besides the event, the token holds
+    :attr:`flag`, a one-byte array the CPU kernels poll between pairs, so a
+    cancellation reaches a batch in flight, not only the next batch.
+    """
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        #: ``flag[0]`` becomes 1 on :meth:`cancel` (read by the numba kernels).
+        self.flag = new_flag()
 
     def cancel(self) -> None:
-        """Ask the job to stop after the batch in flight."""
+        """Ask the job to stop; the batch in flight returns what it has scored."""
+        self.flag[0] = 1
         self._event.set()
 
     @property
@@ -129,6 +138,9 @@ class SearchJob:
     cpu_threads : int, optional
         Threads of the CPU backend (default: all cores; a GUI passes
         :func:`engine.backends.interactive_threads` to keep a core for itself).
+    keep_hits : bool, default True
+        Keep every streamed chunk for :attr:`hits`.  A caller that writes the
+        chunks away as they come (the CLI) passes False so memory stays bounded.
     """
 
     def __init__(
@@ -142,8 +154,10 @@ class SearchJob:
         on_message: Callable[[str], None] | None = None,
         cancel_token: CancelToken | None = None,
         cpu_threads: int | None = None,
+        keep_hits: bool = True,
     ) -> None:
         self.queries = queries
+        self.keep_hits = keep_hits
         self.library = library
         self.params = params or SearchParameters()
         self.messages: list[str] = []
@@ -176,6 +190,8 @@ class SearchJob:
     @property
     def hits(self) -> HitTable:
         """All hits streamed so far, in canonical order."""
+        if not self.keep_hits:
+            raise RuntimeError("this job was made with keep_hits=False: use its chunks")
         chunks = [c for c in self._chunks if len(c)]
         hits = HitTable.concat(chunks)
         # chunks are each sorted; they need no merge when their query ranges ascend
@@ -222,7 +238,9 @@ class SearchJob:
                 if self.cancelled:
                     break
             if self.cancelled:
-                if batches and left[k] > 0:
+                # the block in flight is incomplete even when its last batch came
+                # back: the kernels cut a batch short as soon as the token is set
+                if batches:
                     q0, q1 = plan.blocks[k][0]
                     block = np.arange(q0, q1)
                     self.incomplete_queries = (
@@ -257,7 +275,8 @@ class SearchJob:
         if plan.library_order is not None:
             l = plan.library_order[l]
         hits = HitTable(q, l, hits.score, hits.matches).top_per_query(self.params.top_n)
-        self._chunks.append(hits)
+        if self.keep_hits:
+            self._chunks.append(hits)
         self.progress.hits += len(hits)
         return hits
 
@@ -269,6 +288,8 @@ class SearchJob:
             # precursor order: keep every hit and let _emit take the top-N by
             # original library index (windowed searches have few hits per query).
             params = replace(params, top_n=0)
+        if isinstance(self.backend, CpuBackend):
+            self.backend.stop = self.cancel_token.flag
         done = 0
         try:
             for item in self.backend.run_batches(plan.queries, plan.library, batches, params):
@@ -284,6 +305,7 @@ class SearchJob:
                 "continuing on the CPU"
             )
             self.backend = CpuBackend(self.cpu_threads)
+            self.backend.stop = self.cancel_token.flag
             for batch in batches[done:]:
                 yield (
                     batch,

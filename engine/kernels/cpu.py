@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .cancel import cancelled, new_flag
 from .greedy import (
     SCRATCH_SIZE,
     cosine_core,
@@ -337,6 +338,7 @@ def _topn_kernel(
     min_matches,
     threshold,
     top_n,
+    stop,
 ):  # pragma: no cover
     nq = q_stop - q_start
     out_l = np.empty((nq, top_n), dtype=np.int64)
@@ -345,6 +347,8 @@ def _topn_kernel(
     counts = np.zeros(nq, dtype=np.int64)
     mlen = max(SCRATCH_SIZE, _max_len(l_off, l_start, l_stop), _max_len(q_off, q_start, q_stop))
     for r in prange(nq):
+        if cancelled(stop):
+            continue
         q = q_start + r
         sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
         si = np.empty(SCRATCH_SIZE, dtype=np.int64)
@@ -357,6 +361,8 @@ def _topn_kernel(
         n = 0
         qp = q_prec[q]
         for l in range(l_start, l_stop):
+            if cancelled(stop):
+                break
             if not _prec_ok(qp, l_prec[l], ptol, ppm):
                 continue
             s, m = score_pair(
@@ -424,6 +430,7 @@ def _all_kernel(
     ppm,
     min_matches,
     threshold,
+    stop,
 ):  # pragma: no cover
     nq = q_stop - q_start
     nl = l_stop - l_start
@@ -433,6 +440,8 @@ def _all_kernel(
     counts = np.zeros(nq, dtype=np.int64)
     mlen = max(SCRATCH_SIZE, _max_len(l_off, l_start, l_stop), _max_len(q_off, q_start, q_stop))
     for r in prange(nq):
+        if cancelled(stop):
+            continue
         q = q_start + r
         sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
         si = np.empty(SCRATCH_SIZE, dtype=np.int64)
@@ -442,6 +451,8 @@ def _all_kernel(
         qp = q_prec[q]
         n = 0
         for l in range(l_start, l_stop):
+            if cancelled(stop):
+                break
             if not _prec_ok(qp, l_prec[l], ptol, ppm):
                 continue
             s, m = score_pair(
@@ -572,8 +583,12 @@ def _indexed_row(
     hl,
     hs,
     hm,
+    stop,
 ):  # pragma: no cover
-    """One query row of :func:`_indexed_kernel`; returns the number of hits written."""
+    """One query row of :func:`_indexed_kernel`; returns the number of hits written.
+
+    Stops early (with the hits scored so far) once ``stop[0]`` is set.
+    """
     sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
     si = np.empty(SCRATCH_SIZE, dtype=np.int64)
     sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
@@ -582,6 +597,8 @@ def _indexed_row(
     bound = np.zeros(nl, dtype=np.float64)
     cnt = np.zeros(nl, dtype=np.int32)
     for j in range(q_off[q], q_off[q + 1]):
+        if cancelled(stop):
+            return 0
         mq = q_mz[j]
         wq = q_w[j]
         lo = _lower_bound(s_mz, mq - tol - _INDEX_EPS)
@@ -594,6 +611,8 @@ def _indexed_row(
     n = 0
     if top_n == 0:
         for c in range(nl):
+            if cancelled(stop):
+                break
             if cnt[c] < min_matches:
                 continue
             l = l_start + c
@@ -658,6 +677,8 @@ def _indexed_row(
             bound[c] = u
             nc = _heap_insert(cb, cc, cm, nc, top_n, u, c, 0)
         for t in range(nc):
+            if cancelled(stop):
+                return n
             c = cc[t]
             l = l_start + c
             bound[c] = -1.0
@@ -689,6 +710,8 @@ def _indexed_row(
         if n == top_n and hs[n - 1] > floor:
             floor = hs[n - 1]
         for c in range(nl):
+            if cancelled(stop):
+                return n
             u = bound[c]
             if u < 0.0 or u < floor:
                 continue
@@ -746,6 +769,7 @@ def _indexed_kernel(
     s_mz,
     s_sid,
     s_w,
+    stop,
 ):  # pragma: no cover
     """Plain-cosine search with an exact upper-bound prune.
 
@@ -766,6 +790,8 @@ def _indexed_kernel(
     counts = np.zeros(nq, dtype=np.int64)
     mlen = max(SCRATCH_SIZE, _max_len(l_off, l_start, l_stop), _max_len(q_off, q_start, q_stop))
     for r in prange(nq):
+        if cancelled(stop):
+            continue
         q = q_start + r
         qn = q_norm[q]
         if qn == 0.0:
@@ -798,6 +824,7 @@ def _indexed_kernel(
             row_l[r],
             row_s[r],
             row_m[r],
+            stop,
         )
     return row_l, row_s, row_m, counts
 
@@ -892,6 +919,7 @@ def search_block(
     *,
     prune: bool = True,
     library_index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    stop: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Exact greedy-cosine hits of a block of queries against a block of the library.
 
@@ -939,6 +967,10 @@ def search_block(
         :func:`library_peak_index` of this library block, to reuse it across
         query blocks (building it is a sort of the block's peaks); made here when
         omitted.
+    stop : ndarray of uint8, shape (1,), optional, keyword-only
+        Cancellation flag another thread may set while the kernel runs: once
+        ``stop[0]`` is non-zero every query row returns the hits it has scored so
+        far (within about one pair's time), so the block's hits are incomplete.
 
     Returns
     -------
@@ -964,6 +996,10 @@ def search_block(
     top_n = int(top_n)
     if top_n < 0:
         raise ValueError("top_n must be >= 0")
+    if stop is None:
+        stop = new_flag()
+    elif stop.dtype != np.uint8 or stop.shape != (1,):
+        raise ValueError("stop must be a uint8 array of shape (1,)")
     args = (q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec)
     empty = (
         np.empty(0, np.int64),
@@ -978,6 +1014,8 @@ def search_block(
         chunk = q_stop - q_start if top_n > 0 else _ALL_CHUNK
         parts = []
         for c0 in range(q_start, q_stop, chunk):
+            if cancelled(stop) and parts:
+                break
             c1 = min(q_stop, c0 + chunk)
             rl, rs, rm, cnt = _indexed_kernel(
                 *args,
@@ -992,6 +1030,7 @@ def search_block(
                 thr,
                 top_n,
                 *index,
+                stop,
             )
             parts.append(_compact(c0, rl, rs, rm, cnt))
         return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))  # type: ignore[return-value]
@@ -1009,10 +1048,13 @@ def search_block(
             mm,
             thr,
             top_n,
+            stop,
         )
         return _compact(q_start, rl, rs, rm, cnt)
     parts = []
     for c0 in range(q_start, q_stop, _ALL_CHUNK):
+        if cancelled(stop) and parts:
+            break
         c1 = min(q_stop, c0 + _ALL_CHUNK)
         rl, rs, rm, cnt = _all_kernel(
             *args,
@@ -1026,6 +1068,7 @@ def search_block(
             bool(precursor_ppm),
             mm,
             thr,
+            stop,
         )
         parts.append(_compact(c0, rl, rs, rm, cnt))
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))  # type: ignore[return-value]
