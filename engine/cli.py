@@ -10,17 +10,20 @@ Examples
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from engine import __version__
 from engine.backends import available_backends
-from engine.export import hit_columns, provenance_lines, write_delimited, write_hits
+from engine.export import HitWriter, check_output
 from engine.io import load_library
 from engine.io.report import SpectrumFileError
 from engine.params import SearchParameters
-from engine.search import SearchJob, SearchProgress
+from engine.search import CancelToken, SearchJob, SearchProgress
 
 __all__ = ["main", "build_parser"]
 
@@ -113,6 +116,8 @@ def _preprocess_spec(value: str) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
+    if args.ppm and args.precursor_tolerance is None:
+        raise ValueError("--ppm needs --precursor-tolerance")
     params = SearchParameters(
         tolerance=args.tolerance,
         mz_power=args.mz_power,
@@ -127,58 +132,107 @@ def _search(args: argparse.Namespace) -> int:
         preprocess=_preprocess_spec(args.preprocess),
     )
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
+    if args.output:
+        check_output(args.output)  # before any loading: a bad path never costs a search
     client = None
     if args.dask or args.dask_local:
         from engine.distributed import open_client
 
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
+    say(f"reading {args.queries}")
     queries = load_library(args.queries, cache=not args.no_cache)
+    say(f"reading {args.library}")
     library = load_library(args.library, cache=not args.no_cache)
     for lib in (queries, library):
         if lib.report is not None and lib.report.issues:
             say(lib.report.summary() + "  (simms info FILE lists them)")
     progress = _ProgressPrinter(args.quiet)
+    token = CancelToken()
     if client is not None:
         from engine.distributed import DaskSearchJob
 
         job = DaskSearchJob(
-            queries, library, params, client=client, own_client=True,
-            backend=args.backend, on_progress=progress, on_message=say,
+            queries, library, params, client=client, own_client=True, backend=args.backend,
+            on_progress=progress, on_message=say, cancel_token=token,
         )  # fmt: skip
     else:
         job = SearchJob(
-            queries, library, params, backend=args.backend, on_progress=progress, on_message=say
-        )
-    say(f"searching {len(queries)} × {len(library)} spectra on {job.backend.device}")
-    interrupted = False
-    try:
-        job.run()
-    except KeyboardInterrupt:
-        job.cancel()
-        interrupted = True
-    progress.done()
-    hits = job.hits
-    extra = {}
-    if interrupted or job.cancelled:
-        cut = len(job.incomplete_queries)
-        extra["complete"] = f"no (cancelled: partial hits; {cut} queries scanned only in part)"
-    backend, device = job.backend.name, job.backend.device
-    if args.output:
-        write_hits(
-            args.output, hits, queries, library, params,
-            backend=backend, device=device, extra_provenance=extra,
+            queries, library, params, backend=args.backend, on_progress=progress,
+            on_message=say, cancel_token=token, keep_hits=False,
         )  # fmt: skip
-    else:
-        header = provenance_lines(
-            queries, library, params, backend=backend, device=device, extra=extra
-        )
-        write_delimited(sys.stdout, hit_columns(hits, queries, library), header, delimiter="\t")
+    backend, device = job.backend.name, job.backend.device
+    writer = HitWriter(
+        args.output or sys.stdout, queries, library, params, backend=backend, device=device
+    )
+    say(f"searching {len(queries)} × {len(library)} spectra on {device}")
+    with _cancel_on_interrupt(token, say):
+        error = _run_into(job, writer)
+        progress.done()
+        if error is not None and not isinstance(error, _PARTIAL_ERRORS):
+            writer.abort()
+            raise error
+        note = ""
+        if error is not None:
+            note = f"stopped by an error: {error}"
+        elif job.cancelled:
+            cut = len(job.incomplete_queries)
+            note = f"cancelled: partial hits; {cut} queries scanned only in part"
+        path = writer.close(complete=not note, note=note)
     p = job.progress
     say(
-        f"{len(hits)} hits from {p.pairs_done:.4g} pairs in {p.elapsed:.2f} s "
-        f"({p.pairs_per_second:.3g} pairs/s)" + (f" -> {args.output}" if args.output else "")
+        f"{p.hits} hits from {p.pairs_done:.4g} pairs in {p.elapsed:.2f} s "
+        f"({p.pairs_per_second:.3g} pairs/s)" + (f" -> {path}" if args.output else "")
     )
-    return 130 if interrupted else 0
+    if error is not None:
+        say(f"error: {error}; the hits found before it are in the output, marked incomplete")
+        return 2
+    return 130 if token.cancelled else 0
+
+
+#: Errors after which the hits already found are still written (marked incomplete).
+_PARTIAL_ERRORS: tuple[type[BaseException], ...] = (RuntimeError,)
+
+
+def _run_into(job, writer) -> BaseException | None:
+    """Run ``job`` in a worker thread, writing its chunks; returns the error, if any.
+
+    The main thread only waits, so a Ctrl-C is handled at once (by the handler of
+    :func:`_cancel_on_interrupt`) while numba kernels run in the worker.
+    """
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for chunk in job:
+                writer.write(chunk)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            job.cancel()
+            failure.append(exc)
+
+    thread = threading.Thread(target=work, name="simms-search", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    return failure[0] if failure else None
+
+
+@contextmanager
+def _cancel_on_interrupt(token: CancelToken, say):
+    """Ctrl-C (SIGINT) cancels the search instead of raising, until the output is written."""
+
+    def handler(signum, frame) -> None:
+        if not token.cancelled:
+            say("interrupted: stopping; the hits found so far are being written")
+        token.cancel()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread; nothing to install
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -214,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SpectrumFileError, ValueError, OSError) as exc:
         print(f"simms: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("simms: interrupted before the search started; nothing written", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

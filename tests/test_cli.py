@@ -74,7 +74,7 @@ def test_rows_ordered_and_ids(data_dir, tmp_path, capsys):
         scores = [float(r[4]) for r in mine]
         assert scores == sorted(scores, reverse=True)
         assert mine[0][2] == str(q) and float(mine[0][4]) == pytest.approx(1.0)
-        assert mine[0][1].startswith("CCMSLIB")
+        assert mine[0][1].startswith('"CCMSLIB')  # text fields are quoted
 
 
 @pytest.mark.parametrize(
