@@ -54,6 +54,7 @@ def interrupt_once(score: str, delay: float, out: Path) -> dict:
         "traceback": "Traceback" in err or "Fatal" in err,
         "rows": rows,
         "complete": complete[len("# complete: ") :][:60],
+        "stderr_tail": "" if code == 130 else err.strip().splitlines()[-3:],
     }
 
 

@@ -14,7 +14,10 @@ happens once, vectorised over all peaks, in :meth:`~LibraryBuilder.build`:
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -22,7 +25,16 @@ import numpy as np
 from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.library import STANDARD_COLUMNS, LibrarySource, SpectrumLibrary
 
-__all__ = ["LibraryBuilder", "parse_ion_mode", "parse_charge_text", "polarity_from_adduct"]
+__all__ = [
+    "LibraryBuilder",
+    "OTHER_METADATA",
+    "parse_ion_mode",
+    "parse_charge_text",
+    "polarity_from_adduct",
+]
+
+#: Column holding, per record, the rare metadata keys as a JSON object.
+OTHER_METADATA = "other_metadata"
 
 _POSITIVE = {"positive", "pos", "p", "+", "positive scan", "1", "+1"}
 _NEGATIVE = {"negative", "neg", "n", "-", "negative scan", "-1"}
@@ -34,6 +46,13 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "inchikey": ("inchi_key",),
     "formula": ("molecular_formula",),
 }
+
+#: Largest |charge| kept; tandem spectra of small molecules and peptides stay far below.
+MAX_CHARGE = 100
+#: A metadata key gets a column of its own when at least this share of records has it;
+#: rarer keys go, per record, into the JSON text of the ``other_metadata`` column, so
+#: memory follows the file's size even when every record has keys of its own.
+COLUMN_SHARE = 0.02
 
 _CHARGE_RE = re.compile(r"^\s*([+-]?)\s*(\d+)\s*([+-]?)\s*$")
 
@@ -85,6 +104,8 @@ class LibraryBuilder:
         self.path = path
         self.format = format
         self.records = 0
+        #: Remarks about the whole file, for the import report.
+        self.notes: list[str] = []
         self._issues: list[ImportIssue] = []
         self._record_no: list[int] = []
         self._titles: list[str] = []
@@ -116,8 +137,13 @@ class LibraryBuilder:
         """Add one spectrum; peaks are validated later in :meth:`build`.
 
         ``metadata`` keys must be lowercase; ``id`` and ``title`` may be empty.
-        The charge sign is made to follow ``ion_mode`` when that is known.
+        The charge sign is made to follow ``ion_mode`` when that is known; a
+        charge beyond :data:`MAX_CHARGE` is ignored (noted), never stored wrapped.
         """
+        notes = list(notes)
+        if not -MAX_CHARGE <= charge <= MAX_CHARGE:
+            notes.append(f"implausible charge {charge} ignored")
+            charge = 0
         if ion_mode == 0:
             ion_mode = -1 if charge < 0 else polarity_from_adduct(metadata.get("adduct"))
         if ion_mode != 0 and charge != 0:
@@ -128,7 +154,6 @@ class LibraryBuilder:
             title = metadata.get("title") or metadata.get("id") or ""
             self.skip(record, title, "peak list has m/z values without intensities")
             return
-        notes = list(notes)
         if not np.isfinite(precursor_mz) or precursor_mz <= 0:
             if not np.isnan(precursor_mz):
                 notes.append(f"invalid precursor m/z {precursor_mz!r} ignored")
@@ -206,6 +231,7 @@ class LibraryBuilder:
             records=self.records,
             spectra=int(kept.sum()),
             issues=self._issues,
+            notes=list(self.notes),
         )
         if report.spectra == 0:
             skipped = len(report.skipped)
@@ -233,16 +259,35 @@ class LibraryBuilder:
 
 
 def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
-    """Metadata dicts to object columns (``""`` for missing); fills id/title/aliases."""
-    keys: dict[str, None] = dict.fromkeys(STANDARD_COLUMNS)
+    """Metadata dicts to object columns (``""`` for missing); fills id/title/aliases.
+
+    Standard keys, their aliases and keys found in at least :data:`COLUMN_SHARE`
+    of the records become columns; the values of rarer keys are kept per record
+    as a JSON object in ``other_metadata`` (``""`` when a record has none).
+    """
+    seen: Counter[str] = Counter()
     for meta in metas:
-        keys.update(dict.fromkeys(meta))
+        seen.update(meta.keys())
     n = len(metas)
+    floor = max(1, math.ceil(COLUMN_SHARE * n))
+    aliases = {a for names in _ALIASES.values() for a in names}
+    keys = [*STANDARD_COLUMNS]
+    keys += [k for k in seen if k not in STANDARD_COLUMNS and (k in aliases or seen[k] >= floor)]
     columns: dict[str, np.ndarray] = {}
     for key in keys:
         column = np.empty(n, dtype=object)
         column[:] = [meta.get(key, "") for meta in metas]
         columns[key] = column
+    rare = {k for k in seen if k not in columns}
+    if rare:
+        other = np.empty(n, dtype=object)
+        other[:] = [
+            json.dumps({k: v for k, v in meta.items() if k in rare}, ensure_ascii=False)
+            if rare.intersection(meta)
+            else ""
+            for meta in metas
+        ]
+        columns[OTHER_METADATA] = other
     for key, aliases in _ALIASES.items():
         column = columns[key]
         for alias in aliases:

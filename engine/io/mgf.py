@@ -17,6 +17,7 @@ from pyteomics import mgf as _mgf
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder, parse_ion_mode
+from engine.io.sniff import split_lines
 
 __all__ = ["read_mgf_text"]
 
@@ -48,26 +49,30 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
         if marker.group(1) == "BEGIN IONS":
             if start is not None:
                 record += 1
-                lines = text[start.start() : marker.start()].splitlines()
+                lines = split_lines(text[start.start() : marker.start()])
                 builder.skip(record, _title(lines), "no END IONS before the next BEGIN IONS")
             start = marker
         elif start is not None:
             record += 1
-            _read_block(reader, text[start.start() : marker.end()].splitlines(), record, builder)
+            _read_block(reader, split_lines(text[start.start() : marker.end()]), record, builder)
             start = None
     if start is not None:
         record += 1
-        lines = text[start.start() :].splitlines()
+        lines = split_lines(text[start.start() :])
         builder.skip(record, _title(lines), "file ends inside the record (no END IONS)")
     builder.records = record
 
 
 def _read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
+    """One record into ``builder``; any failure skips this record alone, with its reason."""
     try:
-        spectrum, notes = _parse(reader, lines)
-    except (PyteomicsError, ValueError, TypeError, IndexError) as exc:
+        _add_block(reader, lines, record, builder)
+    except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         builder.skip(record, _title(lines), _reason(exc, lines))
-        return
+
+
+def _add_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
+    spectrum, notes = _parse(reader, lines)
     params = spectrum["params"]
     pepmass = params.get("pepmass") or (None,)
     precursor = pepmass[0] if pepmass[0] is not None else math.nan
@@ -125,7 +130,7 @@ def _reason(exc: Exception, lines: list[str]) -> str:
                 [float(t) for t in stripped.split()[:2]]
             except ValueError:
                 return f"unreadable peak line {stripped[:60]!r}"
-    return message.strip().splitlines()[0][:120] if message.strip() else type(exc).__name__
+    return split_lines(message.strip())[0][:120] if message.strip() else type(exc).__name__
 
 
 def _title(lines: list[str]) -> str:

@@ -16,12 +16,16 @@ import re
 import numpy as np
 
 from engine.io._build import LibraryBuilder, parse_charge_text, parse_ion_mode
+from engine.io.sniff import split_lines
 
 __all__ = ["read_msp_text"]
 
 _KEY_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _QUOTED_RE = re.compile(r'"[^"]*"')
 _SPLIT_RE = re.compile(r"[\s,:]+")
+_INNER_COMMA_RE = re.compile(r"\d,\d")
+_DECIMAL_COMMA_RE = re.compile(r"^[+-]?\d+,\d+$")
+_NUMBER_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
 _PRECURSOR_KEYS = ("precursormz", "precursor_mz", "precursor m/z", "pepmass", "precursormass")
 _ION_MODE_KEYS = ("ion_mode", "ionmode", "ion mode", "polarity")
@@ -53,9 +57,12 @@ def read_msp_text(text: str, builder: LibraryBuilder) -> None:
         if meta is None:
             return
         record += 1
-        _emit(record, meta, peak_lines, num_peaks, builder)
+        try:
+            _emit(record, meta, peak_lines, num_peaks, builder)
+        except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+            builder.skip(record, meta.get("name", ""), f"unreadable record ({exc})")
 
-    for line in text.splitlines():
+    for line in split_lines(text):
         stripped = line.strip()
         if not stripped:
             if in_peaks:
@@ -96,11 +103,11 @@ def _emit(
         builder.skip(record, title, "no 'Num Peaks' line")
         return
     try:
-        mz, intensity = _parse_peaks(peak_lines)
+        mz, intensity, decimal_commas = _parse_peaks(peak_lines)
     except _PeakLineError as exc:
         builder.skip(record, title, str(exc))
         return
-    notes = []
+    notes = ["decimal commas in peaks read as decimal points"] if decimal_commas else []
     try:
         expected = int(num_peaks)
     except ValueError:
@@ -112,6 +119,9 @@ def _emit(
     for key in _PRECURSOR_KEYS:
         if key in meta:
             value = meta[key].split()[0] if meta[key].split() else ""
+            if _DECIMAL_COMMA_RE.match(value):
+                value = value.replace(",", ".")
+                notes.append(f"decimal comma in precursor m/z {meta[key]!r} read as a point")
             try:
                 precursor = float(value)
             except ValueError:
@@ -142,11 +152,27 @@ def _emit(
     )
 
 
-def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Peaks of a record, and whether decimal commas were read as points.
+
+    A pair is read as written with decimal commas when its first two
+    blank-separated words are numbers and a comma sits between digits inside one
+    of them (``85,0284 100`` or ``85,0284\t12,5``); a comma next to a blank, or a
+    pair with no blank (``85,100``), separates m/z from intensity as before.
+    """
     mz: list[float] = []
     intensity: list[float] = []
+    decimal_commas = False
     for line in lines:
         for pair in _QUOTED_RE.sub(" ", line).split(";"):
+            words = pair.split()
+            if len(words) >= 2 and any(_INNER_COMMA_RE.search(w) for w in words[:2]):
+                if not all(_DECIMAL_COMMA_RE.match(w) or _NUMBER_RE.match(w) for w in words[:2]):
+                    raise _PeakLineError(f"unreadable peak line {line[:60]!r}")
+                mz.append(float(words[0].replace(",", ".")))
+                intensity.append(float(words[1].replace(",", ".")))
+                decimal_commas = True
+                continue
             tokens = _SPLIT_RE.split(pair.strip())
             if tokens == [""]:
                 continue
@@ -163,4 +189,4 @@ def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
                 intensity.append(float(tokens[1]))
             except (ValueError, IndexError):
                 raise _PeakLineError(f"unreadable peak line {line[:60]!r}") from None
-    return np.asarray(mz, dtype=np.float64), np.asarray(intensity, dtype=np.float64)
+    return np.asarray(mz, dtype=np.float64), np.asarray(intensity, dtype=np.float64), decimal_commas

@@ -2,14 +2,18 @@
 
 Every ``<spectrum>`` element counts as a record (record numbers are 1-based
 positions in the file); scans with an MS level other than 2 are passed over
-without an issue.  A file whose XML breaks part-way keeps the spectra read
-before the break, and the break is reported as a skipped record.
+without an issue, and without decoding their arrays (a large profile MS1 scan
+costs nothing).  Binary arrays are decoded per spectrum, so a corrupt base64 or
+zlib array skips that spectrum alone.  A file whose XML breaks part-way keeps
+the spectra read before the break, and the break is reported as a skipped record.
 """
 
 from __future__ import annotations
 
+import binascii
 import io
 import math
+import zlib
 
 import numpy as np
 from lxml import etree
@@ -32,7 +36,9 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         Receives every MS2 record (kept or skipped).
     """
     record = 0
-    reader = _mzml.MzML(io.BytesIO(data), use_index=False, read_schema=False, decode_binary=True)
+    reader = _mzml.MzML(
+        io.BytesIO(data), use_index=False, read_schema=False, decode_binary=False, huge_tree=True
+    )
     iterator = iter(reader)
     while True:
         try:
@@ -47,7 +53,11 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         record += 1
         if spectrum.get("ms level") != 2:
             continue
-        _add(spectrum, record, builder)
+        try:
+            _add(spectrum, record, builder)
+        except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+            title = str(spectrum.get("spectrum title", "") or spectrum.get("id", ""))
+            builder.skip(record, title, f"unreadable spectrum ({_first_line(exc)})")
     builder.records = record
 
 
@@ -60,13 +70,18 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
         ion = precursors[0]["selectedIonList"]["selectedIon"][0]
         precursor = float(ion.get("selected ion m/z", math.nan))
         charge = int(ion.get("charge state", 0) or 0)
-    except (KeyError, IndexError, TypeError, ValueError):
+    except (KeyError, IndexError, TypeError, ValueError, OverflowError):
         pass
     ion_mode = 1 if "positive scan" in spectrum else -1 if "negative scan" in spectrum else 0
     mz = spectrum.get("m/z array")
     intensity = spectrum.get("intensity array")
     if mz is None or intensity is None:
         builder.skip(record, title, "no m/z or intensity array")
+        return
+    try:
+        mz, intensity = _decoded(mz), _decoded(intensity)
+    except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
+        builder.skip(record, title, f"corrupt binary array ({_first_line(exc)})")
         return
     metadata = {"id": native_id, "title": title, "ms_level": "2"}
     scans = spectrum.get("scanList", {}).get("scan") or [{}]
@@ -83,6 +98,11 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
         ion_mode=ion_mode,
         metadata=metadata,
     )
+
+
+def _decoded(array) -> np.ndarray:
+    """A binary array record (``decode_binary=False``) as numbers."""
+    return np.asarray(array.decode() if hasattr(array, "decode") else array, dtype=np.float64)
 
 
 def _first_line(exc: Exception) -> str:

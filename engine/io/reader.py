@@ -58,10 +58,13 @@ def read_raw(raw: RawFile, *, format: str | None = None) -> SpectrumLibrary:
     builder = LibraryBuilder(raw.path, fmt)
     if fmt == "mzml":
         read_mzml_bytes(raw.data, builder)
-    elif fmt == "mgf":
-        read_mgf_text(decode_text(raw.data), builder)
     else:
-        read_msp_text(decode_text(raw.data), builder)
+        text, replaced = decode_text(raw.data)
+        if replaced:
+            builder.notes.append(
+                f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
+            )
+        (read_mgf_text if fmt == "mgf" else read_msp_text)(text, builder)
     return builder.build(LibrarySource(raw.path, raw.sha256, fmt))
 
 

@@ -64,6 +64,8 @@ class ImportReport:
         Spectra kept.
     issues : list of ImportIssue
         Skipped and repaired records.
+    notes : list of str
+        Remarks about the whole file (e.g. bytes that were not UTF-8).
     """
 
     path: str
@@ -71,6 +73,7 @@ class ImportReport:
     records: int = 0
     spectra: int = 0
     issues: list[ImportIssue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def skipped(self) -> list[ImportIssue]:
@@ -87,6 +90,7 @@ class ImportReport:
         return (
             f"{self.path}: {self.spectra} spectra read as {self.format.upper()} from "
             f"{self.records} records; {len(self.skipped)} skipped, {len(self.repaired)} repaired"
+            + "".join(f"; {note}" for note in self.notes)
         )
 
     def __str__(self) -> str:

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.io.report import SpectrumFileError
 
-__all__ = ["FORMATS", "RawFile", "open_raw", "format_from_name", "sniff_format", "decode_text"]
+__all__ = [
+    "FORMATS",
+    "RawFile",
+    "open_raw",
+    "format_from_name",
+    "sniff_format",
+    "decode_text",
+    "split_lines",
+    "MAX_GZIP_RATIO",
+]
+
+#: A gzip file may decompress to at most this many times its size (and at least
+#: :data:`MIN_GZIP_CAP` bytes).  Spectrum text compresses 4-10x (MassBank MGF: 4.9x);
+#: a gzip bomb compresses about 1000x.
+MAX_GZIP_RATIO = 100
+#: Floor of the decompressed-size cap, so small gzip files are never refused.
+MIN_GZIP_CAP = 64 * 1024 * 1024
 
 #: Formats the readers understand.
 FORMATS = ("mgf", "msp", "mzml")
@@ -59,21 +78,45 @@ def open_raw(path: str | Path, disk_bytes: bytes | None = None) -> RawFile:
     gzipped = disk_bytes[:2] == _GZIP_MAGIC
     data = disk_bytes
     if gzipped:
-        try:
-            data = gzip.decompress(disk_bytes)
-        except EOFError:
-            raise SpectrumFileError(name, "truncated gzip (the file ends early)") from None
-        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-            raise SpectrumFileError(name, f"corrupt gzip ({exc})") from None
+        data = _gunzip(name, disk_bytes)
     if not data.strip():
         raise SpectrumFileError(name, "empty file" + (" (inside gzip)" if gzipped else ""))
     return RawFile(name, sha, data, gzipped)
 
 
+def _gunzip(name: str, disk_bytes: bytes) -> bytes:
+    """Decompress in blocks, refusing output beyond ``MAX_GZIP_RATIO`` x the input."""
+    cap = max(MIN_GZIP_CAP, MAX_GZIP_RATIO * len(disk_bytes))
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(disk_bytes)) as stream:
+            while block := stream.read(1 << 22):
+                out += block
+                if len(out) > cap:
+                    raise SpectrumFileError(
+                        name,
+                        f"decompresses to more than {cap // 2**20} MiB ({MAX_GZIP_RATIO}x its "
+                        "size); refused as a gzip bomb",
+                    )
+    except EOFError:
+        raise SpectrumFileError(name, "truncated gzip (the file ends early)") from None
+    except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+        raise SpectrumFileError(name, f"corrupt gzip ({exc})") from None
+    return bytes(out)
+
+
 def read_bytes(path: str | Path) -> bytes:
-    """The bytes of ``path``, with a :class:`SpectrumFileError` for the usual failures."""
+    """The bytes of ``path``, with a :class:`SpectrumFileError` for the usual failures.
+
+    Only regular files are read: a FIFO, socket or device would block or never end.
+    """
     p = Path(path)
     try:
+        mode = os.stat(p).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):
+            raise SpectrumFileError(str(path), "not a regular file (a pipe, socket or device)")
         return p.read_bytes()
     except FileNotFoundError:
         raise SpectrumFileError(str(path), "file not found") from None
@@ -114,12 +157,45 @@ def sniff_format(data: bytes) -> str | None:
     return None
 
 
-def decode_text(data: bytes) -> str:
-    """Text of a file: UTF-8 (BOM dropped), else Latin-1 (never fails)."""
+def decode_text(data: bytes) -> tuple[str, int]:
+    """Text of a file as UTF-8 (BOM dropped); bytes that are not UTF-8 are read as cp1252.
+
+    Only the offending bytes are re-read (each as its Windows-1252 character,
+    Latin-1 where cp1252 has none), so one stray byte never turns the rest of a
+    UTF-8 file into mojibake.
+
+    Returns
+    -------
+    text : str
+    replaced : int
+        Number of bytes that were not UTF-8.
+    """
+    text = data.decode("utf-8-sig", errors="surrogateescape")
+    replaced = 0
+    if _ESCAPED.search(text):
+        text, replaced = _ESCAPED.subn(lambda m: _cp1252_char(ord(m.group()) - 0xDC00), text)
+    return text, replaced
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines split at ``\\n``, ``\\r\\n`` and ``\\r`` only.
+
+    ``str.splitlines`` also splits at U+0085, U+2028 and other characters that
+    occur inside names (cp1252's ``…`` is byte 0x85), cutting records apart.
+    """
+    return _LINE_BREAK.split(text)
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: Bytes that were not UTF-8, as ``surrogateescape`` leaves them (U+DC80-U+DCFF).
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def _cp1252_char(byte: int) -> str:
     try:
-        return data.decode("utf-8-sig")
+        return bytes([byte]).decode("cp1252")
     except UnicodeDecodeError:
-        return data.decode("latin-1")
+        return bytes([byte]).decode("latin-1")
 
 
 def _binary_ratio(chunk: bytes) -> float:
