@@ -8,7 +8,10 @@ plain arrays.  Spectrum ``i`` has peaks ``mz[offsets[i]:offsets[i + 1]]``
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -215,38 +218,133 @@ class SpectrumLibrary:
         return replace(self, mz=mz, intensity=intensity, offsets=offsets)
 
     # -- persistence ------------------------------------------------------------------
-    def save(self, path: str | Path) -> None:
-        """Write the library to an ``.npz`` file (no pickles), atomically."""
+    def save(self, path: str | Path, *, extra: Mapping[str, object] | None = None) -> None:
+        """Write the library to an ``.npz`` file (no pickles), atomically.
+
+        The file is written through a temporary file that this call creates
+        itself (unique name, never an existing path or link) in the target's
+        directory, then renamed over ``path``.  The header records a SHA-256
+        digest of the arrays, which :meth:`load` checks.
+
+        Parameters
+        ----------
+        path : str or Path
+            The ``.npz`` file.
+        extra : mapping, optional
+            More JSON-ready header items (the cache stores its key here).
+        """
         path = Path(path)
-        tmp = path.with_name(path.name + ".part")
+        arrays = self._arrays()
         header = {
             "source": None if self.source is None else self.source.__dict__,
             "metadata": {k: list(map(str, v)) for k, v in self.metadata.items()},
             "report": None if self.report is None else _report_to_json(self.report),
+            "digest": _digest(arrays),
+            **(extra or {}),
         }
-        with open(tmp, "wb") as fh:
-            np.savez(
-                fh,
-                mz=self.mz,
-                intensity=self.intensity,
-                offsets=self.offsets,
-                precursor_mz=self.precursor_mz,
-                charge=self.charge,
-                ion_mode=self.ion_mode,
-                header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-            )
-        tmp.replace(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays, header=np.frombuffer(json.dumps(header).encode(), np.uint8))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> SpectrumLibrary:
-        """Read a library written by :meth:`save`."""
-        with np.load(path, allow_pickle=False) as data:
+        """Read and check a library written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            The file is not such a library: a link, a broken archive, arrays of
+            the wrong type or shape, offsets out of range, peaks that are not
+            finite, sorted and positive, or contents that do not match the
+            digest in its header.
+        """
+        return cls._from_npz(path)[0]
+
+    @classmethod
+    def _from_npz(cls, path: str | Path) -> tuple[SpectrumLibrary, dict]:
+        """:meth:`load`, also returning the header (the cache reads its key there)."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+            if set(data.files) != {*_ARRAY_TYPES, "header"}:
+                raise ValueError(f"unexpected arrays {sorted(data.files)}")
             header = json.loads(data["header"].tobytes().decode())
-            arrays = {k: data[k] for k in data.files if k != "header"}
-        metadata = {k: _object_column(v) for k, v in header["metadata"].items()}
-        source = LibrarySource(**header["source"]) if header["source"] else None
-        report = _report_from_json(header["report"]) if header["report"] else None
-        return cls(**arrays, metadata=metadata, source=source, report=report)
+            arrays = {k: data[k] for k in _ARRAY_TYPES}
+        _check_arrays(arrays)
+        if not isinstance(header, dict) or header.get("digest") != _digest(arrays):
+            raise ValueError("contents do not match the digest in the header")
+        metadata = header.get("metadata")
+        n = len(arrays["offsets"]) - 1
+        if not isinstance(metadata, dict) or not all(
+            isinstance(v, list) and len(v) == n and all(isinstance(x, str) for x in v)
+            for v in metadata.values()
+        ):
+            raise ValueError("metadata columns are not lists of one string per spectrum")
+        source = LibrarySource(**header["source"]) if header.get("source") else None
+        report = _report_from_json(header["report"]) if header.get("report") else None
+        metadata = {str(k): _object_column(v) for k, v in metadata.items()}
+        library = cls(**arrays, metadata=metadata, source=source, report=report)
+        return library, header
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {
+            k: np.ascontiguousarray(getattr(self, k), dtype=dtype)
+            for k, dtype in _ARRAY_TYPES.items()
+        }
+
+
+#: Arrays of a saved library and their types.
+_ARRAY_TYPES = {
+    "mz": np.float64,
+    "intensity": np.float64,
+    "offsets": np.int64,
+    "precursor_mz": np.float64,
+    "charge": np.int16,
+    "ion_mode": np.int8,
+}
+
+
+def _digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 over every array's name, type, shape and bytes."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = arrays[name]
+        h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+    return h.hexdigest()
+
+
+def _check_arrays(arrays: Mapping[str, np.ndarray]) -> None:
+    """Everything the kernels rely on, checked before any array is used."""
+    for name, dtype in _ARRAY_TYPES.items():
+        a = arrays[name]
+        if a.dtype != dtype or a.ndim != 1:
+            raise ValueError(f"{name} is {a.dtype}[{a.ndim}-D], not 1-D {np.dtype(dtype)}")
+    mz, intensity, offsets = arrays["mz"], arrays["intensity"], arrays["offsets"]
+    n = len(offsets) - 1
+    if n < 0 or offsets[0] != 0 or offsets[-1] != len(mz) or np.any(np.diff(offsets) < 0):
+        raise ValueError("offsets do not run from 0 to the number of peaks")
+    if len(intensity) != len(mz):
+        raise ValueError("mz and intensity differ in length")
+    for name in ("precursor_mz", "charge", "ion_mode"):
+        if len(arrays[name]) != n:
+            raise ValueError(f"{name} does not have one value per spectrum")
+    if not np.isfinite(mz).all() or (mz < 0).any():
+        raise ValueError("m/z values that are not finite and >= 0")
+    if not np.isfinite(intensity).all() or (intensity <= 0).any():
+        raise ValueError("intensities that are not finite and > 0")
+    falls = np.flatnonzero(np.diff(mz) < 0) + 1  # peak positions where m/z goes down
+    if np.setdiff1d(falls, offsets[1:-1]).size:
+        raise ValueError("m/z values not sorted within a spectrum")
+    precursor = arrays["precursor_mz"]
+    if (precursor[~np.isnan(precursor)] <= 0).any() or np.isinf(precursor).any():
+        raise ValueError("precursor m/z values that are not NaN or positive")
+    if not np.isin(arrays["ion_mode"], (-1, 0, 1)).all():
+        raise ValueError("ion modes other than -1, 0 and 1")
 
 
 def _empty_column(n: int) -> np.ndarray:

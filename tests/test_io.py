@@ -200,7 +200,8 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path):
 
 
 def test_massbank_cache_reload_fast(massbank, tmp_path):
-    massbank.save(cache_path(massbank.source.sha256, tmp_path))  # as load_library writes it
+    key = {"cache_key": massbank.source.sha256, "reader_version": cache_module.READER_VERSION}
+    massbank.save(cache_path(massbank.source.sha256, tmp_path), extra=key)  # as the cache does
     start = time.perf_counter()
     again = load_library(MASSBANK, cache_dir=tmp_path)
     elapsed = time.perf_counter() - start

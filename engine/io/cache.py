@@ -4,6 +4,12 @@ A library read once is saved as ``<sha256>-r<READER_VERSION>.npz`` (no pickles,
 see :meth:`SpectrumLibrary.save`) in the cache directory; reading the same bytes
 again, under any path, loads that file instead of parsing.  Bump
 :data:`READER_VERSION` whenever the readers' output changes.
+
+The cache trusts nothing it reads: an entry is used only when it is a regular
+file (never a link), its arrays pass every check the kernels rely on, they match
+the digest in its header, and the header names the same content hash and reader
+version as the key.  Any other entry is reported, ignored and replaced.  Entries
+are written through unique temporary files, so concurrent loaders never collide.
 """
 
 from __future__ import annotations
@@ -74,18 +80,32 @@ def load_library(
     disk = read_bytes(path)
     if not cache:
         return read_raw(open_raw(path, disk), format=format)
-    target = cache_path(hashlib.sha256(disk).hexdigest(), cache_dir)
-    if target.is_file():
+    sha = hashlib.sha256(disk).hexdigest()
+    target = cache_path(sha, cache_dir)
+    if os.path.lexists(target):
         try:
-            return _renamed(SpectrumLibrary.load(target), str(path))
+            return _renamed(_load_entry(target, sha), str(path))
         except Exception as exc:  # noqa: BLE001 - a bad cache entry is re-read
-            warnings.warn(f"ignoring unreadable cache file {target}: {exc}", stacklevel=2)
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            warnings.warn(f"ignoring unreadable cache file {target}: {reason}", stacklevel=2)
     library = read_raw(open_raw(path, disk), format=format)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        library.save(target)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        library.save(target, extra={"cache_key": sha, "reader_version": READER_VERSION})
     except Exception as exc:  # noqa: BLE001 - caching is best effort
         warnings.warn(f"could not write library cache {target}: {exc}", stacklevel=2)
+    return library
+
+
+def _load_entry(target: Path, sha: str) -> SpectrumLibrary:
+    """The cached library of content ``sha``; ValueError/OSError when the entry is not it."""
+    if target.is_symlink() or not target.is_file():
+        raise ValueError("not a regular file (a link or something else)")
+    library, header = SpectrumLibrary._from_npz(target)  # noqa: SLF001 - the cache's own reader
+    if header.get("cache_key") != sha or header.get("reader_version") != READER_VERSION:
+        raise ValueError("it holds another file's spectra (its key does not match)")
+    if library.source is None or library.source.sha256 != sha:
+        raise ValueError("its source does not match the file")
     return library
 
 

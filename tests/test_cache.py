@@ -1,0 +1,145 @@
+"""The library cache trusts nothing it reads and never writes through a path it did not create."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.io import cache as cache_module
+from engine.io.cache import cache_path, load_library
+from engine.library import SpectrumLibrary
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+MSP = DATA / "sample.msp"
+MGF = DATA / "pesticides.mgf"
+
+
+def _same(a: SpectrumLibrary, b: SpectrumLibrary) -> bool:
+    fields = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
+    return all(np.array_equal(getattr(a, f), getattr(b, f)) for f in fields)
+
+
+def _tampered_entry(tmp_path: Path, change) -> tuple[SpectrumLibrary, Path]:
+    """A cache entry for sample.msp whose arrays were changed, with the digest recomputed
+    (as a crafted file would be) or left as it was."""
+    good = load_library(MSP, cache_dir=tmp_path)
+    target = cache_path(good.source.sha256, tmp_path)
+    with np.load(target) as data:
+        arrays = {k: data[k] for k in data.files}
+    change(arrays)
+    with open(target, "wb") as fh:
+        np.savez(fh, **arrays)
+    return good, target
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda a: a.__setitem__("offsets", a["offsets"] + 1000),  # points past the peaks
+        lambda a: a.__setitem__("offsets", a["offsets"][::-1].copy()),
+        lambda a: a["mz"].__setitem__(0, np.nan),
+        lambda a: a["mz"].__setitem__(slice(0, 2), [500.0, 10.0]),  # unsorted
+        lambda a: a["intensity"].__setitem__(0, -1.0),
+        lambda a: a.__setitem__("ion_mode", np.full_like(a["ion_mode"], 7)),
+        lambda a: a.__setitem__("mz", a["mz"].astype(np.float32)),
+        lambda a: a.__setitem__("offsets", a["offsets"].reshape(-1, 1)),
+        lambda a: a.__setitem__("intensity", a["intensity"] * 2),  # digest no longer matches
+        lambda a: a.pop("charge"),
+    ],
+    ids=[
+        "offsets-out-of-range",
+        "offsets-decreasing",
+        "nan-mz",
+        "unsorted-mz",
+        "negative-intensity",
+        "ion-mode",
+        "float32",
+        "2-d",
+        "digest",
+        "missing-array",
+    ],
+)
+def test_crafted_entry_is_refused_and_replaced(tmp_path, change):
+    """Before: a crafted entry segfaulted a search."""
+    good, target = _tampered_entry(tmp_path, change)
+    with pytest.warns(UserWarning, match="ignoring unreadable cache file"):
+        again = load_library(MSP, cache_dir=tmp_path)
+    assert _same(good, again)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the entry was replaced by a good one
+        assert _same(good, load_library(MSP, cache_dir=tmp_path))
+
+
+def test_swapped_entry_is_refused(tmp_path):
+    """Before: another library's entry under this key silently returned its spectra."""
+    other = load_library(MGF, cache_dir=tmp_path)
+    mine = load_library(MSP, cache=False)
+    target = cache_path(mine.source.sha256, tmp_path)
+    os.replace(cache_path(other.source.sha256, tmp_path), target)
+    with pytest.warns(UserWarning, match="another file's spectra"):
+        again = load_library(MSP, cache_dir=tmp_path)
+    assert _same(mine, again) and again.source.sha256 == mine.source.sha256
+
+
+def test_symlinked_entry_is_not_followed_and_its_target_untouched(tmp_path):
+    mine = load_library(MSP, cache=False)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    target = cache_path(mine.source.sha256, cache_dir)
+    target.symlink_to(victim)
+    with pytest.warns(UserWarning, match="not a regular file"):
+        again = load_library(MSP, cache_dir=cache_dir)
+    assert _same(mine, again)
+    assert victim.read_text() == "precious"
+    assert not target.is_symlink() and target.is_file()  # the link itself was replaced
+
+
+def test_planted_part_file_link_is_never_written_through(tmp_path):
+    """Before: the cache wrote through a fixed ``<sha>.npz.part``; a planted link there
+    overwrote an unrelated file."""
+    mine = load_library(MSP, cache=False)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+    target = cache_path(mine.source.sha256, cache_dir)
+    target.with_name(target.name + ".part").symlink_to(victim)
+    load_library(MSP, cache_dir=cache_dir)
+    assert victim.read_text() == "precious"
+    assert target.is_file()
+    assert not [p for p in cache_dir.iterdir() if p.name.startswith(".")]  # no temp debris
+
+
+def _load_in_process(cache_dir: str) -> tuple[int, float]:
+    lib = load_library(MGF, cache_dir=cache_dir)
+    return len(lib), float(lib.mz.sum())
+
+
+def test_concurrent_loaders_all_succeed(tmp_path):
+    """Before: four loaders of one file collided on the fixed temporary name 3 times of 4."""
+    with ProcessPoolExecutor(4) as pool:
+        results = list(pool.map(_load_in_process, [str(tmp_path)] * 8))
+    assert len(set(results)) == 1 and results[0][0] == 76
+    entries = list(tmp_path.iterdir())
+    assert [p.name for p in entries] == [
+        cache_path(load_library(MGF, cache=False).source.sha256).name
+    ]
+
+
+def test_cache_directory_is_private(tmp_path):
+    load_library(MSP, cache_dir=tmp_path / "new")
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700
+
+
+def test_entry_records_its_key(tmp_path):
+    lib = load_library(MSP, cache_dir=tmp_path)
+    _, header = SpectrumLibrary._from_npz(cache_path(lib.source.sha256, tmp_path))
+    assert header["cache_key"] == lib.source.sha256
+    assert header["reader_version"] == cache_module.READER_VERSION
