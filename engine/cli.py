@@ -168,9 +168,9 @@ def _search(args: argparse.Namespace) -> int:
     with _cancel_on_interrupt(token, say):
         error = _run_into(job, writer)
         progress.done()
-        if error is not None and not isinstance(error, _PARTIAL_ERRORS):
+        if isinstance(error, _WriteFailed):
             writer.abort()
-            raise error
+            raise error.__cause__
         note = ""
         if error is not None:
             note = f"stopped by an error: {error}"
@@ -184,27 +184,35 @@ def _search(args: argparse.Namespace) -> int:
         f"({p.pairs_per_second:.3g} pairs/s)" + (f" -> {path}" if args.output else "")
     )
     if error is not None:
-        say(f"error: {error}; the hits found before it are in the output, marked incomplete")
+        print(
+            f"simms: error: {error}; the hits found before it are in the output, marked incomplete",
+            file=sys.stderr,
+        )
         return 2
     return 130 if token.cancelled else 0
 
 
-#: Errors after which the hits already found are still written (marked incomplete).
-_PARTIAL_ERRORS: tuple[type[BaseException], ...] = (RuntimeError,)
+class _WriteFailed(Exception):
+    """The output could not be written (its cause is the real error)."""
 
 
 def _run_into(job, writer) -> BaseException | None:
     """Run ``job`` in a worker thread, writing its chunks; returns the error, if any.
 
     The main thread only waits, so a Ctrl-C is handled at once (by the handler of
-    :func:`_cancel_on_interrupt`) while numba kernels run in the worker.
+    :func:`_cancel_on_interrupt`) while numba kernels run in the worker.  An error
+    of the search (a lost cluster, a failed backend) leaves the hits written so
+    far to be kept; an error of the output comes back as :class:`_WriteFailed`.
     """
     failure: list[BaseException] = []
 
     def work() -> None:
         try:
             for chunk in job:
-                writer.write(chunk)
+                try:
+                    writer.write(chunk)
+                except BaseException as exc:
+                    raise _WriteFailed(str(exc)) from exc
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             job.cancel()
             failure.append(exc)

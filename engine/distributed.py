@@ -423,6 +423,10 @@ class DaskSearchJob:
         exactly these spectra.  Otherwise each shard's arrays are sent.
     own_client : bool
         Close the client (and its local cluster) when the job ends.
+    worker_timeout : float
+        Seconds the cluster may have no worker at all (time for workers to be
+        restarted) before the job stops with a :class:`ClusterError`; the hits
+        streamed before stay valid.
     """
 
     def __init__(
@@ -439,6 +443,7 @@ class DaskSearchJob:
         n_shards: int | None = None,
         library_path: str | Path | None = None,
         own_client: bool = False,
+        worker_timeout: float = NO_WORKER_TIMEOUT,
     ) -> None:
         if backend not in ("auto", "cpu", "cuda"):
             raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
@@ -449,6 +454,8 @@ class DaskSearchJob:
         self.client = client
         self.backend_name = backend
         self.cancel_token = cancel_token or CancelToken()
+        #: Seconds without any worker before the job gives up with a ClusterError.
+        self.worker_timeout = float(worker_timeout)
         self.messages: list[str] = []
         self.progress = SearchProgress()
         self.finished = False
@@ -573,6 +580,7 @@ class DaskSearchJob:
         job = uuid.uuid4().hex[:12]
         path, fingerprint = self._library_file() if blocks else (None, "")
         shard_futures: dict[int, object] = {}
+        generation = [0]  # shard keys change when every pinned worker was replaced
         payload_mode: set[int] = set()
         n_workers = max(1, len(workers))
 
@@ -591,7 +599,11 @@ class DaskSearchJob:
                 if path is not None and s not in payload_mode:
                     sp = spec(s, True)
                     shard_futures[s] = self.client.submit(
-                        _load_shard, sp, None, key=f"simms-shard-{sp.token}-file", **where
+                        _load_shard,
+                        sp,
+                        None,
+                        key=f"simms-shard-{sp.token}-file{_suffix(generation)}",
+                        **where,
                     )
                 else:
                     sp = spec(s, False)
@@ -600,7 +612,11 @@ class DaskSearchJob:
                     payload = {k: getattr(raw, k) for k in _PEAK_FIELDS}
                     payload["global_index"] = np.asarray(index, dtype=np.int64)
                     shard_futures[s] = self.client.submit(
-                        _load_shard, sp, payload, key=f"simms-shard-{sp.token}-data", **where
+                        _load_shard,
+                        sp,
+                        payload,
+                        key=f"simms-shard-{sp.token}-data{_suffix(generation)}",
+                        **where,
                     )
             return shard_futures[s]
 
@@ -655,6 +671,24 @@ class DaskSearchJob:
                         n_seen_workers, no_worker_since = self._check_cluster(
                             n_seen_workers, no_worker_since
                         )
+                        alive = sorted(self.client.nthreads())
+                        if alive and workers and not set(workers) & set(alive):
+                            # Every worker the shards were pinned to is gone and new ones
+                            # joined: Dask leaves tasks pinned (even loosely) to dead
+                            # workers in "no-worker" for ever, so pin anew and resubmit.
+                            self._say(
+                                f"all {len(workers)} Dask worker(s) were replaced; "
+                                "resubmitting the unfinished tasks"
+                            )
+                            workers[:] = alive
+                            n_workers = len(alive)
+                            generation[0] += 1
+                            stale = list(futures.values())
+                            futures.clear()
+                            shard_futures.clear()
+                            self.client.cancel([f for f, _ in stale])
+                            for _, task in stale:
+                                submit(task)
                     time.sleep(0.02)
                     continue
                 for fut in ready:
@@ -738,11 +772,19 @@ class DaskSearchJob:
             self._say(f"{n_seen - n_now} Dask worker(s) left; their shards are redone on others")
         if n_now == 0:
             no_worker_since = no_worker_since or time.monotonic()
-            if time.monotonic() - no_worker_since > NO_WORKER_TIMEOUT:
-                raise ClusterError(f"no Dask worker for {NO_WORKER_TIMEOUT:g} s; search stopped")
+            if time.monotonic() - no_worker_since > self.worker_timeout:
+                raise ClusterError(
+                    f"all Dask workers of {describe(self.client)} were lost and none came "
+                    f"back within {self.worker_timeout:g} s; {self.tasks_total - self.tasks_done} "
+                    f"of {self.tasks_total} tasks not done (the hits found so far are kept)"
+                )
         else:
             no_worker_since = None
         return n_now, no_worker_since
+
+
+def _suffix(generation: list[int]) -> str:
+    return f"-g{generation[0]}" if generation[0] else ""
 
 
 def search(

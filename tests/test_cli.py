@@ -156,3 +156,61 @@ def test_search_equals_matchms_on_large_and_dense_spectra(massbank_library, tmp_
     for q, l in expected:
         s, m = got[(q, l)]
         assert m == ref_matches[q, l] and abs(s - ref_score[q, l]) <= 1e-6
+
+
+@pytest.mark.parametrize(
+    "target, reason",
+    [("missing/hits.tsv", "does not exist"), ("hits.xlsx", "unknown hit-list format")],
+)
+def test_bad_output_is_refused_before_any_loading(tmp_path, capsys, monkeypatch, target, reason):
+    """Before: the output was checked after the search (which was lost), and
+    ``-o /nonexistent/x.tsv`` silently created the directory."""
+    import engine.cli as cli
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("loaded a library before checking the output")
+
+    monkeypatch.setattr(cli, "load_library", no_loading)
+    out = tmp_path / target
+    assert main(["search", "q.mgf", "l.mgf", "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and reason in err
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize(
+    "args, reason",
+    [
+        (["--threshold", "nan"], "threshold must be a finite number"),
+        (["--threshold", "1.5"], "threshold must be between 0 and 1"),
+        (["--tolerance", "inf"], "tolerance must be a finite number"),
+        (["--ppm"], "--ppm needs --precursor-tolerance"),
+        (["--top", "-1"], "top_n must be >= 0"),
+    ],
+)
+def test_bad_parameters_are_refused(data_dir, capsys, args, reason):
+    path = str(data_dir / "sample.msp")
+    assert main(["search", path, path, "-q", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and reason in err
+
+
+def test_search_error_keeps_the_hits_written(data_dir, tmp_path, capsys, monkeypatch):
+    """A search that fails part-way (a lost cluster, a failed backend) keeps what it found."""
+    import engine.cli as cli
+    from engine.search import SearchJob
+
+    class FailsAfterOneChunk(SearchJob):
+        def __iter__(self):
+            for chunk in super().__iter__():
+                yield chunk
+                raise RuntimeError("all Dask workers were lost")
+
+    monkeypatch.setattr(cli, "SearchJob", FailsAfterOneChunk)
+    path, out = str(data_dir / "pesticides.mgf"), tmp_path / "hits.tsv"
+    assert main(["search", path, path, "-o", str(out), "-q", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "all Dask workers were lost" in err
+    cols, provenance = read_hits(out)
+    assert len(cols["score"]) > 0
+    assert any(p.startswith("complete: no (stopped by an error") for p in provenance)

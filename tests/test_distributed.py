@@ -203,3 +203,56 @@ def test_engine_imports_without_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_every_worker_killed_and_restarted_gives_identical_hits(data):
+    """Before: with every worker killed, tasks pinned to the dead workers stayed in
+    Dask's "no-worker" state for ever, though the nannies had started new workers."""
+    from distributed import Client, LocalCluster
+
+    queries, library = data
+    params = SearchParameters(top_n=10, batch_size=16)
+    expected, _ = single_process(queries, library, params)
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        env={"NUMBA_NUM_THREADS": "1"},
+    ) as lc, Client(lc, set_as_default=False) as client:  # fmt: skip
+        pids = list(client.run(os.getpid).values())
+        killed = []
+
+        def kill_all(progress):
+            if not killed and progress.pairs_done < progress.pairs_total:
+                killed.append(True)
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", on_progress=kill_all
+        )
+        hits = job.run()
+    assert killed
+    assert_identical(hits, expected)
+    assert any("were replaced" in m for m in job.messages)
+
+
+def test_all_workers_lost_for_good_raises_and_keeps_hits(data):
+    """Before: a cluster left without workers hung the search for ever."""
+    from distributed import Client, LocalCluster
+
+    queries, library = data
+    params = SearchParameters(top_n=5, batch_size=16)
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as lc, Client(lc, set_as_default=False) as client:  # fmt: skip
+        chunks = []
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", worker_timeout=2.0
+        )
+        with pytest.raises(ClusterError, match="were lost and none came back within 2 s"):
+            for chunk in job:
+                chunks.append(chunk)
+                if len(chunks) == 1:
+                    client.retire_workers(close_workers=True)
+                    lc.scale(0)
+    assert chunks and len(job.hits) == sum(len(c) for c in chunks) > 0
+    assert job.tasks_done < job.tasks_total
