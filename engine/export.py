@@ -149,6 +149,8 @@ _FORMATS = {
 }
 #: Columns rounded to 8 decimals on output (m/z values and their differences).
 _MZ_COLUMNS = ("query_precursor_mz", "library_precursor_mz", "precursor_mz_delta")
+#: Rows formatted at a time: bounds the writer's memory (about 1 KB a row while formatting).
+_ROWS_AT_ONCE = 100_000
 #: Width of the ``# complete: ...`` line, overwritten in place when the file is closed.
 _STATUS_WIDTH = 200
 #: Characters that make a spreadsheet cell a formula (OWASP CSV injection).
@@ -280,6 +282,11 @@ class HitWriter:
     def write(self, hits: HitTable) -> None:
         """Append one chunk of hits (memory: this chunk's rows only)."""
         if len(hits) == 0:
+            return
+        if len(hits) > _ROWS_AT_ONCE:  # a batch of all-hits search can hold millions
+            for start in range(0, len(hits), _ROWS_AT_ONCE):
+                stop = min(start + _ROWS_AT_ONCE, len(hits))
+                self.write(hits.take(np.arange(start, stop)))
             return
         if self.format == "parquet":
             self._write_parquet(_frame(hit_columns(hits, self.queries, self.library)))

@@ -92,11 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.smoke_test:
         return smoke_test()
+    from simms_gui.system_check import check_display_libraries
+
+    problem = check_display_libraries()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     from simms_gui._qt.main_window import first_start
     from simms_gui.viewer import Viewer, get_app
 
     get_app()
-    viewer = Viewer(show=True)
+    viewer = Viewer(show=True, persist_settings=True)
     window = viewer.window
     libraries = list(args.library)
     queries = args.queries

@@ -157,11 +157,18 @@ class Viewer:
     >>> viewer.export_hits("hits.tsv", which="best")     # doctest: +SKIP
     """
 
-    def __init__(self, *, show: bool = True, demo: bool = False, title: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        show: bool = True,
+        demo: bool = False,
+        title: str | None = None,
+        persist_settings: bool = False,
+    ) -> None:
         from simms_gui._qt.main_window import MainWindow
 
         self._app = get_app()
-        self.window = MainWindow()
+        self.window = MainWindow(persist_settings=persist_settings)
         if title:
             self.window.setWindowTitle(title)
         if demo:
@@ -223,16 +230,19 @@ class Viewer:
         Parameters
         ----------
         backend : {"auto", "cpu", "cuda", "dask"}, optional
-            Default: the search panel's choice.  ``"dask"`` runs on a Dask cluster.
+            Default ``"auto"``.  ``"dask"`` runs on a Dask cluster.
         dask_address : str, optional
             The Dask scheduler, ``tcp://HOST:8786``, or ``local:N`` to start N
-            local worker processes (default: the panel's address).  The client
+            local worker processes; needed with ``backend="dask"``.  The client
             is kept for later searches at the same address and closed with the
             window.  An unreachable cluster makes :meth:`SearchHandle.wait`
             raise ``RuntimeError`` with the reason.
         **params
-            :class:`~engine.SearchParameters` fields overriding the panel's
-            values (``tolerance=0.02, top_n=5, score="modified_cosine"``).
+            :class:`~engine.SearchParameters` fields
+            (``tolerance=0.02, top_n=5, score="modified_cosine"``); the others
+            keep :class:`~engine.SearchParameters`' defaults.  What the window's
+            panel shows, or saved from an earlier session, never enters a
+            scripted search; the panel is set to the parameters used.
 
         Returns
         -------
@@ -248,14 +258,15 @@ class Viewer:
             raise RuntimeError("a search is already running")
         if self.library is None or self.queries is None:
             raise RuntimeError("open a library and queries first")
-        panel = self.window.search_panel
-        if (backend or panel.backend_name()) == "dask":
+        backend = backend or "auto"
+        if backend == "dask":
             from simms_gui._qt.worker import normalize_dask_address
 
-            normalize_dask_address(
-                panel.dask_address_text() if dask_address is None else dask_address
-            )
-        p = panel.parameters(**params)
+            if not dask_address:
+                raise ValueError("backend='dask' needs a dask_address (tcp://HOST:PORT or local:N)")
+            normalize_dask_address(dask_address)
+        p = SearchParameters(**params)
+        self.window.search_panel.set_parameters(p)
         controller = self.window.start_search(p, backend, dask_address)
         if controller is None:
             raise RuntimeError("the search could not start")

@@ -50,8 +50,6 @@ __all__ = ["MainWindow"]
 SPECTRUM_FILTER = "Spectrum files (*.mgf *.msp *.mzML *.mzml *.gz);;All files (*)"
 HITS_FILTER = "Tab-separated (*.tsv);;Comma-separated (*.csv);;Parquet (*.parquet)"
 IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg)"
-#: Files above this size are read in a background thread (smaller ones too, when asked).
-BACKGROUND_BYTES = 2_000_000
 
 
 class MainWindow(QMainWindow):
@@ -80,8 +78,18 @@ class MainWindow(QMainWindow):
     searchFinished = pyqtSignal(bool)  # noqa: N815
     heatmapReady = pyqtSignal()  # noqa: N815
 
-    def __init__(self, session: Session | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        session: Session | None = None,
+        parent: QWidget | None = None,
+        *,
+        persist_settings: bool = True,
+    ) -> None:
         super().__init__(parent)
+        #: Whether this window restores and saves the user's settings (parameters,
+        #: geometry, recent files).  Scripted windows (the Viewer, the smoke test)
+        #: neither read nor write them, so a script runs the same everywhere.
+        self.persist_settings = persist_settings
         self.session = session or Session()
         self.controller: SearchController | None = None
         self._chunks: list[HitTable] = []
@@ -92,7 +100,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("SimMS — MS/MS library search")
         self.setAcceptDrops(True)
 
-        self.search_panel = SearchPanel()
+        self.search_panel = SearchPanel(persist_settings=persist_settings)
         self.library_panel = LibraryPanel()
         self.query_list = QueryList()
         self.results = ResultsPanel()
@@ -272,7 +280,7 @@ class MainWindow(QMainWindow):
         start = str(settings().value("last_dir", str(Path.home())))
         paths, _ = QFileDialog.getOpenFileNames(self, caption, start, SPECTRUM_FILTER)
         for path in paths:
-            settings().setValue("last_dir", str(Path(path).parent))
+            self._remember_dir(path)
             self.open_file(path, kind)
 
     def open_file(
@@ -285,8 +293,9 @@ class MainWindow(QMainWindow):
         path : str or Path
         kind : {"library", "queries"}
         background : bool, optional
-            Read in a worker thread (default: for files over 2 MB).  Returns
-            None then; ``fileLoaded``/``loadFailed`` tell the outcome.
+            Read in a worker thread (the default for the window: even a small
+            file can be slow, a FIFO or a decompression bomb).  Returns None
+            then; ``fileLoaded``/``loadFailed`` tell the outcome.
 
         Returns
         -------
@@ -297,10 +306,7 @@ class MainWindow(QMainWindow):
             raise ValueError(f"kind must be 'library' or 'queries', not {kind!r}")
         path = Path(path)
         if background is None:
-            try:
-                background = path.stat().st_size > BACKGROUND_BYTES
-            except OSError:
-                background = False
+            background = True
         if background:
             self.log(f"Reading {path.name}…")
             QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
@@ -325,8 +331,14 @@ class MainWindow(QMainWindow):
     def _start_task(self, function, on_done, on_error) -> TaskRunner:
         runner = run_task(function, on_done, on_error)
         self._tasks.add(runner)
-        runner.thread.finished.connect(lambda r=runner: self._tasks.discard(r))
+        runner.thread.finished.connect(functools.partial(self._task_finished, runner))
         return runner
+
+    def _task_finished(self, runner: TaskRunner) -> None:
+        # ``finished`` comes just before the thread ends; dropping the last reference
+        # to a running QThread would destroy it while it runs (an abort)
+        runner.wait()
+        self._tasks.discard(runner)
 
     def _load_failed(self, path: Path, exc: BaseException) -> None:
         if isinstance(exc, SpectrumFileError):
@@ -356,7 +368,8 @@ class MainWindow(QMainWindow):
         # the window for ~100 ms at random moments during searches.
         gc.collect()
         gc.freeze()
-        add_recent_file(kind, path)
+        if self.persist_settings:
+            add_recent_file(kind, path)
         skipped, repaired = report_counts(report)
         note = ""
         if skipped or repaired:
@@ -642,7 +655,7 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, caption, str(start), filters)
         if not path:
             return None
-        settings().setValue("last_dir", str(Path(path).parent))
+        self._remember_dir(path)
         return Path(path)
 
     def export_hits(self, path: str | Path | None = None, which: str = "all") -> Path | None:
@@ -758,6 +771,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ state
     def _restore_state(self) -> None:
+        if not self.persist_settings:
+            return
         s = settings()
         geometry = s.value("window/geometry")
         if isinstance(geometry, QByteArray):
@@ -768,13 +783,19 @@ class MainWindow(QMainWindow):
                 getattr(self, name).restoreState(state)
 
     def save_state(self) -> None:
-        """Store window geometry, splitters and search settings."""
+        """Store window geometry, splitters and search settings (if this window persists)."""
+        if not self.persist_settings:
+            return
         s = settings()
         s.setValue("window/geometry", self.saveGeometry())
         for name in ("main_splitter", "left_splitter", "results_splitter", "heatmap_splitter"):
             s.setValue(f"window/{name}", getattr(self, name).saveState())
         self.search_panel.save_settings()
         s.sync()
+
+    def _remember_dir(self, path: str | Path) -> None:
+        if self.persist_settings:
+            settings().setValue("last_dir", str(Path(path).parent))
 
     def shutdown(self) -> None:
         """Stop the search and background tasks (waits for their threads)."""

@@ -92,7 +92,7 @@ class SearchPanel(QWidget):
     searchRequested = pyqtSignal()  # noqa: N815
     stopRequested = pyqtSignal()  # noqa: N815
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, persist_settings: bool = True) -> None:
         super().__init__(parent)
         self.tolerance = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=5.0, singleStep=0.005)
         self.tolerance.setSuffix(" Da")
@@ -196,7 +196,10 @@ class SearchPanel(QWidget):
         self.stop_button.clicked.connect(self.stopRequested)
         self.set_parameters(SearchParameters())
         self._backend_changed()
-        self.load_settings()
+        #: Restore and save the user's last parameters (False for scripted windows).
+        self.persist_settings = persist_settings
+        if persist_settings:
+            self.load_settings()
 
     # -- parameters -------------------------------------------------------------------
     def _fill_backends(self) -> None:
@@ -387,7 +390,9 @@ class SearchPanel(QWidget):
         self.set_backend(str(data.get("backend", "auto")))
 
     def save_settings(self) -> None:
-        """Store the parameters and backend in QSettings."""
+        """Store the parameters and backend in QSettings (if this panel persists)."""
+        if not self.persist_settings:
+            return
         save_json(
             SETTINGS_KEY,
             {

@@ -18,6 +18,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from PyQt6 import sip
 from PyQt6.QtCore import QObject, QThread, pyqtSignal, pyqtSlot
 
 from engine import SearchJob, SearchParameters, SearchProgress, SpectrumLibrary
@@ -300,6 +301,7 @@ class TaskRunner(QObject):
         self.thread.result_ready.connect(self.done)
         self.thread.error_raised.connect(self.error)
         self.thread.finished.connect(self._cleanup)
+        self._finished = False
 
     def start(self) -> TaskRunner:
         """Start the thread; returns self."""
@@ -307,12 +309,18 @@ class TaskRunner(QObject):
         return self
 
     def _cleanup(self) -> None:
-        self.thread.deleteLater()
-        self.deleteLater()
+        # ``finished`` is emitted just before the thread really ends: wait for that, so
+        # the QThread is never destroyed while running.  Its Python owner (the window's
+        # task set) releases it afterwards; no deleteLater, so no wrapper outlives its
+        # C++ object (the old "wrapped C/C++ object has been deleted" on quit).
+        self.thread.wait()
+        self._finished = True
 
     def wait(self, msecs: int = 30000) -> bool:
-        """Block until the thread ends."""
-        return self.thread.wait(msecs)
+        """Block until the thread ends (at once when it already has)."""
+        if sip.isdeleted(self.thread):
+            return True
+        return self._finished or self.thread.wait(msecs)
 
 
 class _FunctionThread(QThread):
