@@ -117,3 +117,27 @@ def test_ctrl_c_before_the_search_exits_130_without_traceback(data_dir, tmp_path
     assert "Traceback" not in err
     assert not out.exists()
     assert not list(tmp_path.glob(".hits.tsv*")), "a temporary file was left behind"
+
+
+def test_ctrl_c_while_the_output_is_written_does_not_lose_it():
+    """Before: a Ctrl-C during the final write raised KeyboardInterrupt and lost the search.
+    Now SIGINT only cancels (the kernels stop), and the file is finished."""
+    from engine.cli import _cancel_on_interrupt
+    from engine.search import CancelToken
+
+    token, said = CancelToken(), []
+    with _cancel_on_interrupt(token, said.append):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives "during the write"
+        time.sleep(0.1)  # the handler runs here, in the main thread, and does not raise
+        finished = True
+    assert finished and token.cancelled
+    assert said and "interrupted" in said[0]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_plain_install_reads_mzml():
+    """Before: ``pip install .`` lacked psims, which pyteomics needs for mzML."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert any(dep.startswith("psims") for dep in project["dependencies"])
