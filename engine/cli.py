@@ -205,14 +205,25 @@ def _run_into(job, writer) -> BaseException | None:
     far to be kept; an error of the output comes back as :class:`_WriteFailed`.
     """
     failure: list[BaseException] = []
+    # A local job streams its chunks in query order; a Dask job's query blocks finish
+    # in any order and it keeps them anyway, so its hits are written sorted at the end.
+    streaming = not getattr(job, "keep_hits", True)
+
+    def write(hits) -> None:
+        try:
+            writer.write(hits)
+        except BaseException as exc:
+            raise _WriteFailed(str(exc)) from exc
 
     def work() -> None:
         try:
-            for chunk in job:
-                try:
-                    writer.write(chunk)
-                except BaseException as exc:
-                    raise _WriteFailed(str(exc)) from exc
+            try:
+                for chunk in job:
+                    if streaming:
+                        write(chunk)
+            finally:
+                if not streaming:
+                    write(job.hits)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             job.cancel()
             failure.append(exc)

@@ -28,14 +28,16 @@ import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+
+if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
+    import pandas as pd
 
 __all__ = [
     "HIT_COLUMNS",
@@ -458,6 +460,8 @@ def _quoted(values: np.ndarray) -> list[str]:
 
 def _frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """The columns as written: m/z rounded, text neutralised for spreadsheets."""
+    import pandas as pd
+
     out = {}
     for name, values in columns.items():
         if name in _MZ_COLUMNS:
@@ -470,11 +474,9 @@ def _frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
 
 def _neutralise(values: np.ndarray) -> np.ndarray:
     """Prefix ``'`` to text a spreadsheet would run as a formula."""
-    text = pd.Series(values, dtype=object).astype(str)
-    risky = text.str.startswith(_FORMULA_START)
-    if risky.any():
-        text = text.where(~risky, "'" + text)
-    return text.to_numpy(dtype=object)
+    out = np.empty(len(values), dtype=object)
+    out[:] = ["'" + v if v.startswith(_FORMULA_START) else v for v in map(str, values)]
+    return out
 
 
 def _one_line(text: str) -> str:
@@ -554,6 +556,8 @@ def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
     provenance : list of str
         The ``#`` lines, without the ``# ``.
     """
+    import pandas as pd
+
     path = Path(path)
     sep = "," if path.suffix.lower() == ".csv" else "\t"
     with open(path, encoding="utf-8") as fh:
