@@ -16,7 +16,10 @@ same kernel on the same arrays, and top-N ties are broken by the library index.
 
 Faults: tasks are pure and keyed per (shard, block); Dask recomputes the tasks
 (and the shard) of a worker lost mid-search on another worker, and the client
-counts each (shard, block) once, so no hit is lost or duplicated.
+counts each (shard, block) once, so no hit is lost or duplicated.  When every
+worker is lost, the job waits ``grace_period`` seconds for one to (re)join and
+then raises :class:`ClusterLostError`, as it does at once when the connection to
+the scheduler is lost; the hits streamed before stay valid.
 
 Dask is optional (``pip install 'simms-desktop[dask]'``); this module imports it
 only when used.
@@ -52,6 +55,7 @@ from engine.search import CancelToken, SearchProgress, _growing_blocks
 
 __all__ = [
     "ClusterError",
+    "ClusterLostError",
     "DaskSearchJob",
     "connect",
     "describe",
@@ -61,14 +65,64 @@ __all__ = [
     "shutdown",
 ]
 
-#: Seconds the client waits for at least one worker before giving up.
-NO_WORKER_TIMEOUT = 60.0
+#: Seconds a search waits, once every worker is lost, for one to (re)join before it
+#: raises :class:`ClusterLostError` (a nanny or a supervisor restarts a worker in seconds).
+GRACE_PERIOD = 60.0
+#: Seconds a check of the cluster may wait for the scheduler's answer.
+_CHECK_TIMEOUT = 10.0
 
 _INSTALL_HINT = "pip install 'simms-desktop[dask]' (or: pip install dask distributed)"
 
 
 class ClusterError(ConnectionError):
     """The Dask cluster cannot be used: not installed, unreachable, or gone."""
+
+
+class ClusterLostError(ClusterError, RuntimeError):
+    """A search lost its cluster: every worker (for the grace period), or the scheduler.
+
+    Raised while iterating a :class:`DaskSearchJob`; the chunks it yielded before,
+    and ``job.hits``, stay valid final hits.  Also a :class:`ClusterError`, so
+    code that catches that shows its one-line message as well.
+
+    Attributes
+    ----------
+    address : str
+        The scheduler's address.
+    scheduler_lost : bool
+        True when the connection to the scheduler was lost, False when the workers were.
+    workers_lost : int
+        Workers the search had at most at one time (all of them are gone).
+    tasks_done, tasks_total : int
+        (shard, query block) tasks finished, and planned.
+    unfinished_queries : numpy.ndarray
+        Queries (indexes into ``queries``, sorted) whose search did not finish: they
+        have no hits, or (``top_n == 0``) only part of them.
+    incomplete_queries : numpy.ndarray
+        Those of ``unfinished_queries`` with hits streamed, as
+        :attr:`engine.search.SearchJob.incomplete_queries`.
+    hits : HitTable
+        All hits streamed before the loss (``job.hits``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        address: str,
+        scheduler_lost: bool,
+        workers_lost: int,
+        tasks_done: int,
+        tasks_total: int,
+        unfinished_queries: np.ndarray,
+        incomplete_queries: np.ndarray,
+        hits: HitTable,
+    ) -> None:
+        super().__init__(message)
+        self.address, self.scheduler_lost, self.workers_lost = address, scheduler_lost, workers_lost
+        self.tasks_done, self.tasks_total = tasks_done, tasks_total
+        self.unfinished_queries, self.incomplete_queries = unfinished_queries, incomplete_queries
+        self.hits = hits
 
 
 # -- connecting --------------------------------------------------------------------------
@@ -390,6 +444,21 @@ class _Task:
     pairs: int
 
 
+@dataclass
+class _Watch:
+    """What the client last saw of the cluster."""
+
+    live: set[str]  # worker addresses
+    peak: int  # most workers at one time
+    checked: float  # time.monotonic() of the last check
+    no_worker_since: float | None = None
+    silent_since: float | None = None  # the scheduler has not answered since
+
+
+def _sorted_indexes(parts: list[np.ndarray]) -> np.ndarray:
+    return np.sort(np.concatenate([np.empty(0, dtype=np.int64), *parts])).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class _ClusterBackend:
     """What the CLI and provenance show as the backend of a Dask search."""
@@ -423,10 +492,17 @@ class DaskSearchJob:
         exactly these spectra.  Otherwise each shard's arrays are sent.
     own_client : bool
         Close the client (and its local cluster) when the job ends.
-    worker_timeout : float
-        Seconds the cluster may have no worker at all (time for workers to be
-        restarted) before the job stops with a :class:`ClusterError`; the hits
-        streamed before stay valid.
+    grace_period : float
+        Seconds to wait, once every worker is lost, for one to (re)join before
+        raising :class:`ClusterLostError` (default :data:`GRACE_PERIOD`).
+
+    Raises
+    ------
+    ClusterLostError
+        While iterating: every worker was lost for ``grace_period`` seconds, or the
+        connection to the scheduler was lost; hits streamed before stay valid.
+    ClusterError
+        The cluster does not answer, or Dask gave up on a task (``KilledWorker``).
     """
 
     def __init__(
@@ -443,19 +519,20 @@ class DaskSearchJob:
         n_shards: int | None = None,
         library_path: str | Path | None = None,
         own_client: bool = False,
-        worker_timeout: float = NO_WORKER_TIMEOUT,
+        grace_period: float = GRACE_PERIOD,
     ) -> None:
         if backend not in ("auto", "cpu", "cuda"):
             raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
         if n_shards is not None and n_shards < 1:
             raise ValueError("n_shards must be >= 1")
+        if not grace_period >= 0:
+            raise ValueError(f"grace_period must be >= 0 seconds, not {grace_period!r}")
+        self.grace_period = float(grace_period)
         self.queries, self.library = queries, library
         self.params = params or SearchParameters()
         self.client = client
         self.backend_name = backend
         self.cancel_token = cancel_token or CancelToken()
-        #: Seconds without any worker before the job gives up with a ClusterError.
-        self.worker_timeout = float(worker_timeout)
         self.messages: list[str] = []
         self.progress = SearchProgress()
         self.finished = False
@@ -464,6 +541,9 @@ class DaskSearchJob:
         #: Queries with only part of their hits (``top_n == 0`` and cancelled); with
         #: ``top_n > 0`` a cancelled block's hits are dropped whole, so this stays empty.
         self.incomplete_queries = np.empty(0, dtype=np.int64)
+        #: Queries whose search did not finish (cancelled, or the cluster was lost):
+        #: no hits, or only part of them (those are also in ``incomplete_queries``).
+        self.unfinished_queries = np.empty(0, dtype=np.int64)
         self.tasks_total = 0
         self.duplicates_ignored = 0
         self._on_progress, self._on_message = on_progress, on_message
@@ -471,6 +551,8 @@ class DaskSearchJob:
         self._own_client = own_client
         self._chunks: list[HitTable] = []
         self._seen_notes: set[str] = set()
+        self._left: tuple[dict, dict] = ({}, {})  # block -> tasks left; block -> (queries, tasks)
+        self.address = str(getattr(client.scheduler, "address", None) or "the Dask scheduler")
         try:
             devices = client.run(_worker_device, backend, on_error="return")
         except Exception as exc:  # noqa: BLE001 - scheduler went away
@@ -580,8 +662,10 @@ class DaskSearchJob:
         job = uuid.uuid4().hex[:12]
         path, fingerprint = self._library_file() if blocks else (None, "")
         shard_futures: dict[int, object] = {}
-        generation = [0]  # shard keys change when every pinned worker was replaced
+        shard_home: dict[int, str] = {}  # the worker each shard was pinned to
+        shard_round: dict[int, int] = {}  # how often each shard was resubmitted
         payload_mode: set[int] = set()
+        placement = list(workers)  # workers the shards are spread over (the live ones)
         n_workers = max(1, len(workers))
 
         def spec(s: int, with_path: bool) -> _ShardSpec:
@@ -594,30 +678,21 @@ class DaskSearchJob:
         def shard_future(s: int):
             if s not in shard_futures:
                 where = {}
-                if workers:  # prefer a worker per shard; any other when it is gone
-                    where = {"workers": [workers[s % n_workers]], "allow_other_workers": True}
+                if placement:  # prefer a worker per shard; any other when it is gone
+                    shard_home[s] = placement[s % len(placement)]
+                    where = {"workers": [shard_home[s]], "allow_other_workers": True}
                 if path is not None and s not in payload_mode:
-                    sp = spec(s, True)
-                    shard_futures[s] = self.client.submit(
-                        _load_shard,
-                        sp,
-                        None,
-                        key=f"simms-shard-{sp.token}-file{_suffix(generation)}",
-                        **where,
-                    )
+                    sp, payload, kind = spec(s, True), None, "file"
                 else:
-                    sp = spec(s, False)
+                    sp, kind = spec(s, False), "data"
                     index = l_order[bounds[s] : bounds[s + 1]]
                     raw = self.library.subset(index)
                     payload = {k: getattr(raw, k) for k in _PEAK_FIELDS}
                     payload["global_index"] = np.asarray(index, dtype=np.int64)
-                    shard_futures[s] = self.client.submit(
-                        _load_shard,
-                        sp,
-                        payload,
-                        key=f"simms-shard-{sp.token}-data{_suffix(generation)}",
-                        **where,
-                    )
+                key = f"simms-shard-{sp.token}-{kind}"
+                if shard_round.get(s):  # a new key: the stranded one may linger on the scheduler
+                    key += f"-{job}-{shard_round[s]}"
+                shard_futures[s] = self.client.submit(_load_shard, sp, payload, key=key, **where)
             return shard_futures[s]
 
         query_blocks: dict[int, _QueryBlock] = {}
@@ -638,57 +713,60 @@ class DaskSearchJob:
             futures[key] = (fut, task)
             ac.add(fut)
 
+        def rescue_shards(live: set[str]) -> None:
+            """Resubmit the shards (and their tasks) that Dask stranded when all workers left.
+
+            Dask keeps a task pinned with ``allow_other_workers`` that it had to
+            reschedule while no worker was left in 'no-worker' until its pinned worker
+            comes back, which a lost worker never does (distributed 2026.8).
+            """
+            placement[:] = sorted(live)
+            stale = [
+                s for s, fut in shard_futures.items()
+                if shard_home.get(s) not in live and fut.status != "finished"
+            ]  # fmt: skip
+            if not stale:
+                return
+            running = {key for keys in self.client.processing().values() for key in keys}
+            for s in stale:
+                old = shard_futures[s]
+                if old.key in running or old.status == "finished":
+                    continue
+                del shard_futures[s]
+                shard_round[s] = shard_round.get(s, 0) + 1
+                waiting = [
+                    futures.pop(k) for k in [k for k, (_, t) in futures.items() if t.shard == s]
+                ]
+                self.client.cancel([old, *(fut for fut, _ in waiting)])
+                for _, task in waiting:
+                    submit(task)
+                self._say(f"shard {s} was stranded by the lost workers; resubmitted it")
+
         serial = itertools.count()
         blocks_by_id = {tasks[0].block: (rng, tasks) for rng, tasks in blocks}
         pending_blocks = list(blocks_by_id)
         remaining = {b: len(tasks) for b, (_, tasks) in blocks_by_id.items()}
+        self._left = (
+            remaining,
+            {b: (q_order[slice(*rng)], len(ts)) for b, (rng, ts) in blocks_by_id.items()},
+        )
         parts: dict[int, list[HitTable]] = {b: [] for b in blocks_by_id}
         done: set[tuple[int, int]] = set()
         in_flight_max = max(2 * n_workers, 4) * max(1, len(bounds) - 1)
-        n_seen_workers, last_check, no_worker_since = len(workers), time.monotonic(), None
+        watch = _Watch(live=set(workers), peak=len(workers), checked=time.monotonic())
         try:
             while pending_blocks or futures:
                 while pending_blocks and len(futures) < in_flight_max and not self.cancelled:
                     for task in blocks_by_id[pending_blocks.pop(0)][1]:
                         submit(task)
                 if self.cancelled:
-                    if p.top_n == 0:
-                        cut = [
-                            q_order[slice(*blocks_by_id[b][0])]
-                            for b, left in remaining.items()
-                            if 0 < left < len(blocks_by_id[b][1])
-                        ]
-                        self.incomplete_queries = np.sort(np.concatenate([[], *cut])).astype(
-                            np.int64
-                        )
+                    self._mark_unfinished()
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
                 ready = ac.next_batch(block=False) if ac.has_ready() else []
                 if not ready:
-                    now = time.monotonic()
-                    if now - last_check > 1.0:
-                        last_check = now
-                        n_seen_workers, no_worker_since = self._check_cluster(
-                            n_seen_workers, no_worker_since
-                        )
-                        alive = sorted(self.client.nthreads())
-                        if alive and workers and not set(workers) & set(alive):
-                            # Every worker the shards were pinned to is gone and new ones
-                            # joined: Dask leaves tasks pinned (even loosely) to dead
-                            # workers in "no-worker" for ever, so pin anew and resubmit.
-                            self._say(
-                                f"all {len(workers)} Dask worker(s) were replaced; "
-                                "resubmitting the unfinished tasks"
-                            )
-                            workers[:] = alive
-                            n_workers = len(alive)
-                            generation[0] += 1
-                            stale = list(futures.values())
-                            futures.clear()
-                            shard_futures.clear()
-                            self.client.cancel([f for f, _ in stale])
-                            for _, task in stale:
-                                submit(task)
+                    if time.monotonic() - watch.checked > 1.0:
+                        self._check_cluster(watch, rescue_shards)
                     time.sleep(0.02)
                     continue
                 for fut in ready:
@@ -713,15 +791,22 @@ class DaskSearchJob:
                         if type(exc).__name__ == "KilledWorker":
                             raise ClusterError(f"Dask gave up on a task: {exc}") from None
                         raise exc
-                    if fut.status in ("pending", "lost"):
-                        futures[fut.key] = (fut, task)  # its result went with a worker: redone
+                    result = None
+                    if fut.status == "finished":
+                        try:  # bounded: a result whose worker dies while sending it is redone
+                            result = fut.result(timeout=self.grace_period + _CHECK_TIMEOUT)
+                        except TimeoutError:
+                            pass
+                        except Exception:
+                            if fut.status != "cancelled":
+                                raise
+                    if fut.status == "cancelled":  # not by this job: the scheduler's state is gone
+                        raise self._lost(watch, "its tasks were dropped") from None
+                    if result is None:  # its result went with a worker: it is redone
+                        futures[fut.key] = (fut, task)
                         ac.add(fut)
                         continue
-                    if fut.status != "finished":
-                        raise ClusterError(
-                            f"a Dask task was {fut.status}: the cluster went away or was restarted"
-                        )
-                    hits, source, notes = fut.result()
+                    hits, source, notes = result
                     done.add(ident)
                     self.tasks_done += 1
                     self.shard_sources.setdefault(f"shard {task.shard}", source)
@@ -748,7 +833,7 @@ class DaskSearchJob:
             leftover = [f for f, _ in futures.values()]
             futures.clear()
             try:
-                if leftover:
+                if leftover and self.client.status == "running":
                     self.client.cancel(leftover)
             except Exception:  # noqa: BLE001 - the cluster may be gone already
                 pass
@@ -762,29 +847,74 @@ class DaskSearchJob:
         self.progress.hits += len(hits)
         return hits
 
-    def _check_cluster(self, n_seen: int, no_worker_since: float | None):
-        """Tell about lost workers; give up when none is left for too long."""
+    def _mark_unfinished(self) -> None:
+        """Set ``unfinished_queries`` and ``incomplete_queries`` of a search stopped early."""
+        remaining, blocks = self._left
+        unfinished = [blocks[b][0] for b, left in remaining.items() if left > 0]
+        partial = [blocks[b][0] for b, left in remaining.items() if 0 < left < blocks[b][1]]
+        self.unfinished_queries = _sorted_indexes(unfinished)
+        # with top_n > 0 a block's hits are streamed when all its shards are done
+        self.incomplete_queries = _sorted_indexes(partial if self.params.top_n == 0 else [])
+
+    def _check_cluster(self, watch: _Watch, rescue: Callable[[set[str]], None]) -> None:
+        """Tell about lost workers, rescue stranded shards, raise when the cluster is gone."""
+        now = watch.checked = time.monotonic()
+        if self.client.status != "running":
+            raise self._lost(watch, f"the client is {self.client.status}")
         try:
-            n_now = len(self.client.nthreads())
-        except Exception as exc:  # noqa: BLE001
-            raise ClusterError(f"lost the connection to the Dask scheduler: {exc}") from None
-        if n_now < n_seen:
-            self._say(f"{n_seen - n_now} Dask worker(s) left; their shards are redone on others")
-        if n_now == 0:
-            no_worker_since = no_worker_since or time.monotonic()
-            if time.monotonic() - no_worker_since > self.worker_timeout:
-                raise ClusterError(
-                    f"all Dask workers of {describe(self.client)} were lost and none came "
-                    f"back within {self.worker_timeout:g} s; {self.tasks_total - self.tasks_done} "
-                    f"of {self.tasks_total} tasks not done (the hits found so far are kept)"
-                )
+            live = set(self.client.nthreads(callback_timeout=_CHECK_TIMEOUT))
+        except Exception as exc:  # noqa: BLE001 - no answer: the scheduler may be gone
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            watch.silent_since = watch.silent_since or now
+            if self.client.status != "running" or now - watch.silent_since > self.grace_period:
+                raise self._lost(watch, f"no answer: {reason}") from None
+            return
+        watch.silent_since = None
+        gone = len(watch.live - live)
+        if gone and live:
+            self._say(f"{gone} Dask worker(s) left; their shards are redone on others")
+        elif gone:
+            self._say(f"all Dask workers left; waiting up to {self.grace_period:g} s for one")
+        watch.peak = max(watch.peak, len(live))
+        if not live:
+            watch.no_worker_since = watch.no_worker_since or now
+            if now - watch.no_worker_since > self.grace_period:
+                raise self._lost(watch)
         else:
-            no_worker_since = None
-        return n_now, no_worker_since
+            watch.no_worker_since = None
+            if live != watch.live:
+                try:
+                    rescue(live)
+                except (OSError, TimeoutError):  # the scheduler did not answer: next check
+                    return
+        watch.live = live
 
-
-def _suffix(generation: list[int]) -> str:
-    return f"-g{generation[0]}" if generation[0] else ""
+    def _lost(self, watch: _Watch, scheduler: str | None = None) -> ClusterLostError:
+        """The error of a search whose workers (or scheduler) are gone."""
+        self._mark_unfinished()
+        hits, grace = self.hits, f"{self.grace_period:g} s"
+        if scheduler is not None:
+            what = f"lost the connection to the Dask scheduler at {self.address} ({scheduler})"
+        elif watch.peak == 0:
+            what = f"no Dask worker joined {self.address} within {grace}"
+        elif watch.peak == 1:
+            what = f"the only Dask worker of {self.address} was lost (none back within {grace})"
+        else:
+            what = (
+                f"all {watch.peak} Dask workers of {self.address} were lost "
+                f"(none back within {grace})"
+            )
+        message = (
+            f"{what}; {self.tasks_total - self.tasks_done} of {self.tasks_total} tasks not done, "
+            f"{len(self.unfinished_queries)} of {len(self.queries)} queries unfinished; "
+            f"the {len(hits)} hits found before are kept"
+        )
+        return ClusterLostError(
+            message, address=self.address, scheduler_lost=scheduler is not None,
+            workers_lost=watch.peak, tasks_done=self.tasks_done, tasks_total=self.tasks_total,
+            unfinished_queries=self.unfinished_queries,
+            incomplete_queries=self.incomplete_queries, hits=hits,
+        )  # fmt: skip
 
 
 def search(

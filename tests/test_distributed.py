@@ -7,16 +7,24 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from engine import SearchJob, SearchParameters, search
+from engine.hits import HitTable
 
 pytest.importorskip("distributed")
+import dask  # noqa: E402
 
-from engine.distributed import ClusterError, DaskSearchJob, connect  # noqa: E402
+from engine.distributed import (  # noqa: E402
+    ClusterError,
+    ClusterLostError,
+    DaskSearchJob,
+    connect,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,6 +169,157 @@ def test_cancel_keeps_finished_blocks(cluster, data):
     assert len(job.incomplete_queries) == 0  # a cut block's hits are dropped whole
 
 
+@contextmanager
+def own_cluster(n_workers):
+    """A cluster of its own for a test that kills its workers or its scheduler."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        env={"NUMBA_NUM_THREADS": "1"},
+    ) as lc, Client(lc, set_as_default=False) as client:  # fmt: skip
+        yield lc, client
+
+
+def kill_all_workers(lc, client, *, restart):
+    """SIGKILL every worker process; with ``restart=False`` no nanny starts a new one."""
+    pids = client.run(os.getpid)
+    if not restart:
+        for nanny in lc.workers.values():
+            nanny.close_gracefully()  # a nanny closing gracefully restarts nothing
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_all_workers_lost_raises_and_keeps_hits(data):
+    queries, library = data
+    params = SearchParameters(top_n=10, batch_size=16)
+    expected, _ = single_process(queries, library, params)
+    with own_cluster(2) as (lc, client):
+        job = DaskSearchJob(queries, library, params, client=client, backend="cpu", grace_period=1)
+        chunks = []
+        with pytest.raises(ClusterLostError) as info:
+            for chunk in job:  # the final hits of a query block
+                chunks.append(chunk)
+                if len(chunks) == 1:
+                    kill_all_workers(lc, client, restart=False)
+                    while client.nthreads():  # the scheduler has seen them go
+                        time.sleep(0.05)
+    err = info.value
+    message = str(err)
+    assert message_is_one_line(err)
+    assert message.startswith(f"all 2 Dask workers of {lc.scheduler_address} were lost")
+    assert isinstance(err, RuntimeError) and isinstance(err, ClusterError)
+    assert err.address == lc.scheduler_address and err.workers_lost == 2
+    assert not err.scheduler_lost and not job.finished
+    assert (err.tasks_done, err.tasks_total) == (job.tasks_done, job.tasks_total)
+    assert f"{err.tasks_total - err.tasks_done} of {err.tasks_total} tasks not done" in message
+    # the chunks streamed before the loss stay valid: the final hits of their queries
+    hits = job.hits
+    assert_identical(hits, HitTable.concat(chunks).sorted())
+    assert_identical(err.hits, hits)
+    assert 0 < len(err.unfinished_queries) < len(queries)
+    np.testing.assert_array_equal(job.unfinished_queries, err.unfinished_queries)
+    assert not np.isin(hits.query_index, err.unfinished_queries).any()
+    finished = ~np.isin(expected.query_index, err.unfinished_queries)
+    assert_identical(hits, expected.take(np.flatnonzero(finished)))
+    assert len(err.incomplete_queries) == 0  # top_n > 0: a cut block's hits are dropped whole
+
+
+def test_all_workers_lost_lists_queries_with_part_of_their_hits(data):
+    queries, library = data
+    params = SearchParameters(top_n=0, threshold=0.6, min_matches=3, batch_size=16)
+    expected, _ = single_process(queries, library, params)
+    with own_cluster(1) as (lc, client):
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", n_shards=3, grace_period=1
+        )
+        with pytest.raises(ClusterLostError) as info:
+            for _chunk in job:  # top_n=0: a chunk per (shard, block); its block is cut
+                if job.tasks_done < job.tasks_total:
+                    kill_all_workers(lc, client, restart=False)
+                    while client.nthreads():
+                        time.sleep(0.05)
+    err = info.value
+    assert message_is_one_line(err)
+    assert str(err).startswith(f"the only Dask worker of {lc.scheduler_address} was lost")
+    hits = job.hits
+    full = set(zip(expected.query_index, expected.library_index, expected.score, strict=True))
+    assert 0 < len(hits)
+    assert set(zip(hits.query_index, hits.library_index, hits.score, strict=True)) <= full
+    # the queries of a cut block: hits of some shards streamed (for some queries none)
+    with_hits = np.intersect1d(hits.query_index, err.unfinished_queries)
+    assert len(with_hits) > 0
+    assert set(with_hits) <= set(err.incomplete_queries) <= set(err.unfinished_queries)
+    np.testing.assert_array_equal(job.incomplete_queries, err.incomplete_queries)
+
+
+def message_is_one_line(err):
+    return "\n" not in str(err) and str(err).strip() == str(err)
+
+
+def test_search_finishes_when_the_only_worker_restarts(data):
+    """Dask strands a pinned shard rescheduled while no worker is left; it is resubmitted."""
+    queries, library = data
+    params = SearchParameters(top_n=10, batch_size=16)
+    expected, pairs_total = single_process(queries, library, params)
+    with own_cluster(1) as (lc, client):
+        job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+        killed = []
+        for _chunk in job:
+            if not killed:  # the shard is resident on the worker: it goes with it
+                killed.append(True)
+                kill_all_workers(lc, client, restart=True)
+    assert killed and job.finished
+    assert_identical(job.hits, expected)
+    assert job.progress.pairs_done == pairs_total
+    assert any("stranded" in m for m in job.messages)
+
+
+def test_no_worker_at_all_raises_after_the_grace_period(data):
+    queries, library = data
+    with own_cluster(0) as (lc, client):
+        job = DaskSearchJob(queries, library, client=client, backend="cpu", grace_period=0.5)
+        with pytest.raises(ClusterLostError) as info:
+            job.run()
+    err = info.value
+    assert message_is_one_line(err)
+    assert str(err).startswith(f"no Dask worker joined {lc.scheduler_address} within 0.5 s")
+    assert err.tasks_done == 0 and len(err.unfinished_queries) == len(queries)
+    assert len(job.hits) == 0
+
+
+def test_lost_scheduler_raises(data):
+    queries, library = data
+    params = SearchParameters(top_n=10, batch_size=16)
+    with own_cluster(1) as (lc, client):
+        job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+        chunks = []
+        try:
+            with pytest.raises(ClusterLostError) as info:
+                for chunk in job:
+                    chunks.append(chunk)
+                    if len(chunks) == 1:
+                        lc.sync(lc.scheduler.close)
+        finally:  # closing a cluster whose scheduler is gone waits out connection timeouts
+            with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+                lc.close()
+    err = info.value
+    assert message_is_one_line(err) and err.scheduler_lost
+    assert str(err).startswith(
+        f"lost the connection to the Dask scheduler at {lc.scheduler_address}"
+    )
+    assert_identical(job.hits, HitTable.concat(chunks).sorted())
+    assert len(err.unfinished_queries) > 0
+
+
+def test_grace_period_is_checked(cluster, data):
+    _, client = cluster
+    queries, library = data
+    with pytest.raises(ValueError, match="grace_period"):
+        DaskSearchJob(queries, library, client=client, grace_period=-1)
+
+
 def test_unreachable_cluster_is_a_clear_error():
     start = time.monotonic()
     with pytest.raises(ClusterError) as info:
@@ -203,56 +362,3 @@ def test_engine_imports_without_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
-
-
-def test_every_worker_killed_and_restarted_gives_identical_hits(data):
-    """Before: with every worker killed, tasks pinned to the dead workers stayed in
-    Dask's "no-worker" state for ever, though the nannies had started new workers."""
-    from distributed import Client, LocalCluster
-
-    queries, library = data
-    params = SearchParameters(top_n=10, batch_size=16)
-    expected, _ = single_process(queries, library, params)
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-        env={"NUMBA_NUM_THREADS": "1"},
-    ) as lc, Client(lc, set_as_default=False) as client:  # fmt: skip
-        pids = list(client.run(os.getpid).values())
-        killed = []
-
-        def kill_all(progress):
-            if not killed and progress.pairs_done < progress.pairs_total:
-                killed.append(True)
-                for pid in pids:
-                    os.kill(pid, signal.SIGKILL)
-
-        job = DaskSearchJob(
-            queries, library, params, client=client, backend="cpu", on_progress=kill_all
-        )
-        hits = job.run()
-    assert killed
-    assert_identical(hits, expected)
-    assert any("were replaced" in m for m in job.messages)
-
-
-def test_all_workers_lost_for_good_raises_and_keeps_hits(data):
-    """Before: a cluster left without workers hung the search for ever."""
-    from distributed import Client, LocalCluster
-
-    queries, library = data
-    params = SearchParameters(top_n=5, batch_size=16)
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as lc, Client(lc, set_as_default=False) as client:  # fmt: skip
-        chunks = []
-        job = DaskSearchJob(
-            queries, library, params, client=client, backend="cpu", worker_timeout=2.0
-        )
-        with pytest.raises(ClusterError, match="were lost and none came back within 2 s"):
-            for chunk in job:
-                chunks.append(chunk)
-                if len(chunks) == 1:
-                    client.retire_workers(close_workers=True)
-                    lc.scale(0)
-    assert chunks and len(job.hits) == sum(len(c) for c in chunks) > 0
-    assert job.tasks_done < job.tasks_total
