@@ -101,6 +101,55 @@ def test_huge_profile_ms1_scan_does_not_reject_the_file(tmp_path, sample_mzml):
     assert len(lib) == 10 and not lib.report.issues
 
 
+@pytest.mark.parametrize(
+    "header, note",
+    [
+        ("CHARGE=abc\n", "unreadable CHARGE 'abc' in the file header ignored"),
+        ("RTINSECONDS=zz\n", "unreadable RTINSECONDS 'zz' in the file header ignored"),
+        ("PEPMASS=x\nCHARGE=2+\n", "unreadable PEPMASS 'x' in the file header ignored"),
+    ],
+    ids=["charge", "rt", "pepmass"],
+)
+def test_unreadable_mgf_header_value_is_dropped_not_fatal(tmp_path, header, note):
+    """Before: CHARGE=abc crashed with a traceback; RTINSECONDS=zz made every record fail."""
+    path = tmp_path / "header.mgf"
+    path.write_text(header + _mgf(("a", ""), ("b", "CHARGE=1+\n")))
+    lib = read_library(path)
+    assert len(lib) == 2 and not lib.report.skipped
+    assert note in lib.report.notes
+    assert list(lib.charge) == ([2, 1] if "CHARGE=2+" in header else [0, 1])
+
+
+def test_mzml_doctype_is_refused(tmp_path, sample_mzml):
+    """Entities cannot expand: huge_tree lifts lxml's limits, so a DOCTYPE is refused."""
+    entities = '<!DOCTYPE mzML [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>\n'
+    text = sample_mzml.replace("?>", "?>\n" + entities, 1)
+    path = tmp_path / "doctype.mzML"
+    path.write_text(text)
+    with pytest.raises(SpectrumFileError, match="DOCTYPE"):
+        read_library(path)
+
+
+def test_mzml_zlib_bomb_array_skips_that_spectrum_only(tmp_path, sample_mzml):
+    """An array inflating far past its defaultArrayLength is refused before it fills memory."""
+    import base64
+    import zlib
+
+    bomb = base64.b64encode(zlib.compress(bytes(64 * 2**20), 9)).decode()
+    path = tmp_path / "bomb.mzML"
+    path.write_text(_replace_binary(sample_mzml, 2, bomb))
+    tracemalloc.start()
+    try:
+        lib = read_library(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(lib) == 9
+    (skipped,) = lib.report.skipped
+    assert skipped.record == 2 and "defaultArrayLength" in skipped.reason
+    assert peak < 32 * 2**20
+
+
 # -- small inputs, large costs -----------------------------------------------------------
 
 

@@ -40,9 +40,7 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
     """
     markers = list(_MARKER_RE.finditer(text))
     header_end = markers[0].start() if markers else len(text)
-    reader = _mgf.MGF(
-        io.StringIO(text[:header_end]), convert_arrays=1, read_charges=False, dtype=np.float64
-    )
+    reader = _header_reader(split_lines(text[:header_end]), builder)
     record = 0
     start: re.Match | None = None
     for marker in markers:
@@ -61,6 +59,45 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
         lines = split_lines(text[start.start() :])
         builder.skip(record, _title(lines), "file ends inside the record (no END IONS)")
     builder.records = record
+
+
+def _header_reader(lines: list[str], builder: LibraryBuilder) -> _mgf.MGF:
+    """pyteomics' reader carrying the file header (parameters before the first record).
+
+    A header value pyteomics cannot convert (``CHARGE=abc``) would fail every
+    record, so it is dropped with a file note; a header that still fails is
+    dropped whole.
+    """
+    for key in _PARSED_KEYS:
+        own = [line for line in lines if _param_key(line) == key]
+        if own and _header_failure(own) is not None:
+            value = own[0].split("=", 1)[1].strip()
+            builder.notes.append(f"unreadable {key} {value[:40]!r} in the file header ignored")
+            lines = [line for line in lines if _param_key(line) != key]
+    if _header_failure(lines) is not None:
+        builder.notes.append("unreadable file header ignored")
+        lines = []
+    return _reader_with_header(lines)
+
+
+def _header_failure(lines: list[str]) -> Exception | None:
+    """Why a reader with header ``lines`` fails on a minimal record (None: it works)."""
+    try:
+        _reader_with_header(lines)._read_spectrum_lines(["BEGIN IONS", "1 1", "END IONS"])
+    except Exception as exc:  # noqa: BLE001 - any failure means the header is unusable
+        return exc
+    return None
+
+
+def _reader_with_header(lines: list[str]) -> _mgf.MGF:
+    source = io.StringIO("\n".join(lines))
+    return _mgf.MGF(source, convert_arrays=1, read_charges=False, dtype=np.float64)
+
+
+def _param_key(line: str) -> str:
+    """The upper-case key of a ``KEY=value`` line ("" for other lines)."""
+    key, equals, _ = line.partition("=")
+    return key.strip().upper() if equals else ""
 
 
 def _read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:

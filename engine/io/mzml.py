@@ -13,6 +13,7 @@ from __future__ import annotations
 import binascii
 import io
 import math
+import re
 import zlib
 
 import numpy as np
@@ -21,8 +22,32 @@ from pyteomics import mzml as _mzml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
+from engine.io.report import SpectrumFileError
 
 __all__ = ["read_mzml_bytes"]
+
+_DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+_ROOT_RE = re.compile(rb"<(?:indexedmzML|mzML)[\s>]")
+#: Bytes one decompressed array may hold per declared value (float64), plus slack.
+_BYTES_PER_VALUE = 8
+_ARRAY_SLACK = 64
+
+
+class _CappedZlib:
+    """zlib decompression refusing more bytes than the spectrum's arrays can hold."""
+
+    def __init__(self) -> None:
+        self.limit = 0
+
+    def __call__(self, data: bytes) -> bytes:
+        stream = zlib.decompressobj()
+        out = stream.decompress(data, self.limit + 1)
+        if len(out) > self.limit:
+            raise ValueError(
+                f"binary array decompresses past the {self.limit:,} bytes "
+                "its defaultArrayLength allows"
+            )
+        return out + stream.flush()
 
 
 def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
@@ -34,11 +59,25 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         The whole (uncompressed) file.
     builder : LibraryBuilder
         Receives every MS2 record (kept or skipped).
+
+    Raises
+    ------
+    SpectrumFileError
+        The file declares a DOCTYPE: mzML never does, and with lxml's size limits
+        lifted (``huge_tree``, needed for large scans) entities could expand without bound.
     """
+    root = _ROOT_RE.search(data)
+    if _DOCTYPE_RE.search(data, 0, root.start() if root else len(data)):
+        raise SpectrumFileError(builder.path, "mzML with a DOCTYPE declaration (not allowed)")
     record = 0
     reader = _mzml.MzML(
         io.BytesIO(data), use_index=False, read_schema=False, decode_binary=False, huge_tree=True
     )
+    capped = _CappedZlib()
+    reader.compression_type_map = {
+        name: capped if name == "zlib compression" else function
+        for name, function in reader.compression_type_map.items()
+    }
     iterator = iter(reader)
     while True:
         try:
@@ -54,11 +93,21 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         if spectrum.get("ms level") != 2:
             continue
         try:
+            capped.limit = _array_limit(spectrum)
             _add(spectrum, record, builder)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             title = str(spectrum.get("spectrum title", "") or spectrum.get("id", ""))
             builder.skip(record, title, f"unreadable spectrum ({_first_line(exc)})")
     builder.records = record
+
+
+def _array_limit(spectrum: dict) -> int:
+    """Most bytes one decompressed array of ``spectrum`` may hold."""
+    try:
+        length = int(spectrum.get("defaultArrayLength", 0) or 0)
+    except (TypeError, ValueError):
+        length = 0
+    return max(length, 0) * _BYTES_PER_VALUE + _ARRAY_SLACK
 
 
 def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
