@@ -62,10 +62,10 @@ def worker_info(backend: str) -> dict:
     import os
     import time
 
-    from engine.distributed import _worker_backend
+    from engine.distributed.shards import worker_backend
 
     t = time.perf_counter()
-    be, notes = _worker_backend(backend)
+    be, notes = worker_backend(backend)
     if hasattr(be, "warm_up"):
         be.warm_up()
     info = {
@@ -115,7 +115,7 @@ def identical(a, b) -> bool:
 
 
 def score_task_one_merge(shard, block, params, backend):
-    """``engine.distributed._score_task`` with one top-N merge per task.
+    """``engine.distributed.shards.score_task`` with one top-N merge per task.
 
     The committed task merges its running top-N with each library batch's hits
     (``concat`` + ``top_per_query`` once per batch: ~27 growing merges per task on
@@ -124,22 +124,23 @@ def score_task_one_merge(shard, block, params, backend):
     """
     import dataclasses
 
-    from engine import distributed as d
     from engine.backends import Batch, CpuBackend
+    from engine.distributed import shards as d
     from engine.hits import HitTable
+    from engine.search import library_window
 
     library, queries = shard.spectra, block.spectra
     if params.precursor_tolerance is None:
         l_lo, l_hi = 0, len(library)
         kernel_params = params
     else:
-        l_lo, l_hi = d._window(queries.precursor_mz, library.precursor_mz, params)
+        l_lo, l_hi = library_window(queries.precursor_mz, library.precursor_mz, params)
         kernel_params = dataclasses.replace(params, top_n=0)
     size = params.batch_size
     batches = [Batch(0, len(queries), l0, min(l0 + size, l_hi)) for l0 in range(l_lo, l_hi, size)]
-    engine_backend, notes = d._worker_backend(backend)
+    engine_backend, notes = d.worker_backend(backend)
     notes = list(notes)
-    with d._KERNEL_LOCK:
+    with d.KERNEL_LOCK:
         try:
             items = list(engine_backend.run_batches(queries, library, batches, kernel_params))
         except Exception as exc:
@@ -162,12 +163,12 @@ def score_task_one_merge(shard, block, params, backend):
 
 def set_score_task(variant: str) -> str:
     """On a worker (and here): use the committed task or the one-merge variant."""
-    from engine import distributed as d
+    from engine.distributed import job as d
 
-    if not hasattr(d, "_score_task_committed"):
-        d._score_task_committed = d._score_task
-    d._score_task = d._score_task_committed if variant == "as-is" else score_task_one_merge
-    return d._score_task.__name__
+    if not hasattr(d, "score_task_committed"):
+        d.score_task_committed = d.score_task
+    d.score_task = d.score_task_committed if variant == "as-is" else score_task_one_merge
+    return d.score_task.__name__
 
 
 def timed_runs(

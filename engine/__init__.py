@@ -6,14 +6,15 @@ CUDA).  Never imports Qt: the desktop application, the ``simms`` command line
 and Python scripts all use this same API.
 """
 
+from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
 from engine.hits import HitTable
 from engine.io import load_library, read_library
-from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.kernels.cpu import cosine_greedy_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchJob, SearchProgress, score_matrix, search
+from engine.report import ImportIssue, ImportReport, SpectrumFileError
+from engine.search import CancelToken, SearchJob, SearchProgress
 from engine.warmup import warm_up
 
 __version__ = "0.1.0"
@@ -40,5 +41,6 @@ __all__ = [
     "read_library",
     "score_matrix",
     "search",
+    "search_job",
     "warm_up",
 ]

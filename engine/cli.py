@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 from engine import __version__
+from engine.api import search_job
 from engine.backends import available_backends
 from engine.export import HitWriter, check_output
 from engine.io import load_library
-from engine.io.report import SpectrumFileError
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchJob, SearchProgress
+from engine.report import SpectrumFileError
+from engine.search import CancelToken, SearchProgress
 
 __all__ = ["main", "build_parser"]
 
@@ -148,18 +149,10 @@ def _search(args: argparse.Namespace) -> int:
             say(lib.report.summary() + "  (simms info FILE lists them)")
     progress = _ProgressPrinter(args.quiet)
     token = CancelToken()
-    if client is not None:
-        from engine.distributed import DaskSearchJob
-
-        job = DaskSearchJob(
-            queries, library, params, client=client, own_client=True, backend=args.backend,
-            on_progress=progress, on_message=say, cancel_token=token,
-        )  # fmt: skip
-    else:
-        job = SearchJob(
-            queries, library, params, backend=args.backend, on_progress=progress,
-            on_message=say, cancel_token=token, keep_hits=False,
-        )  # fmt: skip
+    job = search_job(
+        queries, library, params, client=client, own_client=True, backend=args.backend,
+        on_progress=progress, on_message=say, cancel_token=token, keep_hits=False,
+    )  # fmt: skip
     backend, device = job.backend.name, job.backend.device
     writer = HitWriter(
         args.output or sys.stdout, queries, library, params, backend=backend, device=device

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.report import ImportReport
+
 __all__ = ["LibrarySource", "SpectrumLibrary", "ION_MODE_CODES"]
 
 #: Ion mode codes stored in :attr:`SpectrumLibrary.ion_mode`.
@@ -382,12 +384,10 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.cumsum(step)
 
 
-def _report_to_json(report) -> dict:
+def _report_to_json(report: ImportReport | None) -> dict:
     to_dict = getattr(report, "to_dict", None)
     return to_dict() if to_dict else {}
 
 
-def _report_from_json(data: dict):
-    from engine.io.report import ImportReport
-
+def _report_from_json(data: dict) -> ImportReport:
     return ImportReport.from_dict(data)

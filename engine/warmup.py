@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from engine.api import score_matrix, search
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 
@@ -42,8 +43,6 @@ def warm_up(backend: str = "cpu") -> float:
     float
         Seconds it took (about a second when numba's cache is warm).
     """
-    from engine.search import score_matrix, search
-
     start = time.perf_counter()
     lib = _tiny_library()
     variants = [

@@ -197,7 +197,7 @@ def test_bad_parameters_are_refused(data_dir, capsys, args, reason):
 
 def test_search_error_keeps_the_hits_written(data_dir, tmp_path, capsys, monkeypatch):
     """A search that fails part-way (a lost cluster, a failed backend) keeps what it found."""
-    import engine.cli as cli
+    import engine.api as api
     from engine.search import SearchJob
 
     class FailsAfterOneChunk(SearchJob):
@@ -206,7 +206,7 @@ def test_search_error_keeps_the_hits_written(data_dir, tmp_path, capsys, monkeyp
                 yield chunk
                 raise RuntimeError("all Dask workers were lost")
 
-    monkeypatch.setattr(cli, "SearchJob", FailsAfterOneChunk)
+    monkeypatch.setattr(api, "SearchJob", FailsAfterOneChunk)
     path, out = str(data_dir / "pesticides.mgf"), tmp_path / "hits.tsv"
     assert main(["search", path, path, "-o", str(out), "-q", "--no-cache"]) == 2
     err = capsys.readouterr().err.strip()

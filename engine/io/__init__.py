@@ -6,7 +6,7 @@ Public entry points: :func:`read_library` (read a file) and :func:`load_library`
 
 from engine.io.cache import default_cache_dir, load_library
 from engine.io.reader import read_library
-from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
+from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
 __all__ = [
     "ImportIssue",

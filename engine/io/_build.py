@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from engine.io.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.library import STANDARD_COLUMNS, LibrarySource, SpectrumLibrary
+from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
 __all__ = [
     "LibraryBuilder",

@@ -22,7 +22,7 @@ from pyteomics import mzml as _mzml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io.report import SpectrumFileError
+from engine.report import SpectrumFileError
 
 __all__ = ["read_mzml_bytes"]
 

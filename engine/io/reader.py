@@ -9,9 +9,9 @@ from engine.io._build import LibraryBuilder
 from engine.io.mgf import read_mgf_text
 from engine.io.msp import read_msp_text
 from engine.io.mzml import read_mzml_bytes
-from engine.io.report import SpectrumFileError
 from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
 from engine.library import LibrarySource, SpectrumLibrary
+from engine.report import SpectrumFileError
 
 __all__ = ["read_library", "read_raw"]
 

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.io.report import SpectrumFileError
+from engine.report import SpectrumFileError
 
 __all__ = [
     "FORMATS",

@@ -15,8 +15,6 @@ Example
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -25,77 +23,14 @@ import numpy as np
 
 from engine.backends import Backend, Batch, CpuBackend, PreparedSpectra, get_backend
 from engine.hits import HitTable
-from engine.kernels.cancel import new_flag
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+from engine.preprocess import pipeline_from_spec
+from engine.search.progress import CancelToken, SearchProgress, query_blocks
+from engine.search.streaming import StreamingJob
+from engine.search.window import library_window, precursor_order
 
-__all__ = ["CancelToken", "SearchJob", "SearchProgress", "search", "score_matrix"]
-
-#: Query blocks start this small so the first hits arrive quickly, then double.
-FIRST_QUERY_BLOCK = 64
-
-log = logging.getLogger(__name__)
-
-
-class CancelToken:
-    """Thread-safe cancellation flag shared by a job and whoever may stop it.
-
-    Safe to call from a signal handler.  Besides the event, the token holds
-    :attr:`flag`, a one-byte array the CPU kernels poll between pairs, so a
-    cancellation reaches a batch in flight, not only the next batch.
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        #: ``flag[0]`` becomes 1 on :meth:`cancel` (read by the numba kernels).
-        self.flag = new_flag()
-
-    def cancel(self) -> None:
-        """Ask the job to stop; the batch in flight returns what it has scored."""
-        self.flag[0] = 1
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        """True once :meth:`cancel` was called."""
-        return self._event.is_set()
-
-
-@dataclass
-class SearchProgress:
-    """Where a search stands.
-
-    Attributes
-    ----------
-    pairs_done, pairs_total : int
-        Spectrum pairs scored so far, and to score in all (pairs outside a
-        precursor window are never planned, so they do not count).
-    hits : int
-        Hits streamed out so far.
-    elapsed : float
-        Seconds since the job started.
-    """
-
-    pairs_done: int = 0
-    pairs_total: int = 0
-    hits: int = 0
-    elapsed: float = 0.0
-
-    @property
-    def fraction(self) -> float:
-        """Done fraction in [0, 1]."""
-        return 1.0 if self.pairs_total == 0 else self.pairs_done / self.pairs_total
-
-    @property
-    def pairs_per_second(self) -> float:
-        """Average rate so far."""
-        return self.pairs_done / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def seconds_left(self) -> float:
-        """Estimated time to finish at the current rate (inf before the first batch)."""
-        rate = self.pairs_per_second
-        return (self.pairs_total - self.pairs_done) / rate if rate > 0 else float("inf")
+__all__ = ["SearchJob"]
 
 
 @dataclass
@@ -113,7 +48,7 @@ class _Plan:
         return sum(b.pairs for _, batches in self.blocks for b in batches)
 
 
-class SearchJob:
+class SearchJob(StreamingJob):
     """One search of ``queries`` against ``library``.
 
     Iterate over the job (or call :meth:`run`) to execute it; each item is a
@@ -156,55 +91,16 @@ class SearchJob:
         cpu_threads: int | None = None,
         keep_hits: bool = True,
     ) -> None:
-        self.queries = queries
-        self.keep_hits = keep_hits
-        self.library = library
-        self.params = params or SearchParameters()
-        self.messages: list[str] = []
-        self._on_progress = on_progress
-        self._on_message = on_message
-        self.cancel_token = cancel_token or CancelToken()
+        super().__init__(
+            queries, library, params, on_progress=on_progress, on_message=on_message,
+            cancel_token=cancel_token, keep_hits=keep_hits,
+        )  # fmt: skip
         self.cpu_threads = cpu_threads
         self.backend = (
             backend
             if isinstance(backend, Backend)
             else get_backend(backend, on_message=self._say, cpu_threads=cpu_threads)
         )
-        self.progress = SearchProgress()
-        self._chunks: list[HitTable] = []
-        self.finished = False
-        #: Queries whose library scan a cancellation cut short: their hits are the
-        #: best among the library batches scored so far, not necessarily their final top-N.
-        self.incomplete_queries = np.empty(0, dtype=np.int64)
-
-    # -- control ----------------------------------------------------------------------
-    def cancel(self) -> None:
-        """Stop after the batch in flight; hits found so far are kept."""
-        self.cancel_token.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        """True when the job was cancelled."""
-        return self.cancel_token.cancelled
-
-    @property
-    def hits(self) -> HitTable:
-        """All hits streamed so far, in canonical order."""
-        if not self.keep_hits:
-            raise RuntimeError("this job was made with keep_hits=False: use its chunks")
-        chunks = [c for c in self._chunks if len(c)]
-        hits = HitTable.concat(chunks)
-        # chunks are each sorted; they need no merge when their query ranges ascend
-        ordered = all(
-            a.query_index[-1] < b.query_index[0] for a, b in zip(chunks, chunks[1:], strict=False)
-        )
-        return hits if ordered else hits.sorted()
-
-    def run(self) -> HitTable:
-        """Run to the end (or cancellation) and return all hits."""
-        for _ in self:
-            pass
-        return self.hits
 
     def __iter__(self) -> Iterator[HitTable]:
         start = time.perf_counter()
@@ -258,15 +154,6 @@ class SearchJob:
             self.progress.elapsed = time.perf_counter() - start
 
     # -- internals --------------------------------------------------------------------
-    def _say(self, message: str) -> None:
-        self.messages.append(message)
-        if self._on_message is not None:
-            self._on_message(message)
-
-    def _report(self) -> None:
-        if self._on_progress is not None:
-            self._on_progress(self.progress)
-
     def _emit(self, plan: _Plan, parts: list[HitTable]) -> HitTable:
         hits = HitTable.concat(parts)
         q, l = hits.query_index, hits.library_index
@@ -274,11 +161,7 @@ class SearchJob:
             q = plan.query_order[q]
         if plan.library_order is not None:
             l = plan.library_order[l]
-        hits = HitTable(q, l, hits.score, hits.matches).top_per_query(self.params.top_n)
-        if self.keep_hits:
-            self._chunks.append(hits)
-        self.progress.hits += len(hits)
-        return hits
+        return self._keep(HitTable(q, l, hits.score, hits.matches).top_per_query(self.params.top_n))
 
     def _run_batches(self, plan: _Plan, batches: list[Batch]) -> Iterator[tuple[Batch, HitTable]]:
         """Run the batches in order; on a backend failure continue on the CPU."""
@@ -315,8 +198,6 @@ class SearchJob:
                     return
 
     def _plan(self) -> _Plan:
-        from engine.preprocess import pipeline_from_spec
-
         p = self.params
         pipeline = pipeline_from_spec(p.preprocess)
         powers = {"mz_power": p.mz_power, "intensity_power": p.intensity_power}
@@ -328,121 +209,21 @@ class SearchJob:
         if nq == 0 or nl == 0:
             return plan
         if p.precursor_tolerance is None:
-            for q0, q1 in _growing_blocks(nq, q_size):
+            for q0, q1 in query_blocks(nq, q_size):
                 batches = [Batch(q0, q1, l0, min(l0 + size, nl)) for l0 in range(0, nl, size)]
                 plan.blocks.append(((q0, q1), batches))
             return plan
         # Precursor window: sort both sides by precursor m/z (unknown precursors last,
         # they can never match) and give each query block only its library window.
-        plan.query_order = np.argsort(queries.precursor_mz, kind="stable")
-        plan.library_order = np.argsort(library.precursor_mz, kind="stable")
+        plan.query_order = precursor_order(queries.precursor_mz)
+        plan.library_order = precursor_order(library.precursor_mz)
         plan.queries = queries.reordered(plan.query_order)
         plan.library = library.reordered(plan.library_order)
-        q_prec, l_prec = plan.queries.precursor_mz, plan.library.precursor_mz
-        for q0, q1 in _growing_blocks(nq, q_size):
-            lo, hi = (
-                np.nanmin(q_prec[q0:q1], initial=np.inf),
-                np.nanmax(q_prec[q0:q1], initial=-np.inf),
+        for q0, q1 in query_blocks(nq, q_size):
+            l_lo, l_hi = library_window(
+                plan.queries.precursor_mz[q0:q1], plan.library.precursor_mz, p
             )
-            if not np.isfinite(lo):
-                continue  # no query in the block has a precursor: nothing can match
-            tol_lo = p.precursor_tolerance * (lo * 1e-6 if p.precursor_unit == "ppm" else 1.0)
-            tol_hi = p.precursor_tolerance * (hi * 1e-6 if p.precursor_unit == "ppm" else 1.0)
-            # widen by a hair so float rounding at the window edge never drops a pair;
-            # the kernel applies the exact window test to every pair
-            l_lo = int(np.searchsorted(l_prec, lo - tol_lo * (1 + 1e-9) - 1e-9, side="left"))
-            l_hi = int(np.searchsorted(l_prec, hi + tol_hi * (1 + 1e-9) + 1e-9, side="right"))
             batches = [Batch(q0, q1, l0, min(l0 + size, l_hi)) for l0 in range(l_lo, l_hi, size)]
             if batches:
                 plan.blocks.append(((q0, q1), batches))
         return plan
-
-
-def _growing_blocks(n: int, size: int) -> list[tuple[int, int]]:
-    """Split ``range(n)`` into blocks that start small and double up to ``size``."""
-    blocks, start, step = [], 0, min(FIRST_QUERY_BLOCK, size)
-    while start < n:
-        stop = min(start + step, n)
-        blocks.append((start, stop))
-        start, step = stop, min(step * 2, size)
-    return blocks
-
-
-def search(
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
-    params: SearchParameters | None = None,
-    *,
-    backend: str | Backend = "auto",
-    on_progress: Callable[[SearchProgress], None] | None = None,
-    cancel_token: CancelToken | None = None,
-    client=None,
-    **param_overrides,
-) -> HitTable:
-    """Search ``queries`` against ``library`` and return all hits.
-
-    Parameters
-    ----------
-    queries, library : SpectrumLibrary
-    params : SearchParameters, optional
-        Base parameters; keyword arguments (``tolerance=0.02, top_n=5``, ...)
-        override single fields.
-    backend, on_progress, cancel_token
-        See :class:`SearchJob`.
-    client : dask.distributed.Client, optional
-        Run on this Dask cluster instead (:mod:`engine.distributed`); hits are
-        identical to a single-process search.
-
-    Returns
-    -------
-    HitTable
-        Hits in canonical order (query, score descending, library index).
-    """
-    params = params or SearchParameters()
-    if param_overrides:
-        params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
-    if client is not None:
-        from engine import distributed
-
-        return distributed.search(
-            queries, library, params, client=client, backend=backend,
-            on_progress=on_progress, cancel_token=cancel_token,
-        )  # fmt: skip
-    progress = {"on_progress": on_progress, "cancel_token": cancel_token}
-    return SearchJob(queries, library, params, backend=backend, **progress).run()
-
-
-def score_matrix(
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
-    params: SearchParameters | None = None,
-    *,
-    backend: str | Backend = "auto",
-    on_message: Callable[[str], None] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Dense ``(scores, matches)`` of every query × library pair (heatmaps).
-
-    Meant for blocks of up to a few thousand × a few thousand spectra; filters
-    (threshold, top-N, precursor window) do not apply.
-    """
-    from engine.preprocess import pipeline_from_spec
-
-    params = params or SearchParameters()
-    engine_backend = backend if isinstance(backend, Backend) else get_backend(backend)
-    pipeline = pipeline_from_spec(params.preprocess)
-    powers = {"mz_power": params.mz_power, "intensity_power": params.intensity_power}
-    q = PreparedSpectra.from_library(pipeline(queries), **powers)
-    l = PreparedSpectra.from_library(pipeline(library), **powers)
-    try:
-        return engine_backend.dense(q, l, params)
-    except Exception as exc:
-        if isinstance(engine_backend, CpuBackend):
-            raise
-        message = (
-            f"{engine_backend.name} backend failed ({type(exc).__name__}: {exc}); "
-            "computing the matrix on the CPU"
-        )
-        log.warning(message)
-        if on_message is not None:
-            on_message(message)
-        return CpuBackend().dense(q, l, params)

@@ -1,442 +1,57 @@
-"""The same exact search, scaled out over a Dask cluster.
+"""The client side of a Dask search: plan (shard, query block) tasks, merge, stream hits.
 
 The library is split into shards: by precursor m/z ranges when a precursor
 tolerance is set (a query block then only visits the shards its window
-touches), evenly otherwise.  Each shard is loaded once on a worker, from the
-library's cache file when the worker can read it, else from arrays sent by the
-client, and stays resident there (a per-process cache, also reused by later
-searches of the same library).  Query blocks go out as tasks
-``(shard, block) -> each query's top-N within the shard``, in global library
-indexes; the client merges each block's top-N over its shards and streams the
-final hits of a block as soon as all its shards are done, with progress and
-cancellation as in :class:`engine.search.SearchJob`.
-
-Hits are identical to the single-process search: every pair is scored by the
-same kernel on the same arrays, and top-N ties are broken by the library index.
-
-Faults: tasks are pure and keyed per (shard, block); Dask recomputes the tasks
-(and the shard) of a worker lost mid-search on another worker, and the client
-counts each (shard, block) once, so no hit is lost or duplicated.  When every
-worker is lost, the job waits ``grace_period`` seconds for one to (re)join and
-then raises :class:`ClusterLostError`, as it does at once when the connection to
-the scheduler is lost; the hits streamed before stay valid.
-
-Dask is optional (``pip install 'simms-desktop[dask]'``); this module imports it
-only when used.
-
-Example
--------
->>> from engine.distributed import connect, search           # doctest: +SKIP
->>> client = connect("tcp://10.0.0.5:8786")                  # doctest: +SKIP
->>> hits = search(queries, library, client=client, top_n=5)  # doctest: +SKIP
+touches), evenly otherwise.  Query blocks go out as tasks
+``(shard, block) -> each query's top-N within the shard`` (:mod:`.shards`); the
+client merges each block's top-N over its shards and streams the final hits of a
+block as soon as all its shards are done, with progress and cancellation as in
+:class:`engine.search.SearchJob`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import itertools
-import os
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engine.backends import Batch, PreparedSpectra
+from engine.backends import PreparedSpectra
+from engine.distributed.cluster import (
+    CHECK_TIMEOUT,
+    GRACE_PERIOD,
+    ClusterError,
+    ClusterLostError,
+    describe,
+    distributed_module,
+    shutdown,
+)
+from engine.distributed.shards import (
+    PEAK_FIELDS,
+    QueryBlock,
+    ShardFileUnavailable,
+    ShardSpec,
+    file_fingerprint,
+    library_fingerprint,
+    load_shard,
+    score_task,
+    shard_order,
+    worker_device,
+)
 from engine.hits import HitTable
+from engine.io.cache import cache_path
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchProgress, _growing_blocks
+from engine.preprocess import pipeline_from_spec
+from engine.search import CancelToken, SearchProgress, StreamingJob, library_window, query_blocks
 
-__all__ = [
-    "ClusterError",
-    "ClusterLostError",
-    "DaskSearchJob",
-    "connect",
-    "describe",
-    "local_cluster",
-    "open_client",
-    "search",
-    "shutdown",
-]
+__all__ = ["DaskSearchJob", "search"]
 
-#: Seconds a search waits, once every worker is lost, for one to (re)join before it
-#: raises :class:`ClusterLostError` (a nanny or a supervisor restarts a worker in seconds).
-GRACE_PERIOD = 60.0
-#: Seconds a check of the cluster may wait for the scheduler's answer.
-_CHECK_TIMEOUT = 10.0
 
-_INSTALL_HINT = "pip install 'simms-desktop[dask]' (or: pip install dask distributed)"
-
-
-class ClusterError(ConnectionError):
-    """The Dask cluster cannot be used: not installed, unreachable, or gone."""
-
-
-class ClusterLostError(ClusterError, RuntimeError):
-    """A search lost its cluster: every worker (for the grace period), or the scheduler.
-
-    Raised while iterating a :class:`DaskSearchJob`; the chunks it yielded before,
-    and ``job.hits``, stay valid final hits.  Also a :class:`ClusterError`, so
-    code that catches that shows its one-line message as well.
-
-    Attributes
-    ----------
-    address : str
-        The scheduler's address.
-    scheduler_lost : bool
-        True when the connection to the scheduler was lost, False when the workers were.
-    workers_lost : int
-        Workers the search had at most at one time (all of them are gone).
-    tasks_done, tasks_total : int
-        (shard, query block) tasks finished, and planned.
-    unfinished_queries : numpy.ndarray
-        Queries (indexes into ``queries``, sorted) whose search did not finish: they
-        have no hits, or (``top_n == 0``) only part of them.
-    incomplete_queries : numpy.ndarray
-        Those of ``unfinished_queries`` with hits streamed, as
-        :attr:`engine.search.SearchJob.incomplete_queries`.
-    hits : HitTable
-        All hits streamed before the loss (``job.hits``).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        address: str,
-        scheduler_lost: bool,
-        workers_lost: int,
-        tasks_done: int,
-        tasks_total: int,
-        unfinished_queries: np.ndarray,
-        incomplete_queries: np.ndarray,
-        hits: HitTable,
-    ) -> None:
-        super().__init__(message)
-        self.address, self.scheduler_lost, self.workers_lost = address, scheduler_lost, workers_lost
-        self.tasks_done, self.tasks_total = tasks_done, tasks_total
-        self.unfinished_queries, self.incomplete_queries = unfinished_queries, incomplete_queries
-        self.hits = hits
-
-
-# -- connecting --------------------------------------------------------------------------
-def _distributed():
-    try:
-        import distributed
-    except ImportError as exc:
-        raise ClusterError(f"Dask is not installed ({exc}); {_INSTALL_HINT}") from None
-    return distributed
-
-
-def connect(address: str, *, timeout: float = 10.0):
-    """A ``distributed.Client`` of the scheduler at ``address``.
-
-    Parameters
-    ----------
-    address : str
-        Scheduler address, e.g. ``"tcp://10.0.0.5:8786"`` (``tcp://`` is implied).
-    timeout : float
-        Seconds to keep trying to reach the scheduler.
-
-    Raises
-    ------
-    ClusterError
-        Dask is not installed, or the scheduler cannot be reached in time; the
-        message is one line, fit for a status bar.
-    """
-    distributed = _distributed()
-    address = str(address).strip()
-    if not address:
-        raise ClusterError("no Dask scheduler address given")
-    if "://" not in address:
-        address = "tcp://" + address
-    try:
-        return distributed.Client(address, timeout=f"{timeout}s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ClusterError(
-            f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({reason}); "
-            "is the cluster running and the address right?"
-        ) from None
-
-
-def local_cluster(n_workers: int, *, threads_per_worker: int = 1, gpu: bool | None = None):
-    """Start a cluster on this machine and return a client of it.
-
-    One worker per GPU through ``dask_cuda.LocalCUDACluster`` when dask-cuda is
-    installed and a usable GPU is present (``gpu=None``: detect; ``False``: never),
-    otherwise ``n_workers`` worker processes sharing the CPU cores (numba threads
-    per worker: cores // n_workers).  :func:`shutdown` closes client and cluster.
-    """
-    distributed = _distributed()
-    if n_workers < 1:
-        raise ValueError("a local Dask cluster needs at least one worker")
-    common = {"dashboard_address": None, "silence_logs": 40}
-    cluster = None
-    if gpu is not False:
-        try:
-            import dask_cuda  # noqa: F401
-        except ImportError:
-            dask_cuda = None
-        if dask_cuda is not None:
-            from engine.backends import gpu_status
-
-            if gpu_status()[0]:
-                cluster = dask_cuda.LocalCUDACluster(n_workers=n_workers, **common)
-        elif gpu:
-            raise ClusterError("dask-cuda is not installed: pip install dask-cuda")
-    if cluster is None:
-        cores = os.cpu_count() or 1
-        threads = str(max(1, cores // (n_workers * threads_per_worker)))
-        cluster = distributed.LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=threads_per_worker,
-            processes=True,
-            env={"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads},
-            **common,
-        )
-    return distributed.Client(cluster, set_as_default=False)
-
-
-def open_client(address: str | None = None, *, n_local: int | None = None, timeout: float = 10.0):
-    """``connect(address)`` when an address is given, else ``local_cluster(n_local)``."""
-    if address:
-        return connect(address, timeout=timeout)
-    if n_local:
-        return local_cluster(n_local)
-    raise ValueError("give a Dask scheduler address or a number of local workers")
-
-
-def shutdown(client) -> None:
-    """Close ``client``, and the local cluster when it was started by :func:`local_cluster`."""
-    cluster = getattr(client, "cluster", None)
-    try:
-        client.close()
-    finally:
-        if cluster is not None:
-            cluster.close()
-
-
-def describe(client) -> str:
-    """One line: the scheduler, its workers and their compute devices."""
-    workers = client.nthreads()
-    return f"Dask cluster at {client.scheduler.address}: {len(workers)} workers, " + (
-        f"{sum(workers.values())} threads"
-    )
-
-
-# -- what travels to the workers ----------------------------------------------------------
-@dataclass(frozen=True)
-class _ShardSpec:
-    """Which spectra a shard holds: positions ``[start, stop)`` of the library order."""
-
-    fingerprint: str
-    path: str | None  # cache file of the library (None: arrays are sent)
-    preprocess: str
-    mz_power: float
-    intensity_power: float
-    by_precursor: bool  # order: precursor m/z (stable) or the library's own
-    start: int
-    stop: int
-
-    @property
-    def token(self) -> str:
-        text = repr(dataclasses.astuple(dataclasses.replace(self, path=None)))
-        return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True, eq=False)
-class _Shard:
-    """A prepared shard resident on a worker."""
-
-    spectra: PreparedSpectra
-    global_index: np.ndarray  # shard position -> library index
-    source: str  # "file" or "data"
-
-    def __sizeof__(self) -> int:  # lets Dask weigh moving it against recomputing
-        s = self.spectra
-        return int(
-            s.mz.nbytes + s.weight.nbytes + s.offsets.nbytes + s.norm.nbytes
-            + s.precursor_mz.nbytes + self.global_index.nbytes
-        )  # fmt: skip
-
-
-@dataclass(frozen=True, eq=False)
-class _QueryBlock:
-    spectra: PreparedSpectra
-    global_index: np.ndarray
-
-    def __sizeof__(self) -> int:
-        return int(self.spectra.mz.nbytes * 2 + self.spectra.offsets.nbytes * 4)
-
-
-class ShardFileUnavailable(OSError):
-    """The worker cannot use the library cache file (absent, unreadable or other content)."""
-
-
-_PEAK_FIELDS = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
-
-#: Worker-process cache of prepared shards, most recently used last.
-_RESIDENT: OrderedDict[str, _Shard] = OrderedDict()
-_RESIDENT_MAX = 8
-_LOCK = threading.Lock()  # guards _RESIDENT and _BACKENDS
-_KERNEL_LOCK = threading.Lock()  # one kernel launch at a time per process (numba layers)
-_BACKENDS: dict = {}
-_FINGERPRINTS: dict[tuple, str] = {}
-
-
-def _fingerprint(arrays) -> str:
-    """Digest of a library's peaks and precursors (which library a cache file holds)."""
-    h = hashlib.sha256()
-    for name in ("mz", "intensity", "offsets", "precursor_mz"):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}:{a.dtype.str}:{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
-def _file_fingerprint(path: Path) -> str | None:
-    try:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        if key not in _FINGERPRINTS:
-            with np.load(path, allow_pickle=False) as data:
-                _FINGERPRINTS[key] = _fingerprint(data)
-        return _FINGERPRINTS[key]
-    except Exception:  # noqa: BLE001 - any problem means: do not use the file
-        return None
-
-
-def _shard_library(arrays, index: np.ndarray) -> SpectrumLibrary:
-    """The spectra at ``index`` of raw library arrays (no metadata)."""
-    full = SpectrumLibrary(**{k: np.asarray(arrays[k]) for k in _PEAK_FIELDS}, metadata={})
-    return full.subset(index)
-
-
-def _library_order(precursor_mz: np.ndarray, by_precursor: bool) -> np.ndarray:
-    if by_precursor:
-        return np.argsort(precursor_mz, kind="stable")
-    return np.arange(len(precursor_mz), dtype=np.int64)
-
-
-def _load_shard(spec: _ShardSpec, payload: dict | None) -> _Shard:
-    """Worker task: the prepared shard, from the per-process cache, the file or the payload."""
-    key = spec.token
-    with _LOCK:
-        if key in _RESIDENT:
-            _RESIDENT.move_to_end(key)
-            return _RESIDENT[key]
-    if payload is None:
-        path = Path(spec.path)
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {k: data[k] for k in _PEAK_FIELDS}
-        except Exception as exc:  # noqa: BLE001
-            raise ShardFileUnavailable(f"cannot read {path}: {exc}") from None
-        if _fingerprint(arrays) != spec.fingerprint:
-            raise ShardFileUnavailable(f"{path} holds another library")
-        index = _library_order(arrays["precursor_mz"], spec.by_precursor)[spec.start : spec.stop]
-        raw, source = _shard_library(arrays, index), "file"
-    else:
-        index = payload["global_index"]
-        raw, source = _shard_library(payload, np.arange(len(index))), "data"
-    from engine.preprocess import pipeline_from_spec
-
-    prepared = PreparedSpectra.from_library(
-        pipeline_from_spec(spec.preprocess)(raw),
-        mz_power=spec.mz_power,
-        intensity_power=spec.intensity_power,
-    )
-    shard = _Shard(prepared, np.asarray(index, dtype=np.int64), source)
-    with _LOCK:
-        _RESIDENT[key] = shard
-        while len(_RESIDENT) > _RESIDENT_MAX:
-            _RESIDENT.popitem(last=False)
-    return shard
-
-
-def _worker_backend(name: str):
-    from engine.backends import get_backend
-
-    with _LOCK:
-        if name not in _BACKENDS:
-            notes: list[str] = []
-            _BACKENDS[name] = (get_backend(name, on_message=notes.append), notes)
-        return _BACKENDS[name]
-
-
-def _worker_device(name: str) -> str:
-    backend, _ = _worker_backend(name)
-    return f"{backend.name}: {backend.device}"
-
-
-def _window(q_prec: np.ndarray, l_prec: np.ndarray, params: SearchParameters) -> tuple[int, int]:
-    """Library positions ``[lo, hi)`` (``l_prec`` sorted) a query block may match.
-
-    The same widened window as :meth:`engine.search.SearchJob._plan`; the kernel
-    applies the exact test to every pair.
-    """
-    lo = np.nanmin(q_prec, initial=np.inf)
-    hi = np.nanmax(q_prec, initial=-np.inf)
-    if not np.isfinite(lo):
-        return 0, 0
-    ppm = params.precursor_unit == "ppm"
-    tol_lo = params.precursor_tolerance * (lo * 1e-6 if ppm else 1.0)
-    tol_hi = params.precursor_tolerance * (hi * 1e-6 if ppm else 1.0)
-    l_lo = int(np.searchsorted(l_prec, lo - tol_lo * (1 + 1e-9) - 1e-9, side="left"))
-    l_hi = int(np.searchsorted(l_prec, hi + tol_hi * (1 + 1e-9) + 1e-9, side="right"))
-    return l_lo, max(l_lo, l_hi)
-
-
-def _score_task(shard: _Shard, block: _QueryBlock, params: SearchParameters, backend: str):
-    """Worker task: each query's top-N of ``block`` within ``shard``, in global indexes."""
-    from engine.backends import CpuBackend
-
-    library, queries = shard.spectra, block.spectra
-    if params.precursor_tolerance is None:
-        l_lo, l_hi = 0, len(library)
-        kernel_params = params  # shard order is library order: kernel ties are canonical
-    else:
-        l_lo, l_hi = _window(queries.precursor_mz, library.precursor_mz, params)
-        # shard order is precursor order: take all hits, rank them by library index here
-        kernel_params = dataclasses.replace(params, top_n=0)
-    size = params.batch_size
-    batches = [
-        Batch(q0, min(q0 + size, len(queries)), l0, min(l0 + size, l_hi))
-        for q0 in range(0, len(queries), size)
-        for l0 in range(l_lo, l_hi, size)
-    ]
-    engine_backend, notes = _worker_backend(backend)
-    notes = list(notes)
-    with _KERNEL_LOCK:
-        try:
-            items = list(engine_backend.run_batches(queries, library, batches, kernel_params))
-        except Exception as exc:
-            if isinstance(engine_backend, CpuBackend):
-                raise
-            notes.append(
-                f"{engine_backend.name} backend failed on a worker ({type(exc).__name__}: {exc}); "
-                "that task ran on its CPU"
-            )
-            cpu = CpuBackend()
-            items = [(b, cpu.score_batch(queries, library, b, kernel_params)) for b in batches]
-    hits = HitTable.concat([h for _, h in items])
-    mapped = HitTable(
-        block.global_index[hits.query_index],
-        shard.global_index[hits.library_index],
-        hits.score,
-        hits.matches,
-    )
-    return mapped.top_per_query(params.top_n), shard.source, notes
-
-
-# -- the client side ------------------------------------------------------------------
 @dataclass
 class _Task:
     shard: int
@@ -467,7 +82,7 @@ class _ClusterBackend:
     device: str
 
 
-class DaskSearchJob:
+class DaskSearchJob(StreamingJob):
     """One search of ``queries`` against ``library`` on a Dask cluster.
 
     Used like :class:`engine.search.SearchJob`: iterate (or :meth:`run`) to get
@@ -527,34 +142,28 @@ class DaskSearchJob:
             raise ValueError("n_shards must be >= 1")
         if not grace_period >= 0:
             raise ValueError(f"grace_period must be >= 0 seconds, not {grace_period!r}")
+        super().__init__(
+            queries, library, params, on_progress=on_progress, on_message=on_message,
+            cancel_token=cancel_token,
+        )  # fmt: skip
         self.grace_period = float(grace_period)
-        self.queries, self.library = queries, library
-        self.params = params or SearchParameters()
         self.client = client
         self.backend_name = backend
-        self.cancel_token = cancel_token or CancelToken()
-        self.messages: list[str] = []
-        self.progress = SearchProgress()
-        self.finished = False
         self.shard_sources: dict[str, int] = {}  # "file"/"data" -> shards loaded that way
         self.tasks_done = 0
-        #: Queries with only part of their hits (``top_n == 0`` and cancelled); with
-        #: ``top_n > 0`` a cancelled block's hits are dropped whole, so this stays empty.
-        self.incomplete_queries = np.empty(0, dtype=np.int64)
-        #: Queries whose search did not finish (cancelled, or the cluster was lost):
-        #: no hits, or only part of them (those are also in ``incomplete_queries``).
-        self.unfinished_queries = np.empty(0, dtype=np.int64)
         self.tasks_total = 0
         self.duplicates_ignored = 0
-        self._on_progress, self._on_message = on_progress, on_message
+        #: Queries whose search did not finish (cancelled, or the cluster was lost):
+        #: no hits, or only part of them (those are also in ``incomplete_queries``,
+        #: which stays empty with ``top_n > 0``: a cancelled block's hits are dropped whole).
+        self.unfinished_queries = np.empty(0, dtype=np.int64)
         self._n_shards, self._library_path = n_shards, library_path
         self._own_client = own_client
-        self._chunks: list[HitTable] = []
         self._seen_notes: set[str] = set()
         self._left: tuple[dict, dict] = ({}, {})  # block -> tasks left; block -> (queries, tasks)
         self.address = str(getattr(client.scheduler, "address", None) or "the Dask scheduler")
         try:
-            devices = client.run(_worker_device, backend, on_error="return")
+            devices = client.run(worker_device, backend, on_error="return")
         except Exception as exc:  # noqa: BLE001 - scheduler went away
             raise ClusterError(f"the Dask cluster does not answer: {exc}") from None
         kinds = sorted({str(d) for d in devices.values()})
@@ -563,49 +172,18 @@ class DaskSearchJob:
             device=f"{describe(client)} ({'; '.join(kinds) if kinds else 'no workers yet'})",
         )
 
-    # -- control ----------------------------------------------------------------------
-    def cancel(self) -> None:
-        """Stop: pending tasks are cancelled; hits of finished query blocks are kept."""
-        self.cancel_token.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel_token.cancelled
-
-    @property
-    def hits(self) -> HitTable:
-        """All hits streamed so far, in canonical order."""
-        return HitTable.concat(self._chunks).sorted()
-
-    def run(self) -> HitTable:
-        """Run to the end (or cancellation) and return all hits."""
-        for _ in self:
-            pass
-        return self.hits
-
     # -- internals --------------------------------------------------------------------
-    def _say(self, message: str) -> None:
-        self.messages.append(message)
-        if self._on_message is not None:
-            self._on_message(message)
-
-    def _report(self) -> None:
-        if self._on_progress is not None:
-            self._on_progress(self.progress)
-
     def _plan(self):
-        from engine.preprocess import pipeline_from_spec
-
         p = self.params
         by_precursor = p.precursor_tolerance is not None
         powers = {"mz_power": p.mz_power, "intensity_power": p.intensity_power}
         queries = PreparedSpectra.from_library(
             pipeline_from_spec(p.preprocess)(self.queries), **powers
         )
-        q_order = _library_order(queries.precursor_mz, by_precursor)
+        q_order = shard_order(queries.precursor_mz, by_precursor)
         if by_precursor:
             queries = queries.reordered(q_order)
-        l_order = _library_order(self.library.precursor_mz, by_precursor)
+        l_order = shard_order(self.library.precursor_mz, by_precursor)
         l_prec = self.library.precursor_mz[l_order]
         n_lib = int(np.isfinite(l_prec).sum()) if by_precursor else len(self.library)
         workers = sorted(self.client.nthreads())
@@ -620,9 +198,9 @@ class DaskSearchJob:
             per_worker = -(-len(queries) // (4 * max(1, len(workers))))
             task_size = max(p.batch_size, -(-per_worker // p.batch_size) * p.batch_size)
         blocks = []
-        for b, (q0, q1) in enumerate(_growing_blocks(len(queries), task_size)):
+        for b, (q0, q1) in enumerate(query_blocks(len(queries), task_size)):
             if by_precursor:
-                lo, hi = _window(queries.precursor_mz[q0:q1], l_prec[:n_lib], p)
+                lo, hi = library_window(queries.precursor_mz[q0:q1], l_prec[:n_lib], p)
             else:
                 lo, hi = 0, n_lib
             tasks = [
@@ -635,25 +213,23 @@ class DaskSearchJob:
         return queries, q_order, l_order, bounds, workers, blocks
 
     def _library_file(self) -> tuple[str | None, str]:
-        arrays = {k: getattr(self.library, k) for k in _PEAK_FIELDS}
-        fingerprint = _fingerprint(arrays)
+        arrays = {k: getattr(self.library, k) for k in PEAK_FIELDS}
+        fingerprint = library_fingerprint(arrays)
         candidates = []
         if self._library_path is not None:
             candidates.append(Path(self._library_path))
         elif self.library.source is not None and self.library.source.sha256:
-            from engine.io.cache import cache_path
-
             candidates.append(cache_path(self.library.source.sha256))
         for path in candidates:
             path = path.resolve()
-            if _file_fingerprint(path) == fingerprint:
+            if file_fingerprint(path) == fingerprint:
                 return str(path), fingerprint
             if self._library_path is not None:
                 self._say(f"{path} does not hold this library; sending the shards' spectra instead")
         return None, fingerprint
 
     def __iter__(self) -> Iterator[HitTable]:
-        distributed = _distributed()
+        distributed = distributed_module()
         start = time.perf_counter()
         p = self.params
         queries, q_order, l_order, bounds, workers, blocks = self._plan()
@@ -668,8 +244,8 @@ class DaskSearchJob:
         placement = list(workers)  # workers the shards are spread over (the live ones)
         n_workers = max(1, len(workers))
 
-        def spec(s: int, with_path: bool) -> _ShardSpec:
-            return _ShardSpec(
+        def spec(s: int, with_path: bool) -> ShardSpec:
+            return ShardSpec(
                 fingerprint, path if with_path else None, p.preprocess, p.mz_power,
                 p.intensity_power, p.precursor_tolerance is not None,
                 int(bounds[s]), int(bounds[s + 1]),
@@ -687,27 +263,27 @@ class DaskSearchJob:
                     sp, kind = spec(s, False), "data"
                     index = l_order[bounds[s] : bounds[s + 1]]
                     raw = self.library.subset(index)
-                    payload = {k: getattr(raw, k) for k in _PEAK_FIELDS}
+                    payload = {k: getattr(raw, k) for k in PEAK_FIELDS}
                     payload["global_index"] = np.asarray(index, dtype=np.int64)
                 key = f"simms-shard-{sp.token}-{kind}"
                 if shard_round.get(s):  # a new key: the stranded one may linger on the scheduler
                     key += f"-{job}-{shard_round[s]}"
-                shard_futures[s] = self.client.submit(_load_shard, sp, payload, key=key, **where)
+                shard_futures[s] = self.client.submit(load_shard, sp, payload, key=key, **where)
             return shard_futures[s]
 
-        query_blocks: dict[int, _QueryBlock] = {}
+        block_spectra: dict[int, QueryBlock] = {}
         futures: dict[str, tuple[object, _Task]] = {}
         ac = distributed.as_completed(loop=self.client.loop)
 
         def submit(task: _Task) -> None:
             q0, q1 = blocks_by_id[task.block][0]
-            if task.block not in query_blocks:
-                query_blocks[task.block] = _QueryBlock(
+            if task.block not in block_spectra:
+                block_spectra[task.block] = QueryBlock(
                     queries.reordered(np.arange(q0, q1)), np.asarray(q_order[q0:q1], dtype=np.int64)
                 )
             key = f"simms-score-{job}-{task.shard}-{task.block}-{next(serial)}"
             fut = self.client.submit(
-                _score_task, shard_future(task.shard), query_blocks[task.block], p,
+                score_task, shard_future(task.shard), block_spectra[task.block], p,
                 self.backend_name, key=key, priority=-task.block, pure=False,
             )  # fmt: skip
             futures[key] = (fut, task)
@@ -794,7 +370,7 @@ class DaskSearchJob:
                     result = None
                     if fut.status == "finished":
                         try:  # bounded: a result whose worker dies while sending it is redone
-                            result = fut.result(timeout=self.grace_period + _CHECK_TIMEOUT)
+                            result = fut.result(timeout=self.grace_period + CHECK_TIMEOUT)
                         except TimeoutError:
                             pass
                         except Exception:
@@ -842,10 +418,7 @@ class DaskSearchJob:
                 shutdown(self.client)
 
     def _emit(self, parts: list[HitTable]) -> HitTable:
-        hits = HitTable.concat(parts).top_per_query(self.params.top_n)
-        self._chunks.append(hits)
-        self.progress.hits += len(hits)
-        return hits
+        return self._keep(HitTable.concat(parts).top_per_query(self.params.top_n))
 
     def _mark_unfinished(self) -> None:
         """Set ``unfinished_queries`` and ``incomplete_queries`` of a search stopped early."""
@@ -862,7 +435,7 @@ class DaskSearchJob:
         if self.client.status != "running":
             raise self._lost(watch, f"the client is {self.client.status}")
         try:
-            live = set(self.client.nthreads(callback_timeout=_CHECK_TIMEOUT))
+            live = set(self.client.nthreads(callback_timeout=CHECK_TIMEOUT))
         except Exception as exc:  # noqa: BLE001 - no answer: the scheduler may be gone
             reason = " ".join(str(exc).split()) or type(exc).__name__
             watch.silent_since = watch.silent_since or now

@@ -1,0 +1,157 @@
+"""The engine's entry points: one search, a score matrix, and a job that streams hits.
+
+This is the one place that picks a local search or a Dask cluster; the CLI, the
+desktop application and scripts all come through here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import numpy as np
+
+from engine.backends import Backend, CpuBackend, PreparedSpectra, get_backend
+from engine.distributed import DaskSearchJob
+from engine.hits import HitTable
+from engine.library import SpectrumLibrary
+from engine.params import SearchParameters
+from engine.preprocess import pipeline_from_spec
+from engine.search import CancelToken, SearchJob, SearchProgress
+
+__all__ = ["score_matrix", "search", "search_job"]
+
+log = logging.getLogger(__name__)
+
+
+def search_job(
+    queries: SpectrumLibrary,
+    library: SpectrumLibrary,
+    params: SearchParameters | None = None,
+    *,
+    client=None,
+    backend: str | Backend = "auto",
+    on_progress: Callable[[SearchProgress], None] | None = None,
+    on_message: Callable[[str], None] | None = None,
+    cancel_token: CancelToken | None = None,
+    cpu_threads: int | None = None,
+    keep_hits: bool = True,
+    own_client: bool = False,
+) -> SearchJob | DaskSearchJob:
+    """A search job of ``queries`` against ``library``, local or on a Dask cluster.
+
+    Iterate the job for :class:`~engine.hits.HitTable` chunks of final hits, or
+    call its ``run()``; ``cancel()``, ``progress``, ``messages`` and ``hits`` work
+    the same on both kinds.
+
+    Parameters
+    ----------
+    queries, library : SpectrumLibrary
+        Spectra to search, and to search in.
+    params : SearchParameters, optional
+        Score, tolerances and filters (defaults: cosine, 0.1 Da, top 10).
+    client : dask.distributed.Client, optional
+        Run on this cluster (:class:`engine.distributed.DaskSearchJob`); otherwise
+        in this process (:class:`engine.search.SearchJob`).
+    backend : str or Backend
+        ``"auto"``, ``"cpu"``, ``"cuda"``; locally also a backend instance.  On a
+        cluster it names each worker's backend.
+    on_progress, on_message, cancel_token
+        Progress callback, one-line notices, and a shared cancellation token.
+    cpu_threads : int, optional
+        Threads of a local CPU backend (default: all cores).
+    keep_hits : bool, default True
+        A local job keeps its chunks for ``hits``; False keeps memory bounded for a
+        caller that writes chunks away.  A Dask job always keeps them (its query
+        blocks finish in any order, so ``hits`` sorts them at the end).
+    own_client : bool, default False
+        Close ``client`` (and its local cluster) when the Dask job ends.
+
+    Returns
+    -------
+    SearchJob or DaskSearchJob
+    """
+    callbacks = {"on_progress": on_progress, "on_message": on_message, "cancel_token": cancel_token}
+    if client is not None:
+        return DaskSearchJob(
+            queries, library, params, client=client, backend=backend, own_client=own_client,
+            **callbacks,
+        )  # fmt: skip
+    return SearchJob(
+        queries, library, params, backend=backend, cpu_threads=cpu_threads,
+        keep_hits=keep_hits, **callbacks,
+    )  # fmt: skip
+
+
+def search(
+    queries: SpectrumLibrary,
+    library: SpectrumLibrary,
+    params: SearchParameters | None = None,
+    *,
+    backend: str | Backend = "auto",
+    on_progress: Callable[[SearchProgress], None] | None = None,
+    cancel_token: CancelToken | None = None,
+    client=None,
+    **param_overrides,
+) -> HitTable:
+    """Search ``queries`` against ``library`` and return all hits.
+
+    Parameters
+    ----------
+    queries, library : SpectrumLibrary
+    params : SearchParameters, optional
+        Base parameters; keyword arguments (``tolerance=0.02, top_n=5``, ...)
+        override single fields.
+    backend, on_progress, cancel_token
+        See :class:`~engine.search.SearchJob`.
+    client : dask.distributed.Client, optional
+        Run on this Dask cluster instead (:mod:`engine.distributed`); hits are
+        identical to a single-process search.
+
+    Returns
+    -------
+    HitTable
+        Hits in canonical order (query, score descending, library index).
+    """
+    params = params or SearchParameters()
+    if param_overrides:
+        params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
+    job = search_job(
+        queries, library, params, client=client, backend=backend, on_progress=on_progress,
+        cancel_token=cancel_token,
+    )  # fmt: skip
+    return job.run()
+
+
+def score_matrix(
+    queries: SpectrumLibrary,
+    library: SpectrumLibrary,
+    params: SearchParameters | None = None,
+    *,
+    backend: str | Backend = "auto",
+    on_message: Callable[[str], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dense ``(scores, matches)`` of every query × library pair (heatmaps).
+
+    Meant for blocks of up to a few thousand × a few thousand spectra; filters
+    (threshold, top-N, precursor window) do not apply.
+    """
+    params = params or SearchParameters()
+    engine_backend = backend if isinstance(backend, Backend) else get_backend(backend)
+    pipeline = pipeline_from_spec(params.preprocess)
+    powers = {"mz_power": params.mz_power, "intensity_power": params.intensity_power}
+    q = PreparedSpectra.from_library(pipeline(queries), **powers)
+    l = PreparedSpectra.from_library(pipeline(library), **powers)
+    try:
+        return engine_backend.dense(q, l, params)
+    except Exception as exc:
+        if isinstance(engine_backend, CpuBackend):
+            raise
+        message = (
+            f"{engine_backend.name} backend failed ({type(exc).__name__}: {exc}); "
+            "computing the matrix on the CPU"
+        )
+        log.warning(message)
+        if on_message is not None:
+            on_message(message)
+        return CpuBackend().dense(q, l, params)

@@ -1,0 +1,57 @@
+"""The same exact search, scaled out over a Dask cluster.
+
+The library is split into shards: by precursor m/z ranges when a precursor
+tolerance is set (a query block then only visits the shards its window
+touches), evenly otherwise.  Each shard is loaded once on a worker, from the
+library's cache file when the worker can read it, else from arrays sent by the
+client, and stays resident there (a per-process cache, also reused by later
+searches of the same library).  Query blocks go out as tasks
+``(shard, block) -> each query's top-N within the shard``, in global library
+indexes; the client merges each block's top-N over its shards and streams the
+final hits of a block as soon as all its shards are done, with progress and
+cancellation as in :class:`engine.search.SearchJob`.
+
+Hits are identical to the single-process search: every pair is scored by the
+same kernel on the same arrays, and top-N ties are broken by the library index.
+
+Faults: tasks are pure and keyed per (shard, block); Dask recomputes the tasks
+(and the shard) of a worker lost mid-search on another worker, and the client
+counts each (shard, block) once, so no hit is lost or duplicated.  When every
+worker is lost, the job waits ``grace_period`` seconds for one to (re)join and
+then raises :class:`ClusterLostError`, as it does at once when the connection to
+the scheduler is lost; the hits streamed before stay valid.
+
+Dask is optional (``pip install 'simms-desktop[dask]'``); this module imports it
+only when used.
+
+Example
+-------
+>>> from engine.distributed import connect, search           # doctest: +SKIP
+>>> client = connect("tcp://10.0.0.5:8786")                  # doctest: +SKIP
+>>> hits = search(queries, library, client=client, top_n=5)  # doctest: +SKIP
+"""
+
+from engine.distributed.cluster import (
+    GRACE_PERIOD,
+    ClusterError,
+    ClusterLostError,
+    connect,
+    describe,
+    local_cluster,
+    open_client,
+    shutdown,
+)
+from engine.distributed.job import DaskSearchJob, search
+
+__all__ = [
+    "GRACE_PERIOD",
+    "ClusterError",
+    "ClusterLostError",
+    "DaskSearchJob",
+    "connect",
+    "describe",
+    "local_cluster",
+    "open_client",
+    "search",
+    "shutdown",
+]

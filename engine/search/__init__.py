@@ -1,0 +1,22 @@
+"""Local search jobs: planning (precursor window), streaming, progress and cancellation.
+
+:class:`SearchJob` runs queries × library in batches on one backend and yields
+hit chunks as soon as they are final; :mod:`engine.distributed` builds on the same
+:class:`StreamingJob`, :class:`CancelToken` and :class:`SearchProgress`.
+"""
+
+from engine.search.job import SearchJob
+from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
+from engine.search.streaming import StreamingJob
+from engine.search.window import library_window, precursor_order
+
+__all__ = [
+    "FIRST_QUERY_BLOCK",
+    "CancelToken",
+    "SearchJob",
+    "SearchProgress",
+    "StreamingJob",
+    "library_window",
+    "precursor_order",
+    "query_blocks",
+]
