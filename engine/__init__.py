@@ -15,9 +15,8 @@ from engine.library import LibrarySource, SpectrumLibrary
 from engine.params import SearchParameters
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.search import CancelToken, SearchJob, SearchProgress
+from engine.version import __version__
 from engine.warmup import warm_up
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Backend",

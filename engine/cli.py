@@ -17,7 +17,6 @@ import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from engine import __version__
 from engine.api import search_job
 from engine.backends import available_backends
 from engine.export import HitWriter, check_output
@@ -25,6 +24,7 @@ from engine.io import load_library
 from engine.params import SearchParameters
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, SearchProgress
+from engine.version import __version__
 
 __all__ = ["main", "build_parser"]
 

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
+from engine.preprocess import pipeline_from_spec, pipeline_spec
+
 __all__ = ["SearchParameters", "SCORES"]
 
 #: Score names accepted by :class:`SearchParameters`.
@@ -85,8 +87,6 @@ class SearchParameters:
             raise ValueError("top_n must be >= 0 (0 keeps all hits)")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        from engine.preprocess import pipeline_from_spec, pipeline_spec
-
         canonical = pipeline_spec(pipeline_from_spec(self.preprocess))
         object.__setattr__(self, "preprocess", canonical)
 

@@ -47,12 +47,12 @@ def test_failed_write_leaves_old_file_and_no_debris(tmp_path, searched, monkeypa
     target = tmp_path / "hits.tsv"
     target.write_text("previous export\n")
 
-    import engine.export as export
+    import engine.export.writer as writer
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(export, "_delimited_rows", broken)
+    monkeypatch.setattr(writer, "delimited_rows", broken)
     with pytest.raises(OSError, match="disk full"):
         write_hits(target, hits, queries, library, params)
     assert target.read_text() == "previous export\n"

@@ -1,29 +1,8 @@
-"""Hit lists as tables: the columns users see, written atomically with provenance.
-
-The same :func:`hit_columns` feeds the ``simms`` CLI, the GUI results table and
-the exports, so every view of a search shows the same numbers.  Files are
-written by :class:`HitWriter`, chunk by chunk as a search streams its hits, so
-memory stays bounded whatever the number of hits.
-
-TSV and CSV files read back whole with ``pandas.read_csv(path, sep="\t",
-comment="#")`` (``sep=","`` for CSV) or :func:`read_hits`:
-
-- ``#`` lines before the header row hold the provenance; ``# complete: yes`` or
-  ``# complete: no (why)`` says whether the search ran to its end;
-- text fields are always quoted, so a ``#`` inside a SMILES is never taken for
-  a comment (pandas' default C parser honours quotes);
-- a text field that a spreadsheet would run as a formula (it starts with ``=``,
-  ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``;
-  :func:`read_hits` removes it again;
-- m/z columns are rounded to 8 decimals (1e-8 Da, far below any instrument's
-  precision) so they print as they were read, e.g. ``112.1258``.
-"""
+"""Hit lists written atomically, chunk by chunk, with their provenance."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import platform
 import stat
 import tempfile
 from collections.abc import Mapping
@@ -32,6 +11,8 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
+from engine.export.cells import delimited_rows, frame_for_writing
+from engine.export.columns import HIT_COLUMNS, hit_columns, provenance_lines
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -39,106 +20,7 @@ from engine.params import SearchParameters
 if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
     import pandas as pd
 
-__all__ = [
-    "HIT_COLUMNS",
-    "HitWriter",
-    "check_output",
-    "hit_columns",
-    "provenance_lines",
-    "read_hits",
-    "write_hits",
-]
-
-#: Output columns, in order.  The first six are the core of every hit list.
-HIT_COLUMNS = (
-    "query_index",
-    "query_id",
-    "library_index",
-    "library_id",
-    "score",
-    "matches",
-    "query_precursor_mz",
-    "library_precursor_mz",
-    "precursor_mz_delta",
-    "query_name",
-    "library_name",
-    "library_smiles",
-    "library_inchikey",
-    "library_formula",
-    "library_adduct",
-    "library_ion_mode",
-)
-
-_ION_MODE = np.array(["negative", "unknown", "positive"], dtype=object)
-
-
-def hit_columns(
-    hits: HitTable, queries: SpectrumLibrary, library: SpectrumLibrary
-) -> dict[str, np.ndarray]:
-    """The user-facing columns of ``hits``, in :data:`HIT_COLUMNS` order.
-
-    Parameters
-    ----------
-    hits : HitTable
-    queries, library : SpectrumLibrary
-        The spectra the hit indexes refer to.
-
-    Returns
-    -------
-    dict of str to ndarray
-    """
-    q, l = hits.query_index, hits.library_index
-    q_prec, l_prec = queries.precursor_mz[q], library.precursor_mz[l]
-    qm, lm = queries.metadata, library.metadata
-    return {
-        "query_index": q,
-        "query_id": qm["id"][q],
-        "library_index": l,
-        "library_id": lm["id"][l],
-        "score": hits.score,
-        "matches": hits.matches,
-        "query_precursor_mz": q_prec,
-        "library_precursor_mz": l_prec,
-        "precursor_mz_delta": l_prec - q_prec,
-        "query_name": qm["name"][q],
-        "library_name": lm["name"][l],
-        "library_smiles": lm["smiles"][l],
-        "library_inchikey": lm["inchikey"][l],
-        "library_formula": lm["formula"][l],
-        "library_adduct": lm["adduct"][l],
-        "library_ion_mode": _ION_MODE[library.ion_mode[l].astype(np.int64) + 1],
-    }
-
-
-def provenance_lines(
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
-    params: SearchParameters,
-    *,
-    backend: str = "",
-    device: str = "",
-    extra: Mapping[str, object] | None = None,
-) -> list[str]:
-    """``# key: value`` lines that say how a hit list was made."""
-    from engine import __version__
-
-    def describe(lib: SpectrumLibrary) -> str:
-        if lib.source is None:
-            return f"{len(lib)} spectra (in memory)"
-        return f"{lib.source.path} (sha256 {lib.source.sha256}, {len(lib)} spectra)"
-
-    items: dict[str, object] = {
-        "software": f"SimMS desktop {__version__}",
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "queries": describe(queries),
-        "library": describe(library),
-        "parameters": " ".join(f"{k}={v}" for k, v in params.to_dict().items()),
-        "backend": f"{backend} ({device})" if device else backend,
-        "python": platform.python_version(),
-        **(extra or {}),
-    }
-    return [f"# {k}: {v}" for k, v in items.items()]
-
+__all__ = ["HitWriter", "check_output", "write_hits"]
 
 #: Suffixes of the hit-list formats.
 _FORMATS = {
@@ -149,14 +31,11 @@ _FORMATS = {
     "parquet": "parquet",
     "pq": "parquet",
 }
-#: Columns rounded to 8 decimals on output (m/z values and their differences).
-_MZ_COLUMNS = ("query_precursor_mz", "library_precursor_mz", "precursor_mz_delta")
+
 #: Rows formatted at a time: bounds the writer's memory (about 1 KB a row while formatting).
 _ROWS_AT_ONCE = 100_000
 #: Width of the ``# complete: ...`` line, overwritten in place when the file is closed.
 _STATUS_WIDTH = 200
-#: Characters that make a spreadsheet cell a formula (OWASP CSV injection).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def check_output(path: str | Path, format: str | None = None) -> tuple[Path, str]:
@@ -291,9 +170,9 @@ class HitWriter:
                 self.write(hits.take(np.arange(start, stop)))
             return
         if self.format == "parquet":
-            self._write_parquet(_frame(hit_columns(hits, self.queries, self.library)))
+            self._write_parquet(frame_for_writing(hit_columns(hits, self.queries, self.library)))
         else:
-            self._emit_text(_delimited_rows(hits, self.queries, self.library, self._sep))
+            self._emit_text(delimited_rows(hits, self.queries, self.library, self._sep))
         self.rows += len(hits)
 
     def close(self, *, complete: bool = True, note: str = "") -> Path | None:
@@ -320,7 +199,7 @@ class HitWriter:
             if self.format == "parquet":
                 if self._parquet is None:
                     self._write_parquet(
-                        _frame(hit_columns(HitTable.empty(), self.queries, self.library))
+                        frame_for_writing(hit_columns(HitTable.empty(), self.queries, self.library))
                     )
                 self._parquet.add_key_value_metadata({"simms_complete": status})
                 self._parquet.close()
@@ -405,80 +284,6 @@ class HitWriter:
         self._parquet.write_table(table.cast(self._parquet.schema))
 
 
-def _delimited_rows(
-    hits: HitTable, queries: SpectrumLibrary, library: SpectrumLibrary, sep: str
-) -> str:
-    """The TSV/CSV rows of one chunk, one line each.
-
-    Text fields depend only on the query or the library spectrum, so each is
-    formatted once per distinct spectrum of the chunk (quoted, guarded) and
-    rows are then joined from ready-made pieces: about a microsecond a row.
-    """
-    q_unique, q_at = np.unique(hits.query_index, return_inverse=True)
-    l_unique, l_at = np.unique(hits.library_index, return_inverse=True)
-    q_cols = hit_columns(HitTable.from_arrays(q_unique, q_unique, [0] * len(q_unique),
-                                              [0] * len(q_unique)), queries, queries)  # fmt: skip
-    l_cols = hit_columns(HitTable.from_arrays(l_unique, l_unique, [0] * len(l_unique),
-                                              [0] * len(l_unique)), library, library)  # fmt: skip
-    fields: list[list[str]] = []
-    for name in HIT_COLUMNS:
-        if name == "query_index":
-            fields.append(_integers(hits.query_index))
-        elif name == "library_index":
-            fields.append(_integers(hits.library_index))
-        elif name == "score":
-            fields.append(_floats(hits.score))
-        elif name == "matches":
-            fields.append(_integers(hits.matches))
-        elif name == "precursor_mz_delta":
-            delta = (
-                library.precursor_mz[hits.library_index] - queries.precursor_mz[hits.query_index]
-            )
-            fields.append(_floats(np.round(delta, 8)))
-        else:
-            per_query = name.startswith("query_")
-            values = (q_cols if per_query else l_cols)[name]
-            text = _floats(np.round(values, 8)) if name in _MZ_COLUMNS else _quoted(values)
-            at = q_at if per_query else l_at
-            fields.append(np.asarray(text, dtype=object)[at].tolist())
-    return "\n".join(map(sep.join, zip(*fields, strict=True))) + "\n"
-
-
-def _integers(values: np.ndarray) -> list[str]:
-    return list(map(str, values.tolist()))
-
-
-def _floats(values: np.ndarray) -> list[str]:
-    """Shortest round-trip text of each float; NaN as an empty field."""
-    return ["" if v != v else repr(v) for v in values.tolist()]
-
-
-def _quoted(values: np.ndarray) -> list[str]:
-    """Text fields quoted (so ``#`` is never a comment) and guarded against formulas."""
-    return ['"' + str(v).replace('"', '""') + '"' for v in _neutralise(values)]
-
-
-def _frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
-    """The columns as written: m/z rounded, text neutralised for spreadsheets."""
-    import pandas as pd
-
-    out = {}
-    for name, values in columns.items():
-        if name in _MZ_COLUMNS:
-            values = np.round(values.astype(np.float64), 8)
-        elif values.dtype == object:
-            values = _neutralise(values)
-        out[name] = values
-    return pd.DataFrame(out, columns=list(columns))
-
-
-def _neutralise(values: np.ndarray) -> np.ndarray:
-    """Prefix ``'`` to text a spreadsheet would run as a formula."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = ["'" + v if v.startswith(_FORMULA_START) else v for v in map(str, values)]
-    return out
-
-
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
@@ -544,37 +349,3 @@ def write_hits(
         for start in range(0, len(hits), chunk_rows):
             writer.write(hits.take(np.arange(start, min(start + chunk_rows, len(hits)))))
         return writer.close()
-
-
-def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Read a TSV/CSV hit list written by :func:`write_hits` or the ``simms`` CLI.
-
-    Returns
-    -------
-    columns : dict of str to ndarray
-        Numeric columns as numbers, the rest as strings (spreadsheet guards removed).
-    provenance : list of str
-        The ``#`` lines, without the ``# ``.
-    """
-    import pandas as pd
-
-    path = Path(path)
-    sep = "," if path.suffix.lower() == ".csv" else "\t"
-    with open(path, encoding="utf-8") as fh:
-        provenance = [ln[2:].rstrip() for ln in fh if ln.startswith("#")]
-    text = {name: str for name in HIT_COLUMNS if name not in _NUMERIC}
-    frame = pd.read_csv(path, sep=sep, comment="#", dtype=text, keep_default_na=False)
-    out: dict[str, np.ndarray] = {}
-    for name in frame.columns:
-        values = frame[name]
-        if name in _NUMERIC:
-            values = pd.to_numeric(values.replace("", np.nan))
-            out[name] = values.to_numpy(dtype=np.int64 if name in _INTEGER else np.float64)
-        else:
-            guarded = values.str.match(r"^'[=+\-@\t\r]")
-            out[name] = values.where(~guarded, values.str[1:]).to_numpy(dtype=object)
-    return out, provenance
-
-
-_INTEGER = ("query_index", "library_index", "matches")
-_NUMERIC = (*_INTEGER, "score", *_MZ_COLUMNS)

@@ -1,0 +1,34 @@
+"""Hit lists as tables: the columns users see, written atomically with provenance.
+
+The same :func:`hit_columns` feeds the ``simms`` CLI, the GUI results table and
+the exports, so every view of a search shows the same numbers.  Files are
+written by :class:`HitWriter`, chunk by chunk as a search streams its hits, so
+memory stays bounded whatever the number of hits.
+
+TSV and CSV files read back whole with ``pandas.read_csv(path, sep="\t",
+comment="#")`` (``sep=","`` for CSV) or :func:`read_hits`:
+
+- ``#`` lines before the header row hold the provenance; ``# complete: yes`` or
+  ``# complete: no (why)`` says whether the search ran to its end;
+- text fields are always quoted, so a ``#`` inside a SMILES is never taken for
+  a comment (pandas' default C parser honours quotes);
+- a text field that a spreadsheet would run as a formula (it starts with ``=``,
+  ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``;
+  :func:`read_hits` removes it again;
+- m/z columns are rounded to 8 decimals (1e-8 Da, far below any instrument's
+  precision) so they print as they were read, e.g. ``112.1258``.
+"""
+
+from engine.export.columns import HIT_COLUMNS, hit_columns, provenance_lines
+from engine.export.reader import read_hits
+from engine.export.writer import HitWriter, check_output, write_hits
+
+__all__ = [
+    "HIT_COLUMNS",
+    "HitWriter",
+    "check_output",
+    "hit_columns",
+    "provenance_lines",
+    "read_hits",
+    "write_hits",
+]
