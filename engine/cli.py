@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 from engine.api import search_job
 from engine.backends import available_backends
+from engine.distributed import open_client
 from engine.export import HitWriter, check_output
 from engine.io import load_library
 from engine.params import SearchParameters
@@ -137,8 +138,6 @@ def _search(args: argparse.Namespace) -> int:
         check_output(args.output)  # before any loading: a bad path never costs a search
     client = None
     if args.dask or args.dask_local:
-        from engine.distributed import open_client
-
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
     say(f"reading {args.queries}")
     queries = load_library(args.queries, cache=not args.no_cache)

@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 
+from engine.backends import gpu_status
 from engine.hits import HitTable
 
 __all__ = [
@@ -143,8 +144,6 @@ def local_cluster(n_workers: int, *, threads_per_worker: int = 1, gpu: bool | No
         except ImportError:
             dask_cuda = None
         if dask_cuda is not None:
-            from engine.backends import gpu_status
-
             if gpu_status()[0]:
                 cluster = dask_cuda.LocalCUDACluster(n_workers=n_workers, **common)
         elif gpu:

@@ -42,6 +42,7 @@ from engine.distributed.shards import (
     shard_order,
     worker_device,
 )
+from engine.distributed.watch import ClusterGone, ClusterWatch
 from engine.hits import HitTable
 from engine.io.cache import cache_path
 from engine.library import SpectrumLibrary
@@ -57,17 +58,6 @@ class _Task:
     shard: int
     block: int
     pairs: int
-
-
-@dataclass
-class _Watch:
-    """What the client last saw of the cluster."""
-
-    live: set[str]  # worker addresses
-    peak: int  # most workers at one time
-    checked: float  # time.monotonic() of the last check
-    no_worker_since: float | None = None
-    silent_since: float | None = None  # the scheduler has not answered since
 
 
 def _sorted_indexes(parts: list[np.ndarray]) -> np.ndarray:
@@ -329,7 +319,7 @@ class DaskSearchJob(StreamingJob):
         parts: dict[int, list[HitTable]] = {b: [] for b in blocks_by_id}
         done: set[tuple[int, int]] = set()
         in_flight_max = max(2 * n_workers, 4) * max(1, len(bounds) - 1)
-        watch = _Watch(live=set(workers), peak=len(workers), checked=time.monotonic())
+        watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
         try:
             while pending_blocks or futures:
                 while pending_blocks and len(futures) < in_flight_max and not self.cancelled:
@@ -342,7 +332,10 @@ class DaskSearchJob(StreamingJob):
                 ready = ac.next_batch(block=False) if ac.has_ready() else []
                 if not ready:
                     if time.monotonic() - watch.checked > 1.0:
-                        self._check_cluster(watch, rescue_shards)
+                        try:
+                            watch.check(self.client, self.grace_period, self._say, rescue_shards)
+                        except ClusterGone as gone:
+                            raise self._lost(watch, gone.scheduler) from None
                     time.sleep(0.02)
                     continue
                 for fut in ready:
@@ -429,40 +422,7 @@ class DaskSearchJob(StreamingJob):
         # with top_n > 0 a block's hits are streamed when all its shards are done
         self.incomplete_queries = _sorted_indexes(partial if self.params.top_n == 0 else [])
 
-    def _check_cluster(self, watch: _Watch, rescue: Callable[[set[str]], None]) -> None:
-        """Tell about lost workers, rescue stranded shards, raise when the cluster is gone."""
-        now = watch.checked = time.monotonic()
-        if self.client.status != "running":
-            raise self._lost(watch, f"the client is {self.client.status}")
-        try:
-            live = set(self.client.nthreads(callback_timeout=CHECK_TIMEOUT))
-        except Exception as exc:  # noqa: BLE001 - no answer: the scheduler may be gone
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            watch.silent_since = watch.silent_since or now
-            if self.client.status != "running" or now - watch.silent_since > self.grace_period:
-                raise self._lost(watch, f"no answer: {reason}") from None
-            return
-        watch.silent_since = None
-        gone = len(watch.live - live)
-        if gone and live:
-            self._say(f"{gone} Dask worker(s) left; their shards are redone on others")
-        elif gone:
-            self._say(f"all Dask workers left; waiting up to {self.grace_period:g} s for one")
-        watch.peak = max(watch.peak, len(live))
-        if not live:
-            watch.no_worker_since = watch.no_worker_since or now
-            if now - watch.no_worker_since > self.grace_period:
-                raise self._lost(watch)
-        else:
-            watch.no_worker_since = None
-            if live != watch.live:
-                try:
-                    rescue(live)
-                except (OSError, TimeoutError):  # the scheduler did not answer: next check
-                    return
-        watch.live = live
-
-    def _lost(self, watch: _Watch, scheduler: str | None = None) -> ClusterLostError:
+    def _lost(self, watch: ClusterWatch, scheduler: str | None = None) -> ClusterLostError:
         """The error of a search whose workers (or scheduler) are gone."""
         self._mark_unfinished()
         hits, grace = self.hits, f"{self.grace_period:g} s"
