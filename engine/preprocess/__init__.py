@@ -1,16 +1,7 @@
-"""Peak filters: small pure functions over a library's CSR arrays.
+"""Peak preprocessing: filters (:mod:`.filters`) and pipelines of them (:mod:`.pipeline`).
 
-Each filter takes a :class:`~engine.library.SpectrumLibrary` and returns a new
-one (via :meth:`SpectrumLibrary.with_peaks`); none loops over spectra in
-Python.  Spectra are never dropped, so indexes stay stable: a spectrum that
-loses all its peaks keeps zero peaks, and scores against it are 0.  Peaks stay
-sorted by m/z.
-
-A :class:`Pipeline` chains filters by name; :func:`preset` gives the named
-pipelines ``"none"`` (the default: peaks as in the file), ``"gnps"`` and
-``"msas"``.  :attr:`SearchParameters.preprocess <engine.SearchParameters>` holds
-either a preset name or a pipeline spec in JSON (:func:`pipeline_spec`), read
-with :func:`pipeline_from_spec`.
+``SearchParameters(preprocess=...)`` takes a preset name (``"none"``, ``"gnps"``,
+``"msas"``) or a pipeline spec in JSON; see :func:`pipeline_from_spec`.
 """
 
 from engine.preprocess.filters import (

@@ -57,25 +57,15 @@ class SearchJob(StreamingJob):
 
     Parameters
     ----------
-    queries, library : SpectrumLibrary
-        Spectra to search, and to search in.
-    params : SearchParameters, optional
-        Score, tolerances and filters (defaults: cosine, 0.1 Da, top 10).
+    queries, library, params, on_progress, on_message, cancel_token, keep_hits
+        As in :class:`~engine.search.StreamingJob` (``params`` defaults: cosine,
+        0.1 Da, top 10; progress comes after every batch).
     backend : str or Backend
         ``"auto"`` (CUDA when usable, else CPU), ``"cpu"``, ``"cuda"`` or a
         backend instance (e.g. one that keeps a library resident).
-    on_progress : callable, optional
-        Called with a :class:`SearchProgress` after every batch.
-    on_message : callable, optional
-        Called with one-line notices (e.g. a GPU failure and the CPU fallback).
-    cancel_token : CancelToken, optional
-        Shared token; a new one is made when omitted.
     cpu_threads : int, optional
         Threads of the CPU backend (default: all cores; a GUI passes
         :func:`engine.backends.interactive_threads` to keep a core for itself).
-    keep_hits : bool, default True
-        Keep every streamed chunk for :attr:`hits`.  A caller that writes the
-        chunks away as they come (the CLI) passes False so memory stays bounded.
     """
 
     def __init__(
