@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.backends import Backend, CpuBackend, PreparedSpectra, get_backend
+from engine.backends import Backend, PreparedSpectra, cpu_fallback, get_backend
 from engine.distributed import DaskSearchJob
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
@@ -145,13 +145,8 @@ def score_matrix(
     try:
         return engine_backend.dense(q, l, params)
     except Exception as exc:
-        if isinstance(engine_backend, CpuBackend):
-            raise
-        message = (
-            f"{engine_backend.name} backend failed ({type(exc).__name__}: {exc}); "
-            "computing the matrix on the CPU"
-        )
-        log.warning(message)
+        cpu, notice = cpu_fallback(engine_backend, exc, "computing the matrix on the CPU")
+        log.warning(notice)
         if on_message is not None:
-            on_message(message)
-        return CpuBackend().dense(q, l, params)
+            on_message(notice)
+        return cpu.dense(q, l, params)

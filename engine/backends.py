@@ -327,3 +327,36 @@ def get_backend(name: str = "auto", *, on_message=None, cpu_threads: int | None 
         if on_message is not None:
             on_message(message)
     return CpuBackend(cpu_threads)
+
+
+def cpu_fallback(
+    backend: Backend,
+    error: Exception,
+    then: str = "continuing on the CPU",
+    *,
+    where: str = "",
+    threads: int | None = None,
+) -> tuple[CpuBackend, str]:
+    """The CPU backend that takes over from a failed GPU backend, and the one-line notice.
+
+    Parameters
+    ----------
+    backend : Backend
+        The backend that failed.
+    error : Exception
+        Its error; raised again when ``backend`` is already the CPU.
+    then : str
+        What happens next, the end of the notice.
+    where : str
+        Where it failed, e.g. ``" on a worker"``.
+    threads : int, optional
+        Threads of the new CPU backend.
+
+    Returns
+    -------
+    CpuBackend, str
+    """
+    if isinstance(backend, CpuBackend):
+        raise error
+    notice = f"{backend.name} backend failed{where} ({type(error).__name__}: {error}); {then}"
+    return CpuBackend(threads), notice

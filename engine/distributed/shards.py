@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.backends import Batch, CpuBackend, PreparedSpectra, get_backend
+from engine.backends import Batch, PreparedSpectra, cpu_fallback, get_backend
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -204,13 +204,10 @@ def score_task(shard: Shard, block: QueryBlock, params: SearchParameters, backen
         try:
             items = list(engine_backend.run_batches(queries, library, batches, kernel_params))
         except Exception as exc:
-            if isinstance(engine_backend, CpuBackend):
-                raise
-            notes.append(
-                f"{engine_backend.name} backend failed on a worker ({type(exc).__name__}: {exc}); "
-                "that task ran on its CPU"
+            cpu, notice = cpu_fallback(
+                engine_backend, exc, "that task ran on its CPU", where=" on a worker"
             )
-            cpu = CpuBackend()
+            notes.append(notice)
             items = [(b, cpu.score_batch(queries, library, b, kernel_params)) for b in batches]
     hits = HitTable.concat([h for _, h in items])
     mapped = HitTable(

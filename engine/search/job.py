@@ -21,7 +21,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine.backends import Backend, Batch, CpuBackend, PreparedSpectra, get_backend
+from engine.backends import (
+    Backend,
+    Batch,
+    CpuBackend,
+    PreparedSpectra,
+    cpu_fallback,
+    get_backend,
+)
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -171,13 +178,8 @@ class SearchJob(StreamingJob):
                 if self.cancelled:
                     return
         except Exception as exc:
-            if isinstance(self.backend, CpuBackend):
-                raise
-            self._say(
-                f"{self.backend.name} backend failed ({type(exc).__name__}: {exc}); "
-                "continuing on the CPU"
-            )
-            self.backend = CpuBackend(self.cpu_threads)
+            self.backend, notice = cpu_fallback(self.backend, exc, threads=self.cpu_threads)
+            self._say(notice)
             self.backend.stop = self.cancel_token.flag
             for batch in batches[done:]:
                 yield (
