@@ -92,7 +92,8 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    from engine.kernels.cuda import CudaBackend, gpu_status
+    from engine.backends import gpu_status
+    from engine.backends.cuda import CudaBackend
 
     ok, dev = gpu_status()
     print("GPU:", ok, dev, flush=True)
@@ -147,14 +148,14 @@ def main() -> None:
 
 def diagnose_a(be, lib, params) -> None:
     """Time (a) as one ``run_batches`` call over every block, and as GPU launches only."""
-    from engine.kernels.cuda import _plan_tiles
+    from engine.backends.cuda_tiles import plan_tiles
 
     plan = SearchJob(lib, lib, params, backend=be)._plan()
     batches = [b for _, bs in plan.blocks for b in bs]
     t = time.perf_counter()
     nh = sum(len(h) for _, h in be.run_batches(plan.queries, plan.library, batches, params))
     t1 = time.perf_counter() - t
-    tiles = _plan_tiles(batches, be.max_rows, be.max_cols, be._k.SORT_MAX)
+    tiles = plan_tiles(batches, be.max_rows, be.max_cols, be._k.SORT_MAX)
     slots = be._slots_for(tiles, params)
     dq, dl = be._upload(plan.queries), be._upload(plan.library)
     orders: dict = {}

@@ -83,7 +83,7 @@ def main() -> None:
 
     from benchmarks.bench_gpu import load  # noqa: PLC0415
     from engine.backends import PreparedSpectra
-    from engine.kernels.cuda import CudaBackend
+    from engine.backends.cuda import CudaBackend
     from engine.params import SearchParameters
 
     be = CudaBackend()  # applies the numpy row_stack shim before numba.cuda loads

@@ -51,8 +51,8 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     sys.path.insert(0, str(ROOT))
     from engine.backends import Batch, CpuBackend, PreparedSpectra
+    from engine.backends.cuda import CudaBackend
     from engine.io import read_library
-    from engine.kernels.cuda import CudaBackend
     from engine.params import SearchParameters
 
     lib = read_library(QUERIES)

@@ -17,7 +17,7 @@ upper-bound test, see :func:`score_kernel`) and the host rescores it exactly
 with the CPU core.
 
 This module imports ``numba.cuda``; import it only through
-:mod:`engine.kernels.cuda`, which applies the numpy compatibility shim first.
+:mod:`engine.backends.gpu`, which applies the numpy compatibility shim first.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from engine.backends import PreparedSpectra
+from engine.backends.base import PreparedSpectra
 from engine.kernels.greedy import SCRATCH_SIZE, score_pair
 
 __all__ = ["PendingScores", "rescore_pairs", "submit_rescore"]

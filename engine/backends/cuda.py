@@ -16,7 +16,7 @@ against the same library pay no upload.  A batch is cut into tiles of at most
 Pairs with a component too large for the on-chip scratch are never
 approximated: the GPU bounds them from above (sum of all candidate products),
 drops those that cannot reach the threshold, and flags the rest, which the host
-rescores exactly with the CPU core (:mod:`engine.kernels.greedy`).
+rescores exactly with the CPU core (:mod:`engine.kernels.greedy`, via :mod:`.rescore`).
 
 Two tile slots with their own streams and buffers overlap the GPU work of one
 tile with the host's handling (hit copy, rescoring, merging) of the previous.
@@ -24,288 +24,28 @@ tile with the host's handling (hit copy, rescoring, merging) of the previous.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
-from engine.backends import Backend, Batch, PreparedSpectra
+from engine.backends.base import Backend, Batch, PreparedSpectra
+from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, content_key
+from engine.backends.cuda_dense import DenseOnGpu
+from engine.backends.cuda_tiles import Tile, plan_tiles, split_rows
+from engine.backends.gpu import cuda_status, numba_cuda
+from engine.backends.rescore import PendingScores, rescore_pairs, submit_rescore
 from engine.hits import HitTable
-from engine.kernels.rescore import PendingScores, rescore_pairs, submit_rescore
+from engine.kernels.heavy import HEAVY_MAX
 from engine.params import SearchParameters
 
-__all__ = ["CudaBackend", "PendingScores", "gpu_status", "rescore_pairs", "submit_rescore"]
+__all__ = ["CudaBackend", "CudaError"]
 
 log = logging.getLogger(__name__)
-
-_IMPORT_LOCK = threading.Lock()
-
-
-def _numba_cuda() -> Any:
-    """Import ``numba.cuda`` (with the numpy 2.5 ``row_stack`` shim) and return it."""
-    with _IMPORT_LOCK:
-        if not hasattr(np, "row_stack"):  # removed in numpy 2.5; numba-cuda 0.30 still uses it
-            np.row_stack = np.vstack  # type: ignore[attr-defined]  # noqa: NPY201
-        from numba import cuda
-
-    return cuda
-
-
-def _kernels() -> Any:
-    _numba_cuda()
-    from engine.kernels import cuda_kernels
-
-    return cuda_kernels
-
-
-def gpu_status() -> tuple[bool, str]:
-    """Whether a usable CUDA GPU is present.
-
-    Returns
-    -------
-    ok : bool
-        True when numba CUDA imports, reports CUDA available and sees a device.
-    description : str
-        The device name when ``ok``, otherwise the reason.  Never raises.
-    """
-    try:
-        cuda = _numba_cuda()
-    except Exception as exc:
-        return False, f"numba CUDA cannot be imported: {type(exc).__name__}: {exc}"
-    try:
-        if not cuda.is_available():
-            return False, "no CUDA driver or GPU found"
-        if len(cuda.gpus) == 0:
-            return False, "no CUDA GPU found"
-        return True, _device_name(cuda)
-    except Exception as exc:
-        return False, f"CUDA is not usable: {type(exc).__name__}: {exc}"
-
-
-def _device_name(cuda: Any) -> str:
-    try:
-        name = cuda.get_current_device().name
-    except AttributeError:  # the simulator
-        name = cuda.gpus[0].name if hasattr(cuda.gpus[0], "name") else "CUDA simulator"
-    return name.decode() if isinstance(name, bytes) else str(name)
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def _copy_rows(dst, src, n):  # pragma: no cover
-    """``dst[:n] = src[:n]`` row-parallel (first touch of fresh pages on every core)."""
-    for r in prange(n):
-        dst[r, :] = src[r, :]
-
-
-#: Heaviest peaks per library spectrum kept for the pruning test.
-HEAVY_MAX = 4
-
-
-@njit(cache=True)
-def heavy_peaks(mz, weight, offsets, norm, threshold, hmax):  # pragma: no cover
-    """m/z of each spectrum's heaviest peaks that carry all but ``threshold**2`` of its norm².
-
-    Returns ``(heavy float64[n, hmax], count int32[n])``; ``count`` is -1 when
-    more than ``hmax`` peaks are needed (no pruning for that spectrum).  A
-    spectrum scores at least ``threshold`` with another only if one of these
-    peaks is matched (Cauchy-Schwarz over the matched peaks), with a 1e-6
-    relative safety margin.
-    """
-    n = offsets.shape[0] - 1
-    heavy = np.full((n, hmax), np.nan)
-    count = np.full(n, -1, dtype=np.int32)
-    chosen = np.empty(hmax, dtype=np.int64)
-    for s in range(n):
-        a = offsets[s]
-        b = offsets[s + 1]
-        n2 = norm[s] * norm[s]
-        target = threshold * threshold * n2 * (1.0 - 1e-6)
-        rem = 0.0
-        for p in range(a, b):
-            rem += weight[p] * weight[p]
-        k = 0
-        while rem >= target and k < hmax and k < b - a:
-            best = -1
-            bw = -1.0
-            for p in range(a, b):
-                taken = False
-                for t in range(k):
-                    if chosen[t] == p:
-                        taken = True
-                if not taken and weight[p] > bw:
-                    bw = weight[p]
-                    best = p
-            chosen[k] = best
-            heavy[s, k] = mz[best]
-            rem -= bw * bw
-            k += 1
-        if rem < target:
-            count[s] = k
-    return heavy, count
-
-
-# --------------------------------------------------------------------------- #
-# resident spectra and tile buffers
-# --------------------------------------------------------------------------- #
-@dataclass
-class _Resident:
-    """Spectra uploaded to the GPU."""
-
-    mz: Any
-    weight: Any
-    offsets: Any
-    norm: Any
-    precursor_mz: Any
-    counts: np.ndarray  # host: peaks per spectrum
-    nbytes: int
-    host: PreparedSpectra | None = None
-    heavy: dict | None = None  # threshold -> (device heavy, device counts)
-
-    def heavy_for(self, cuda: Any, threshold: float) -> tuple[Any, Any]:
-        """Device arrays of :func:`heavy_peaks` for ``threshold`` (cached)."""
-        if self.heavy is None:
-            self.heavy = {}
-        if threshold not in self.heavy:
-            h = self.host
-            heavy, count = heavy_peaks(
-                h.mz, h.weight, h.offsets, h.norm, float(threshold), HEAVY_MAX
-            )
-            if len(self.heavy) > 4:
-                self.heavy.clear()
-            self.heavy[threshold] = (cuda.to_device(heavy), cuda.to_device(count))
-        return self.heavy[threshold]
-
-
-class _Slot:
-    """Device and pinned host buffers of one tile in flight, with its stream.
-
-    Every buffer has the slot's full size and is passed whole to the kernels
-    (with the tile's row and column counts as scalars), so a launch slices no
-    device array.
-    """
-
-    def __init__(
-        self, cuda: Any, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int
-    ) -> None:
-        self.rows, self.cols, self.segs = rows, cols, segs
-        self.hit_cap, self.ovf_cap = hit_cap, ovf_cap
-        self.stream = cuda.stream()
-        self.out_s = cuda.device_array((rows, cols), dtype=np.float64)
-        self.out_m = cuda.device_array((rows, cols), dtype=np.int32)
-        self.hit_r = cuda.device_array(hit_cap, dtype=np.int32)
-        self.hit_c = cuda.device_array(hit_cap, dtype=np.int32)
-        self.hit_s = cuda.device_array(hit_cap, dtype=np.float64)
-        self.hit_m = cuda.device_array(hit_cap, dtype=np.int32)
-        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
-        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
-        self.counts = cuda.device_array(2, dtype=np.int32)
-        self.cols_dev = cuda.device_array(cols, dtype=np.int32)
-        self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
-        self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)
-        self.segs_host = cuda.pinned_array(segs + 1, dtype=np.int32)
-        self.counts_host = cuda.pinned_array(2, dtype=np.int32)
-        self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
-        self.zeros_host[:] = 0
-
-    def fits(self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int) -> bool:
-        """Whether a tile of this shape fits the slot's buffers."""
-        return (
-            self.rows >= rows
-            and self.cols >= cols
-            and self.segs >= segs
-            and self.hit_cap >= hit_cap
-            and self.ovf_cap >= ovf_cap
-        )
-
-
-class _DenseSlot:
-    """Device output and pinned staging buffers of one dense row chunk, with its stream."""
-
-    def __init__(
-        self, cuda: Any, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
-    ) -> None:
-        self.key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
-        self.stream = cuda.stream()
-        self.out_s = cuda.device_array((rows, cols), dtype=s_dtype)
-        self.out_m = cuda.device_array((rows, cols), dtype=m_dtype)
-        self.host_s = cuda.pinned_array((rows, cols), dtype=s_dtype)
-        self.host_m = cuda.pinned_array((rows, cols), dtype=m_dtype)
-        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
-        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
-        self.counts = cuda.device_array(2, dtype=np.int32)
-        self.counts_host = cuda.pinned_array(2, dtype=np.int32)
-        self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
-        self.zeros_host[:] = 0
-
-
-@dataclass
-class _Tile:
-    """Query rows ``q0:q1`` × library columns ``l0:l1`` scored in one launch.
-
-    ``segs`` are the column pieces ``(l0, l1, batch number)`` (each at most
-    ``SORT_MAX`` wide, within one batch) that the selection handles separately.
-    """
-
-    q0: int
-    q1: int
-    l0: int
-    l1: int
-    segs: list[tuple[int, int, int]]
-
-    @property
-    def batches(self) -> list[int]:
-        """Batch numbers of the tile, ascending, without repeats."""
-        return sorted({b for _, _, b in self.segs})
-
-    def batch_of(self, col: np.ndarray) -> np.ndarray:
-        """Batch number of each absolute library column ``col`` of the tile."""
-        starts = np.array([a for a, _, _ in self.segs[1:]], dtype=np.int64)
-        seg_batch = np.array([b for _, _, b in self.segs], dtype=np.int64)
-        return seg_batch[np.searchsorted(starts, col, side="right")]
-
-
-def _plan_tiles(batches: list[Batch], max_rows: int, max_cols: int, seg: int) -> list[_Tile]:
-    """Cut batches into column pieces of at most ``seg`` and pack neighbours into tiles.
-
-    Consecutive pieces with the same query rows and adjacent columns (the
-    library blocks of one query block) share a tile of up to ``max_cols``
-    columns, so one launch covers several batches.
-    """
-    tiles: list[_Tile] = []
-    for b, batch in enumerate(batches):
-        for q0 in range(batch.q_start, batch.q_stop, max_rows):
-            q1 = min(q0 + max_rows, batch.q_stop)
-            for l0 in range(batch.l_start, batch.l_stop, seg):
-                l1 = min(l0 + seg, batch.l_stop)
-                last = tiles[-1] if tiles else None
-                if (
-                    last is not None
-                    and (last.q0, last.q1) == (q0, q1)
-                    and last.l1 == l0
-                    and l1 - last.l0 <= max_cols
-                ):
-                    last.l1 = l1
-                    last.segs.append((l0, l1, b))
-                else:
-                    tiles.append(_Tile(q0, q1, l0, l1, [(l0, l1, b)]))
-    return tiles
-
-
-def _split_rows(tile: _Tile, col: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
-    """Rows of a tile's hit arrays per batch: ``[(batch, rows)]`` (stable)."""
-    if len(tile.batches) == 1:
-        return [(tile.batches[0], slice(None))]
-    labels = tile.batch_of(col)
-    order = np.argsort(labels, kind="stable")
-    bounds = np.searchsorted(labels[order], tile.batches + [tile.batches[-1] + 1])
-    return [(b, order[bounds[i] : bounds[i + 1]]) for i, b in enumerate(tile.batches)]
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -317,7 +57,7 @@ class CudaError(RuntimeError):
     """A CUDA failure inside the backend (the search job falls back to the CPU)."""
 
 
-class CudaBackend(Backend):
+class CudaBackend(DenseOnGpu, Backend):
     """Exact greedy cosine on an NVIDIA GPU with the library resident in GPU memory.
 
     Parameters
@@ -362,11 +102,13 @@ class CudaBackend(Backend):
         depth: int = 3,
         max_resident: int = 4,
     ) -> None:
-        ok, what = gpu_status()
+        ok, what = cuda_status()
         if not ok:
             raise CudaError(what)
-        self._cuda = _numba_cuda()
-        self._k = _kernels()
+        self._cuda = numba_cuda()
+        from engine.kernels import cuda_kernels  # device code: compiles once numba-cuda is in
+
+        self._k = cuda_kernels
         self._name = what
         self.threads = int(threads)
         self.select_threads = int(select_threads)
@@ -376,10 +118,10 @@ class CudaBackend(Backend):
         self.query_prune = bool(query_prune)
         self.depth = max(2, int(depth))
         self.max_resident = int(max_resident)
-        self._resident: OrderedDict[str, _Resident] = OrderedDict()
+        self._resident: OrderedDict[str, Resident] = OrderedDict()
         self._by_id: dict[int, tuple[weakref.ref, str]] = {}
-        self._slots: list[_Slot] = []
-        self._dense_slots: list[_DenseSlot] = []
+        self._slots: list[TileSlot] = []
+        self._dense_slots: list[DenseSlot] = []
         self._lock = threading.RLock()
         #: Pairs rescored on the CPU (overflowing components) since creation.
         self.rescored_pairs = 0
@@ -512,13 +254,13 @@ class CudaBackend(Backend):
         self.warmed_up = True
 
     # -- residency ----------------------------------------------------------------
-    def _upload(self, spectra: PreparedSpectra) -> _Resident:
+    def _upload(self, spectra: PreparedSpectra) -> Resident:
         """Device copy of ``spectra``: by identity, then by content, else uploaded."""
         hit = self._by_id.get(id(spectra))
         if hit is not None and hit[0]() is spectra and hit[1] in self._resident:
             self._resident.move_to_end(hit[1])
             return self._resident[hit[1]]
-        key = _content_key(spectra)
+        key = content_key(spectra)
         res = self._resident.get(key)
         if res is None:
             cuda = self._cuda
@@ -534,7 +276,7 @@ class CudaBackend(Backend):
             }
             nbytes = sum(a.nbytes for a in arrays.values())
             dev = {k: cuda.to_device(a) for k, a in arrays.items()}
-            res = _Resident(
+            res = Resident(
                 **dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes, host=spectra
             )
             self._resident[key] = res
@@ -559,24 +301,13 @@ class CudaBackend(Backend):
 
     def _get_slots(
         self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int
-    ) -> list[_Slot]:
+    ) -> list[TileSlot]:
         if not self._slots or not self._slots[0].fits(rows, cols, segs, hit_cap, ovf_cap):
             self._slots = []
             self._slots = [
-                _Slot(self._cuda, rows, cols, segs, hit_cap, ovf_cap) for _ in range(self.depth)
+                TileSlot(self._cuda, rows, cols, segs, hit_cap, ovf_cap) for _ in range(self.depth)
             ]
         return self._slots
-
-    def _get_dense_slots(
-        self, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
-    ) -> list[_DenseSlot]:
-        key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
-        if not self._dense_slots or self._dense_slots[0].key != key:
-            self._dense_slots = []
-            self._dense_slots = [
-                _DenseSlot(self._cuda, rows, cols, s_dtype, m_dtype, ovf_cap) for _ in range(2)
-            ]
-        return self._dense_slots
 
     # -- search -------------------------------------------------------------------
     def _run(
@@ -597,7 +328,7 @@ class CudaBackend(Backend):
             return
         sort_max = self._k.SORT_MAX
         max_cols = self.max_cols if params.top_n > 0 else sort_max
-        tiles = _plan_tiles(batches, self.max_rows, max_cols, sort_max)
+        tiles = plan_tiles(batches, self.max_rows, max_cols, sort_max)
         dq, dl = self._upload(queries), self._upload(library)
         left = [0] * len(batches)
         for t in tiles:
@@ -607,7 +338,7 @@ class CudaBackend(Backend):
         wide = {b for t in tiles for b in t.batches if sum(1 for _, _, sb in t.segs if sb == b) > 1}
         slots = self._slots_for(tiles, params)
         orders: dict[tuple[int, int], np.ndarray] = {}
-        pending: deque[tuple[_Tile, _Slot]] = deque()
+        pending: deque[tuple[Tile, TileSlot]] = deque()
         nxt = 0
         for n, tile in enumerate(tiles):
             slot = slots[n % len(slots)]
@@ -623,7 +354,7 @@ class CudaBackend(Backend):
         for b in range(nxt, len(batches)):
             yield batches[b], self._merge(parts.pop(b, []), params, b in wide)
 
-    def _slots_for(self, tiles: list[_Tile], params: SearchParameters) -> list[_Slot]:
+    def _slots_for(self, tiles: list[Tile], params: SearchParameters) -> list[TileSlot]:
         """Slots large enough for every tile of a run."""
         rows = max(t.q1 - t.q0 for t in tiles)
         cols = max(t.l1 - t.l0 for t in tiles)
@@ -637,25 +368,15 @@ class CudaBackend(Backend):
 
     def _launch(
         self,
-        tile: _Tile,
-        slot: _Slot,
-        dq: _Resident,
-        dl: _Resident,
+        tile: Tile,
+        slot: TileSlot,
+        dq: Resident,
+        dl: Resident,
         params: SearchParameters,
         orders: dict[tuple[int, int], np.ndarray],
     ) -> None:
         """Queue score and select kernels of one tile and the copy of its counters."""
-        k = self._k
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
-        prune = params.threshold > 0
-        if prune:
-            heavy, hcnt = dl.heavy_for(self._cuda, float(params.threshold))
-        else:
-            heavy, hcnt = self._dummy_heavy()
-        qprune = prune and self.query_prune
-        qheavy, qhcnt = (
-            dq.heavy_for(self._cuda, float(params.threshold)) if qprune else self._dummy_heavy()
-        )
         s = slot.stream
         s.synchronize()  # the pinned buffers of this slot are free again
         key = (tile.l0, tile.l1)
@@ -669,40 +390,9 @@ class CudaBackend(Backend):
         slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
-        grid = ((ncols + self.threads - 1) // self.threads, nrows)
-        k.score_kernel[grid, self.threads, s](
-            dq.mz,
-            dq.weight,
-            dq.offsets,
-            dq.norm,
-            dq.precursor_mz,
-            dl.mz,
-            dl.weight,
-            dl.offsets,
-            dl.norm,
-            dl.precursor_mz,
-            int(tile.q0),
-            slot.cols_dev,
-            int(ncols),
-            int(tile.l0),
-            float(params.tolerance),
-            bool(params.modified),
-            float(params.precursor_tolerance or 0.0),
-            bool(params.precursor_unit == "ppm"),
-            bool(prune),
-            float(params.threshold),
-            heavy,
-            hcnt,
-            bool(qprune),
-            qheavy,
-            qhcnt,
-            slot.out_s,
-            slot.out_m,
-            slot.ovf_r,
-            slot.ovf_c,
-            slot.counts,
-        )
-        k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
+        prune = params.threshold > 0
+        self._score(slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune)
+        self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
             slot.out_s,
             slot.out_m,
             slot.segs_dev,
@@ -717,10 +407,47 @@ class CudaBackend(Backend):
         )
         slot.counts.copy_to_host(slot.counts_host, stream=s)
 
+    def _score(
+        self,
+        slot: TileSlot | DenseSlot,
+        dq: Resident,
+        dl: Resident,
+        q0: int,
+        nrows: int,
+        cols: Any,
+        ncols: int,
+        l0: int,
+        params: SearchParameters,
+        prune: bool,
+        *,
+        window: bool = True,
+    ) -> None:
+        """Queue ``score_kernel`` on the slot's stream: rows ``q0:q0+nrows`` × ``cols``.
+
+        ``prune`` skips pairs in which no heavy peak of the library spectrum (and,
+        with ``query_prune``, of the query) has a partner; ``window`` applies the
+        precursor window of ``params``.
+        """
+        threshold = float(params.threshold)
+        heavy, hcnt = dl.heavy_for(self._cuda, threshold) if prune else self._dummy_heavy()
+        qprune = prune and self.query_prune
+        qheavy, qhcnt = dq.heavy_for(self._cuda, threshold) if qprune else self._dummy_heavy()
+        precursor_tolerance = float(params.precursor_tolerance or 0.0) if window else 0.0
+        ppm = window and params.precursor_unit == "ppm"
+        grid = ((ncols + self.threads - 1) // self.threads, nrows)
+        self._k.score_kernel[grid, self.threads, slot.stream](
+            dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
+            dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
+            int(q0), cols, int(ncols), int(l0),
+            float(params.tolerance), bool(params.modified), precursor_tolerance, bool(ppm),
+            bool(prune), threshold if prune else 0.0, heavy, hcnt, bool(qprune), qheavy, qhcnt,
+            slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts,
+        )  # fmt: skip
+
     def _collect(
         self,
-        tile: _Tile,
-        slot: _Slot,
+        tile: Tile,
+        slot: TileSlot,
         queries: PreparedSpectra,
         library: PreparedSpectra,
         params: SearchParameters,
@@ -742,12 +469,12 @@ class CudaBackend(Backend):
             hits = HitTable.from_arrays(
                 r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0, sc, m
             )
-            for b, rows in _split_rows(tile, hits.library_index):
+            for b, rows in split_rows(tile, hits.library_index):
                 parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
         if n_ovf:
             r, c = self._flagged(tile, slot, n_ovf)
             self.rescored_pairs += n_ovf
-            for b, rows in _split_rows(tile, c):
+            for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
                     submit_rescore(
                         queries, library, r[rows], c[rows], params.tolerance, params.modified
@@ -756,7 +483,7 @@ class CudaBackend(Backend):
         for b in tile.batches:
             left[b] -= 1
 
-    def _flagged(self, tile: _Tile, slot: _Slot, n_ovf: int) -> tuple[np.ndarray, np.ndarray]:
+    def _flagged(self, tile: Tile, slot: TileSlot, n_ovf: int) -> tuple[np.ndarray, np.ndarray]:
         """Absolute ``(query, library)`` indexes of a tile's flagged pairs."""
         s = slot.stream
         if n_ovf <= slot.ovf_cap:
@@ -793,135 +520,3 @@ class CudaBackend(Backend):
             if np.bincount(q - q.min()).max() <= params.top_n:
                 return hits
         return hits.top_per_query(params.top_n)
-
-    # -- dense --------------------------------------------------------------------
-    def _dense(
-        self,
-        queries: PreparedSpectra,
-        library: PreparedSpectra,
-        params: SearchParameters,
-        chunk_bytes: int,
-        compact: bool,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Row chunks on two streams: chunk ``i + 1`` is scored while chunk ``i`` is copied."""
-        nq, nl = len(queries), len(library)
-        big = int(
-            max(np.diff(queries.offsets).max(initial=0), np.diff(library.offsets).max(initial=0))
-        )
-        s_dtype = np.float32 if compact else np.float64
-        m_dtype = np.int16 if compact and big <= np.iinfo(np.int16).max else np.int32
-        scores = np.empty((nq, nl), dtype=s_dtype)
-        matches = np.empty((nq, nl), dtype=m_dtype)
-        if nq == 0 or nl == 0:
-            return scores, matches
-        dq, dl = self._upload(queries), self._upload(library)
-        row_bytes = nl * (np.dtype(s_dtype).itemsize + np.dtype(m_dtype).itemsize)
-        rows = max(1, min(nq, 65535, chunk_bytes // row_bytes))
-        slots = self._get_dense_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))
-        cols = self._cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
-        rescoring: list[PendingScores] = []
-        prev = None
-        for i, q0 in enumerate(range(0, nq, rows)):
-            slot = slots[i % 2]
-            n = min(rows, nq - q0)
-            self._launch_dense(slot, dq, dl, cols, q0, n, params)
-            if prev is not None:
-                rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
-            prev = (slot, q0, min(rows, nq - q0))
-        rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
-        for pend in rescoring:
-            sc, m = pend.result()
-            scores[pend.q_index, pend.l_index] = sc
-            matches[pend.q_index, pend.l_index] = m
-            self.rescored_pairs += len(sc)
-        return scores, matches
-
-    def _launch_dense(
-        self,
-        slot: _DenseSlot,
-        dq: _Resident,
-        dl: _Resident,
-        cols: Any,
-        q0: int,
-        n: int,
-        params: SearchParameters,
-    ) -> None:
-        """Queue one row chunk: counters, kernel, copies into the pinned staging buffers."""
-        s = slot.stream
-        s.synchronize()  # staging buffers of this slot were consumed
-        nl = cols.shape[0]
-        heavy, hcnt = self._dummy_heavy()
-        slot.counts.copy_to_device(slot.zeros_host, stream=s)
-        grid = ((nl + self.threads - 1) // self.threads, n)
-        self._k.score_kernel[grid, self.threads, s](
-            dq.mz,
-            dq.weight,
-            dq.offsets,
-            dq.norm,
-            dq.precursor_mz,
-            dl.mz,
-            dl.weight,
-            dl.offsets,
-            dl.norm,
-            dl.precursor_mz,
-            int(q0),
-            cols,
-            int(nl),
-            0,
-            float(params.tolerance),
-            bool(params.modified),
-            0.0,
-            False,
-            False,
-            0.0,
-            heavy,
-            hcnt,
-            False,
-            heavy,
-            hcnt,
-            slot.out_s,
-            slot.out_m,
-            slot.ovf_r,
-            slot.ovf_c,
-            slot.counts,
-        )
-        slot.out_s.copy_to_host(slot.host_s, stream=s)
-        slot.out_m.copy_to_host(slot.host_m, stream=s)
-        slot.counts.copy_to_host(slot.counts_host, stream=s)
-
-    def _take_dense(
-        self,
-        slot: _DenseSlot,
-        q0: int,
-        n: int,
-        queries: PreparedSpectra,
-        library: PreparedSpectra,
-        params: SearchParameters,
-        scores: np.ndarray,
-        matches: np.ndarray,
-    ) -> list[PendingScores]:
-        """Wait for a chunk, copy it into the result, start rescoring its flagged pairs."""
-        s = slot.stream
-        s.synchronize()
-        n_ovf = int(slot.counts_host[1])
-        _copy_rows(scores[q0 : q0 + n], slot.host_s, n)
-        _copy_rows(matches[q0 : q0 + n], slot.host_m, n)
-        if not n_ovf:
-            return []
-        if n_ovf <= slot.ovf_r.shape[0]:
-            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s).astype(np.int64)
-            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64)
-            s.synchronize()
-        else:
-            r, c = np.nonzero(matches[q0 : q0 + n] < 0)
-        return [submit_rescore(queries, library, r + q0, c, params.tolerance, params.modified)]
-
-
-def _content_key(spectra: PreparedSpectra) -> str:
-    """Hash of everything the kernels read (so an equal library is not re-uploaded)."""
-    h = hashlib.blake2b(digest_size=16)
-    for a in (spectra.offsets, spectra.mz, spectra.weight, spectra.norm, spectra.precursor_mz):
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype, a.shape)).encode())
-        h.update(memoryview(a).cast("B"))
-    return h.hexdigest()

@@ -1,0 +1,152 @@
+"""What every backend shares: spectra as the kernels read them, a batch, the interface."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.hits import HitTable
+from engine.kernels.cpu import prepare_weights
+from engine.library import SpectrumLibrary
+from engine.params import SearchParameters
+
+__all__ = ["Backend", "Batch", "PreparedSpectra"]
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedSpectra:
+    """Spectra reduced to what the kernels read: CSR peaks, weights, norms, precursors.
+
+    Attributes
+    ----------
+    mz : ndarray of float64
+    weight : ndarray of float64
+        ``mz**mz_power * intensity**intensity_power`` per peak.
+    offsets : ndarray of int64
+    norm : ndarray of float64
+        Euclidean norm of each spectrum's weights.
+    precursor_mz : ndarray of float64
+    mz_power, intensity_power : float
+        The powers the weights were made with.
+    """
+
+    mz: np.ndarray
+    weight: np.ndarray
+    offsets: np.ndarray
+    norm: np.ndarray
+    precursor_mz: np.ndarray
+    mz_power: float
+    intensity_power: float
+
+    @classmethod
+    def from_library(
+        cls, library: SpectrumLibrary, *, mz_power: float = 0.0, intensity_power: float = 1.0
+    ) -> PreparedSpectra:
+        """Compute weights and norms of ``library``'s peaks."""
+        weight, norm = prepare_weights(
+            library.mz, library.intensity, library.offsets, mz_power, intensity_power
+        )
+        return cls(
+            mz=np.ascontiguousarray(library.mz, dtype=np.float64),
+            weight=weight,
+            offsets=np.ascontiguousarray(library.offsets, dtype=np.int64),
+            norm=norm,
+            precursor_mz=np.ascontiguousarray(library.precursor_mz, dtype=np.float64),
+            mz_power=mz_power,
+            intensity_power=intensity_power,
+        )
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def reordered(self, order: np.ndarray) -> PreparedSpectra:
+        """The same spectra in the order ``order`` (a permutation)."""
+        counts = np.diff(self.offsets)[order]
+        offsets = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        take = np.repeat(self.offsets[:-1][order] - offsets[:-1], counts) + np.arange(offsets[-1])
+        return PreparedSpectra(
+            mz=self.mz[take],
+            weight=self.weight[take],
+            offsets=offsets,
+            norm=self.norm[order],
+            precursor_mz=self.precursor_mz[order],
+            mz_power=self.mz_power,
+            intensity_power=self.intensity_power,
+        )
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One block of work: queries ``[q_start, q_stop)`` × library ``[l_start, l_stop)``."""
+
+    q_start: int
+    q_stop: int
+    l_start: int
+    l_stop: int
+
+    @property
+    def pairs(self) -> int:
+        """Number of spectrum pairs in the batch."""
+        return (self.q_stop - self.q_start) * (self.l_stop - self.l_start)
+
+
+class Backend(ABC):
+    """Where batches are scored.
+
+    Subclasses implement :meth:`score_batch` and :meth:`dense`; a backend that can
+    overlap transfers and compute overrides :meth:`run_batches`.
+    """
+
+    #: Short name: ``"cpu"`` or ``"cuda"``.
+    name: str = ""
+
+    @property
+    @abstractmethod
+    def device(self) -> str:
+        """The device in words, e.g. ``"CPU, 2 threads"`` or ``"NVIDIA H100 80GB HBM3"``."""
+
+    @abstractmethod
+    def score_batch(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        batch: Batch,
+        params: SearchParameters,
+    ) -> HitTable:
+        """Hits of one batch: matches >= max(1, min_matches), score >= threshold,
+        each query's ``top_n`` best when ``top_n > 0``.  Indexes refer to
+        ``queries`` and ``library`` as given."""
+
+    @abstractmethod
+    def dense(
+        self, queries: PreparedSpectra, library: PreparedSpectra, params: SearchParameters
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Full ``(scores, matches)`` matrices of a small block (heatmaps)."""
+
+    def block_shape(self, batch_size: int) -> tuple[int, int]:
+        """Queries and library spectra per batch for a requested ``batch_size``.
+
+        GPUs take square ``batch_size`` × ``batch_size`` tiles.
+        """
+        return batch_size, batch_size
+
+    def run_batches(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        batches: Iterable[Batch],
+        params: SearchParameters,
+    ) -> Iterator[tuple[Batch, HitTable]]:
+        """Score batches in order, yielding each with its hits.
+
+        The caller may stop iterating at any time (cancellation).
+        """
+        for batch in batches:
+            yield batch, self.score_batch(queries, library, batch, params)
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release device resources (resident libraries, streams)."""

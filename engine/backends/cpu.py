@@ -1,0 +1,98 @@
+"""The CPU backend: numba kernels, parallel over queries on the cores."""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+
+from engine.backends.base import Backend, Batch, PreparedSpectra
+from engine.hits import HitTable
+from engine.kernels.cpu import dense_block, library_peak_index, search_block
+
+__all__ = ["CpuBackend"]
+
+
+class CpuBackend(Backend):
+    """numba kernels, parallel over queries on all CPU cores."""
+
+    name = "cpu"
+
+    def block_shape(self, batch_size: int) -> tuple[int, int]:
+        """Fewer queries and more library spectra than a GPU tile.
+
+        The CPU kernel prunes pairs by an upper bound against each query's
+        running top-N, which pays off over long library stretches; short query
+        blocks keep a batch (and so a Stop) well under a second.
+        """
+        return min(batch_size, 256), batch_size * 8
+
+    @property
+    def device(self) -> str:
+        return f"CPU, {self.threads or numba.config.NUMBA_NUM_THREADS} threads"
+
+    def __init__(self, threads: int | None = None) -> None:
+        """
+        Parameters
+        ----------
+        threads : int, optional
+            numba threads for this backend's kernels (default: all cores).  An
+            interactive application leaves one core to its GUI thread
+            (:func:`interactive_threads`).
+        """
+        self.threads = threads
+        #: Cancellation flag polled by the kernels (``SearchJob`` binds its token's).
+        self.stop: np.ndarray | None = None
+        # peak indexes of the library blocks of the current library (pruned search)
+        self._indexes: dict[tuple[int, int], tuple] = {}
+        self._indexed: weakref.ref | None = None
+
+    @contextmanager
+    def _threads(self):
+        """Run numba kernels with :attr:`threads` threads (numba's setting is per thread)."""
+        if self.threads is None:
+            yield
+            return
+        before = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(self.threads, numba.config.NUMBA_NUM_THREADS)))
+        try:
+            yield
+        finally:
+            numba.set_num_threads(before)
+
+    def _library_index(self, library: PreparedSpectra, batch: Batch):
+        if self._indexed is None or self._indexed() is not library:
+            self._indexes.clear()
+            self._indexed = weakref.ref(library)
+        key = (batch.l_start, batch.l_stop)
+        if key not in self._indexes:
+            self._indexes[key] = library_peak_index(
+                library.mz, library.weight, library.offsets, batch.l_start, batch.l_stop
+            )
+        return self._indexes[key]
+
+    def score_batch(self, queries, library, batch, params) -> HitTable:
+        q, l = queries, library
+        index = None if params.modified else self._library_index(library, batch)
+        with self._threads():
+            found = search_block(
+                q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
+                l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
+                batch.q_start, batch.q_stop, batch.l_start, batch.l_stop,
+                params.tolerance, params.modified,
+                params.precursor_tolerance or 0.0, params.precursor_unit == "ppm",
+                params.min_matches, params.threshold, params.top_n,
+                library_index=index, stop=self.stop,
+            )  # fmt: skip
+        return HitTable.from_arrays(*found)
+
+    def dense(self, queries, library, params) -> tuple[np.ndarray, np.ndarray]:
+        q, l = queries, library
+        with self._threads():
+            return dense_block(
+                q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
+                l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
+                0, len(q), 0, len(l), params.tolerance, params.modified,
+            )  # fmt: skip

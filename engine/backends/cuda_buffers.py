@@ -1,0 +1,115 @@
+"""GPU memory of the CUDA backend: resident spectrum sets and the buffers of tiles in flight."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.backends.base import PreparedSpectra
+from engine.kernels.heavy import HEAVY_MAX, heavy_peaks
+
+__all__ = ["DenseSlot", "Resident", "TileSlot", "content_key"]
+
+
+@dataclass
+class Resident:
+    """Spectra uploaded to the GPU."""
+
+    mz: Any
+    weight: Any
+    offsets: Any
+    norm: Any
+    precursor_mz: Any
+    counts: np.ndarray  # host: peaks per spectrum
+    nbytes: int
+    host: PreparedSpectra | None = None
+    heavy: dict | None = None  # threshold -> (device heavy, device counts)
+
+    def heavy_for(self, cuda: Any, threshold: float) -> tuple[Any, Any]:
+        """Device arrays of :func:`heavy_peaks` for ``threshold`` (cached)."""
+        if self.heavy is None:
+            self.heavy = {}
+        if threshold not in self.heavy:
+            h = self.host
+            heavy, count = heavy_peaks(
+                h.mz, h.weight, h.offsets, h.norm, float(threshold), HEAVY_MAX
+            )
+            if len(self.heavy) > 4:
+                self.heavy.clear()
+            self.heavy[threshold] = (cuda.to_device(heavy), cuda.to_device(count))
+        return self.heavy[threshold]
+
+
+class TileSlot:
+    """Device and pinned host buffers of one tile in flight, with its stream.
+
+    Every buffer has the slot's full size and is passed whole to the kernels
+    (with the tile's row and column counts as scalars), so a launch slices no
+    device array.
+    """
+
+    def __init__(
+        self, cuda: Any, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int
+    ) -> None:
+        self.rows, self.cols, self.segs = rows, cols, segs
+        self.hit_cap, self.ovf_cap = hit_cap, ovf_cap
+        self.stream = cuda.stream()
+        self.out_s = cuda.device_array((rows, cols), dtype=np.float64)
+        self.out_m = cuda.device_array((rows, cols), dtype=np.int32)
+        self.hit_r = cuda.device_array(hit_cap, dtype=np.int32)
+        self.hit_c = cuda.device_array(hit_cap, dtype=np.int32)
+        self.hit_s = cuda.device_array(hit_cap, dtype=np.float64)
+        self.hit_m = cuda.device_array(hit_cap, dtype=np.int32)
+        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.counts = cuda.device_array(2, dtype=np.int32)
+        self.cols_dev = cuda.device_array(cols, dtype=np.int32)
+        self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
+        self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)
+        self.segs_host = cuda.pinned_array(segs + 1, dtype=np.int32)
+        self.counts_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host[:] = 0
+
+    def fits(self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int) -> bool:
+        """Whether a tile of this shape fits the slot's buffers."""
+        return (
+            self.rows >= rows
+            and self.cols >= cols
+            and self.segs >= segs
+            and self.hit_cap >= hit_cap
+            and self.ovf_cap >= ovf_cap
+        )
+
+
+class DenseSlot:
+    """Device output and pinned staging buffers of one dense row chunk, with its stream."""
+
+    def __init__(
+        self, cuda: Any, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
+    ) -> None:
+        self.key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
+        self.stream = cuda.stream()
+        self.out_s = cuda.device_array((rows, cols), dtype=s_dtype)
+        self.out_m = cuda.device_array((rows, cols), dtype=m_dtype)
+        self.host_s = cuda.pinned_array((rows, cols), dtype=s_dtype)
+        self.host_m = cuda.pinned_array((rows, cols), dtype=m_dtype)
+        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
+        self.counts = cuda.device_array(2, dtype=np.int32)
+        self.counts_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host[:] = 0
+
+
+def content_key(spectra: PreparedSpectra) -> str:
+    """Hash of everything the kernels read (so an equal library is not re-uploaded)."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in (spectra.offsets, spectra.mz, spectra.weight, spectra.norm, spectra.precursor_mz):
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()

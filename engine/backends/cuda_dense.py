@@ -1,0 +1,121 @@
+"""Dense score matrices on the GPU (heatmaps): row chunks on two streams."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.backends.base import PreparedSpectra
+from engine.backends.cuda_buffers import DenseSlot, Resident
+from engine.backends.rescore import PendingScores, submit_rescore
+from engine.kernels.heavy import copy_rows
+from engine.params import SearchParameters
+
+__all__ = ["DenseOnGpu"]
+
+
+class DenseOnGpu:
+    """The dense path of :class:`~engine.backends.cuda.CudaBackend`.
+
+    Relies on the backend's ``_cuda``, ``_upload``, ``_score``, ``_dense_slots``
+    and ``rescored_pairs``.
+    """
+
+    def _get_dense_slots(
+        self, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
+    ) -> list[DenseSlot]:
+        key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
+        if not self._dense_slots or self._dense_slots[0].key != key:
+            self._dense_slots = []
+            self._dense_slots = [
+                DenseSlot(self._cuda, rows, cols, s_dtype, m_dtype, ovf_cap) for _ in range(2)
+            ]
+        return self._dense_slots
+
+    def _dense(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        chunk_bytes: int,
+        compact: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Row chunks on two streams: chunk ``i + 1`` is scored while chunk ``i`` is copied."""
+        nq, nl = len(queries), len(library)
+        big = int(
+            max(np.diff(queries.offsets).max(initial=0), np.diff(library.offsets).max(initial=0))
+        )
+        s_dtype = np.float32 if compact else np.float64
+        m_dtype = np.int16 if compact and big <= np.iinfo(np.int16).max else np.int32
+        scores = np.empty((nq, nl), dtype=s_dtype)
+        matches = np.empty((nq, nl), dtype=m_dtype)
+        if nq == 0 or nl == 0:
+            return scores, matches
+        dq, dl = self._upload(queries), self._upload(library)
+        row_bytes = nl * (np.dtype(s_dtype).itemsize + np.dtype(m_dtype).itemsize)
+        rows = max(1, min(nq, 65535, chunk_bytes // row_bytes))
+        slots = self._get_dense_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))
+        cols = self._cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
+        rescoring: list[PendingScores] = []
+        prev = None
+        for i, q0 in enumerate(range(0, nq, rows)):
+            slot = slots[i % 2]
+            n = min(rows, nq - q0)
+            self._launch_dense(slot, dq, dl, cols, q0, n, params)
+            if prev is not None:
+                rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
+            prev = (slot, q0, min(rows, nq - q0))
+        rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
+        for pend in rescoring:
+            sc, m = pend.result()
+            scores[pend.q_index, pend.l_index] = sc
+            matches[pend.q_index, pend.l_index] = m
+            self.rescored_pairs += len(sc)
+        return scores, matches
+
+    def _launch_dense(
+        self,
+        slot: DenseSlot,
+        dq: Resident,
+        dl: Resident,
+        cols: Any,
+        q0: int,
+        n: int,
+        params: SearchParameters,
+    ) -> None:
+        """Queue one row chunk: counters, kernel, copies into the pinned staging buffers."""
+        s = slot.stream
+        s.synchronize()  # staging buffers of this slot were consumed
+        slot.counts.copy_to_device(slot.zeros_host, stream=s)
+        self._score(slot, dq, dl, q0, n, cols, cols.shape[0], 0, params, False, window=False)
+        slot.out_s.copy_to_host(slot.host_s, stream=s)
+        slot.out_m.copy_to_host(slot.host_m, stream=s)
+        slot.counts.copy_to_host(slot.counts_host, stream=s)
+
+    def _take_dense(
+        self,
+        slot: DenseSlot,
+        q0: int,
+        n: int,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        scores: np.ndarray,
+        matches: np.ndarray,
+    ) -> list[PendingScores]:
+        """Wait for a chunk, copy it into the result, start rescoring its flagged pairs."""
+        s = slot.stream
+        s.synchronize()
+        n_ovf = int(slot.counts_host[1])
+        copy_rows(scores[q0 : q0 + n], slot.host_s, n)
+        copy_rows(matches[q0 : q0 + n], slot.host_m, n)
+        if not n_ovf:
+            return []
+        if n_ovf <= slot.ovf_r.shape[0]:
+            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s).astype(np.int64)
+            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64)
+            s.synchronize()
+        else:
+            r, c = np.nonzero(matches[q0 : q0 + n] < 0)
+        return [submit_rescore(queries, library, r + q0, c, params.tolerance, params.modified)]
