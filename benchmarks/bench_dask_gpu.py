@@ -237,7 +237,7 @@ def main() -> None:
         "--one-merge",
         action="store_true",
         help="also time a variant of the worker task with one top-N merge per task "
-        "(patched in memory; engine/distributed.py is not changed)",
+        "(patched in memory; engine/distributed/ is not changed)",
     )
     ap.add_argument("--log-dir", type=Path, default=Path(os.environ.get("OUT", "/tmp")))
     ap.add_argument("--json", type=Path, default=None)
