@@ -88,7 +88,13 @@ def main(argv: list[str] | None = None) -> None:
 
     import numba
 
-    from engine.kernels.cpu import cosine_greedy_pair, prepare_weights, search_block
+    from engine.kernels import (
+        SearchOptions,
+        SpectrumSet,
+        cosine_greedy_pair,
+        prepare_weights,
+        search_block,
+    )
 
     print(f"loading data from {DATA} ...", flush=True)
     lmz, lit, loff, lprec = read_mgf_csr(DATA / "massbank_ms2.mgf.gz", a.library)
@@ -99,29 +105,10 @@ def main(argv: list[str] | None = None) -> None:
     lw, lnorm = prepare_weights(lmz, lit, loff)
     qw, qnorm = prepare_weights(qmz, qit, qoff)
     cosine_greedy_pair([100.0], [1.0], [100.0], [1.0])
-    search_block(
-        qmz,
-        qw,
-        qoff,
-        qnorm,
-        qprec,
-        lmz,
-        lw,
-        loff,
-        lnorm,
-        lprec,
-        0,
-        min(nq, 2),
-        0,
-        min(nl, 50),
-        a.tolerance,
-        False,
-        0.0,
-        False,
-        0,
-        0.0,
-        a.top_n,
-    )
+    queries = SpectrumSet(qmz, qw, qoff, qnorm, qprec)
+    library = SpectrumSet(lmz, lw, loff, lnorm, lprec)
+    options = SearchOptions(tolerance=a.tolerance, top_n=a.top_n)
+    search_block(queries, library, 0, min(nq, 2), 0, min(nl, 50), options)
     t_warm = time.perf_counter() - t0
     print(
         f"kernel load/compile + warm-up: {t_warm:.2f} s "
@@ -130,29 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     rows = []
-    sargs = (
-        qmz,
-        qw,
-        qoff,
-        qnorm,
-        qprec,
-        lmz,
-        lw,
-        loff,
-        lnorm,
-        lprec,
-        0,
-        nq,
-        0,
-        nl,
-        a.tolerance,
-        False,
-        0.0,
-        False,
-        0,
-        0.0,
-        a.top_n,
-    )
+    sargs = (queries, library, 0, nq, 0, nl, options)
     # --- SimMS exact, bound-pruned (default) ---
     t0 = time.perf_counter()
     hits = search_block(*sargs)

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.backends import Batch, CpuBackend, PreparedSpectra  # noqa: E402
-from engine.kernels.cpu import dense_block, search_block  # noqa: E402
+from engine.kernels import SearchOptions, dense_block, search_block  # noqa: E402
 from engine.library import SpectrumLibrary  # noqa: E402
 from engine.params import SearchParameters  # noqa: E402
 from engine.search import SearchJob  # noqa: E402
@@ -225,22 +225,7 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
         tg = time.perf_counter() - t
         t = time.perf_counter()
         c = dense_block(
-            qs.mz,
-            qs.weight,
-            qs.offsets,
-            qs.norm,
-            qs.precursor_mz,
-            ls.mz,
-            ls.weight,
-            ls.offsets,
-            ls.norm,
-            ls.precursor_mz,
-            0,
-            len(qs),
-            0,
-            len(ls),
-            p.tolerance,
-            p.modified,
+            qs.spectrum_set, ls.spectrum_set, 0, len(qs), 0, len(ls), p.tolerance, p.modified
         )
         tc = time.perf_counter() - t
         d, mm = compare_dense(g, c)
@@ -259,29 +244,8 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
     gh = SearchJob(q64, lib, params, backend=be).run()
     Q64 = prepared(q64)
     t = time.perf_counter()
-    ch = search_block(
-        Q64.mz,
-        Q64.weight,
-        Q64.offsets,
-        Q64.norm,
-        Q64.precursor_mz,
-        L.mz,
-        L.weight,
-        L.offsets,
-        L.norm,
-        L.precursor_mz,
-        0,
-        len(Q64),
-        0,
-        len(L),
-        0.1,
-        False,
-        0.0,
-        False,
-        0,
-        0.7,
-        100,
-    )
+    options = SearchOptions(tolerance=0.1, threshold=0.7, top_n=100)
+    ch = search_block(Q64.spectrum_set, L.spectrum_set, 0, len(Q64), 0, len(L), options)
     tc = time.perf_counter() - t
     same, d, mm = compare_hits((gh.query_index, gh.library_index, gh.score, gh.matches), ch)
     print(

@@ -10,7 +10,7 @@ from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
 from engine.hits import HitTable
 from engine.io import load_library, read_library
-from engine.kernels.cpu import cosine_greedy_pair, modified_cosine_pair
+from engine.kernels import cosine_greedy_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.params import SearchParameters
 from engine.report import ImportIssue, ImportReport, SpectrumFileError

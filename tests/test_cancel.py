@@ -9,23 +9,24 @@ import pytest
 
 from engine import CancelToken, SearchJob, SearchParameters, SpectrumLibrary
 from engine.backends import CpuBackend
-from engine.kernels.cpu import prepare_weights, search_block
+from engine.kernels import SearchOptions, SpectrumSet, prepare_weights, search_block
 
 
 def _csr(library: SpectrumLibrary):
     w, norm = prepare_weights(library.mz, library.intensity, library.offsets)
-    return library.mz, w, library.offsets, norm, library.precursor_mz
+    return SpectrumSet(library.mz, w, library.offsets, norm, library.precursor_mz)
 
 
 @pytest.mark.parametrize("modified", [False, True])
 @pytest.mark.parametrize("top_n", [0, 5])
 def test_a_set_flag_stops_every_kernel(pesticides, modified, top_n):
     """With the flag set before the call no row is scored (fails if a kernel ignores it)."""
-    args = (*_csr(pesticides), *_csr(pesticides), 0, len(pesticides), 0, len(pesticides))
-    full = search_block(*args, 0.05, modified, top_n=top_n)
+    args = (_csr(pesticides), _csr(pesticides), 0, len(pesticides), 0, len(pesticides))
+    options = SearchOptions(0.05, modified, top_n=top_n)
+    full = search_block(*args, options)
     assert len(full[0]) > 0
     stop = np.ones(1, dtype=np.uint8)
-    cut = search_block(*args, 0.05, modified, top_n=top_n, stop=stop)
+    cut = search_block(*args, options, stop=stop)
     assert len(cut[0]) == 0
 
 

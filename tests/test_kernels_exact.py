@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.kernels.cpu import (
+from engine.kernels import (
+    SearchOptions,
+    SpectrumSet,
     cosine_greedy_pair,
     dense_block,
     modified_cosine_pair,
@@ -94,9 +96,8 @@ def _all_vs_all(spectra, tol, mzp, ip, modified):
     mz, it, off, prec = _csr(spectra)
     w, norm = prepare_weights(mz, it, off, mzp, ip)
     n = len(spectra)
-    return dense_block(
-        mz, w, off, norm, prec, mz, w, off, norm, prec, 0, n, 0, n, tolerance=tol, modified=modified
-    )
+    spectra = SpectrumSet(mz, w, off, norm, prec)
+    return dense_block(spectra, spectra, 0, n, 0, n, tolerance=tol, modified=modified)
 
 
 def _compare(spectra, pairs, tol, mzp, ip, modified):
@@ -223,7 +224,8 @@ def test_empty_and_disjoint_spectra():
     spectra = [(e, e, 100.0), (np.array([100.0]), np.array([2.0]), np.nan)]
     mz, it, off, prec = _csr(spectra)
     w, norm = prepare_weights(mz, it, off)
-    s, m = dense_block(mz, w, off, norm, prec, mz, w, off, norm, prec, 0, 2, 0, 2, modified=True)
+    both = SpectrumSet(mz, w, off, norm, prec)
+    s, m = dense_block(both, both, 0, 2, 0, 2, modified=True)
     assert s.tolist() == [[0.0, 0.0], [0.0, 1.0]] and m.tolist() == [[0, 0], [0, 1]]
 
 
@@ -285,48 +287,13 @@ def test_search_block_equals_brute_force(
     lw, lnorm = prepare_weights(lmz, lit, loff)
     qw, qnorm = prepare_weights(qmz, qit, qoff)
     q0, q1, l0, l1 = 2, len(qry), 3, len(lib) - 1
+    queries = SpectrumSet(qmz, qw, qoff, qnorm, qprec)
+    library = SpectrumSet(lmz, lw, loff, lnorm, lprec)
     scores, matches = dense_block(
-        qmz,
-        qw,
-        qoff,
-        qnorm,
-        qprec,
-        lmz,
-        lw,
-        loff,
-        lnorm,
-        lprec,
-        q0,
-        q1,
-        l0,
-        l1,
-        tolerance=0.1,
-        modified=modified,
+        queries, library, q0, q1, l0, l1, tolerance=0.1, modified=modified
     )
-    qi, li, sc, mt = search_block(
-        qmz,
-        qw,
-        qoff,
-        qnorm,
-        qprec,
-        lmz,
-        lw,
-        loff,
-        lnorm,
-        lprec,
-        q0,
-        q1,
-        l0,
-        l1,
-        0.1,
-        modified,
-        ptol,
-        ppm,
-        min_matches,
-        threshold,
-        top_n,
-        prune=prune,
-    )
+    options = SearchOptions(0.1, modified, ptol, ppm, min_matches, threshold, top_n)
+    qi, li, sc, mt = search_block(queries, library, q0, q1, l0, l1, options, prune=prune)
     assert qi.dtype == np.int64 and li.dtype == np.int64
     assert sc.dtype == np.float64 and mt.dtype == np.int32
     got = list(zip(qi.tolist(), li.tolist(), sc.tolist(), mt.tolist(), strict=True))
@@ -363,29 +330,9 @@ def test_pruned_search_equals_brute_force_on_massbank(massbank, threshold, top_n
     w, norm = prepare_weights(mz, it, off)
     nl = len(massbank)
     for q0 in (0, 31000):  # two blocks of 30 consecutive queries
-        args = (
-            mz,
-            w,
-            off,
-            norm,
-            prec,
-            mz,
-            w,
-            off,
-            norm,
-            prec,
-            q0,
-            q0 + 30,
-            0,
-            nl,
-            0.1,
-            False,
-            ptol,
-            False,
-            0,
-            threshold,
-            top_n,
-        )
+        spectra = SpectrumSet(mz, w, off, norm, prec)
+        options = SearchOptions(0.1, False, ptol, False, 0, threshold, top_n)
+        args = (spectra, spectra, q0, q0 + 30, 0, nl, options)
         a = search_block(*args, prune=True)
         b = search_block(*args, prune=False)
         for x, y in zip(a, b, strict=True):

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.hits import HitTable
-from engine.kernels.cpu import prepare_weights
+from engine.kernels import SearchOptions, SpectrumSet, prepare_weights
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 
-__all__ = ["Backend", "Batch", "PreparedSpectra"]
+__all__ = ["Backend", "Batch", "PreparedSpectra", "search_options"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +62,11 @@ class PreparedSpectra:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    @property
+    def spectrum_set(self) -> SpectrumSet:
+        """The arrays the kernels read, as one tuple."""
+        return SpectrumSet(self.mz, self.weight, self.offsets, self.norm, self.precursor_mz)
+
     def reordered(self, order: np.ndarray) -> PreparedSpectra:
         """The same spectra in the order ``order`` (a permutation)."""
         counts = np.diff(self.offsets)[order]
@@ -77,6 +82,19 @@ class PreparedSpectra:
             mz_power=self.mz_power,
             intensity_power=self.intensity_power,
         )
+
+
+def search_options(params: SearchParameters) -> SearchOptions:
+    """The kernels' options tuple of ``params`` (built once per batch run)."""
+    return SearchOptions(
+        tolerance=float(params.tolerance),
+        modified=bool(params.modified),
+        precursor_tolerance=float(params.precursor_tolerance or 0.0),
+        ppm=params.precursor_unit == "ppm",
+        min_matches=max(1, int(params.min_matches)),
+        threshold=float(params.threshold),
+        top_n=int(params.top_n),
+    )
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from engine.backends.base import Backend, Batch, PreparedSpectra
+from engine.backends.base import Backend, Batch, PreparedSpectra, search_options
 from engine.hits import HitTable
-from engine.kernels.cpu import dense_block, library_peak_index, search_block
+from engine.kernels import dense_block, library_peak_index, search_block
 
 __all__ = ["CpuBackend"]
 
@@ -69,30 +69,23 @@ class CpuBackend(Backend):
         key = (batch.l_start, batch.l_stop)
         if key not in self._indexes:
             self._indexes[key] = library_peak_index(
-                library.mz, library.weight, library.offsets, batch.l_start, batch.l_stop
+                library.spectrum_set, batch.l_start, batch.l_stop
             )
         return self._indexes[key]
 
     def score_batch(self, queries, library, batch, params) -> HitTable:
-        q, l = queries, library
         index = None if params.modified else self._library_index(library, batch)
         with self._threads():
             found = search_block(
-                q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
-                l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
+                queries.spectrum_set, library.spectrum_set,
                 batch.q_start, batch.q_stop, batch.l_start, batch.l_stop,
-                params.tolerance, params.modified,
-                params.precursor_tolerance or 0.0, params.precursor_unit == "ppm",
-                params.min_matches, params.threshold, params.top_n,
-                library_index=index, stop=self.stop,
+                search_options(params), library_index=index, stop=self.stop,
             )  # fmt: skip
         return HitTable.from_arrays(*found)
 
     def dense(self, queries, library, params) -> tuple[np.ndarray, np.ndarray]:
-        q, l = queries, library
         with self._threads():
             return dense_block(
-                q.mz, q.weight, q.offsets, q.norm, q.precursor_mz,
-                l.mz, l.weight, l.offsets, l.norm, l.precursor_mz,
-                0, len(q), 0, len(l), params.tolerance, params.modified,
+                queries.spectrum_set, library.spectrum_set, 0, len(queries), 0, len(library),
+                params.tolerance, params.modified,
             )  # fmt: skip

@@ -13,33 +13,11 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
 
 from engine.backends.base import PreparedSpectra
-from engine.kernels.greedy import SCRATCH_SIZE, score_pair
+from engine.kernels.dense import score_listed_pairs
 
 __all__ = ["PendingScores", "rescore_pairs", "submit_rescore"]
-
-
-@njit(cache=True, nogil=True)
-def _rescore_kernel(
-    qs, ls, q_mz, q_w, q_off, q_norm, q_prec, l_mz, l_w, l_off, l_norm, l_prec, tol, modified, mlen
-):  # pragma: no cover
-    """Serial exact scores of pairs ``(qs[k], ls[k])``; releases the GIL (worker threads)."""
-    n = qs.shape[0]
-    scores = np.zeros(n, dtype=np.float64)
-    matches = np.zeros(n, dtype=np.int32)
-    sp = np.empty(SCRATCH_SIZE, dtype=np.float64)
-    si = np.empty(SCRATCH_SIZE, dtype=np.int64)
-    sj = np.empty(SCRATCH_SIZE, dtype=np.int64)
-    ua = np.empty(mlen, dtype=np.bool_)
-    ub = np.empty(mlen, dtype=np.bool_)
-    for k in range(n):
-        scores[k], matches[k] = score_pair(
-            qs[k], ls[k], q_mz, q_w, q_off, q_norm, q_prec,
-            l_mz, l_w, l_off, l_norm, l_prec, tol, modified, sp, si, sj, ua, ub,
-        )  # fmt: skip
-    return scores, matches
 
 
 #: Pairs per rescoring task (one worker thread each).
@@ -104,37 +82,20 @@ def submit_rescore(
     l_index = np.ascontiguousarray(l_index, dtype=np.int64)
     if len(q_index) == 0:
         return PendingScores(q_index, l_index, [])
-    mlen = int(
-        max(
-            SCRATCH_SIZE,
-            np.diff(queries.offsets).max(initial=0),
-            np.diff(library.offsets).max(initial=0),
-        )
-    )
-    q, lib = queries, library
+    q, lib = queries.spectrum_set, library.spectrum_set
     pool = _rescore_pool()
-    futures = []
-    for k in range(0, len(q_index), RESCORE_CHUNK):
-        futures.append(
-            pool.submit(
-                _rescore_kernel,
-                q_index[k : k + RESCORE_CHUNK],
-                l_index[k : k + RESCORE_CHUNK],
-                q.mz,
-                q.weight,
-                q.offsets,
-                q.norm,
-                q.precursor_mz,
-                lib.mz,
-                lib.weight,
-                lib.offsets,
-                lib.norm,
-                lib.precursor_mz,
-                float(tolerance),
-                bool(modified),
-                mlen,
-            )
+    futures = [
+        pool.submit(
+            score_listed_pairs,
+            q_index[k : k + RESCORE_CHUNK],
+            l_index[k : k + RESCORE_CHUNK],
+            q,
+            lib,
+            float(tolerance),
+            bool(modified),
         )
+        for k in range(0, len(q_index), RESCORE_CHUNK)
+    ]
     return PendingScores(q_index, l_index, futures)
 
 

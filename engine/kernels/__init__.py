@@ -1,17 +1,24 @@
-"""Greedy-cosine kernels: exact CPU kernels (numba) on plain CSR arrays."""
+"""Exact greedy-cosine kernels on plain CSR arrays: numba on the CPU, numba-cuda device code.
 
-from .cpu import (
-    cosine_greedy_pair,
-    dense_block,
-    modified_cosine_pair,
-    prepare_weights,
-    search_block,
-)
+Kernels take spectrum sets as one :class:`SpectrumSet` tuple and the filters as one
+:class:`SearchOptions` tuple, and import nothing from the rest of the engine.
+"""
+
+from engine.kernels.block import search_block
+from engine.kernels.dense import dense_block
+from engine.kernels.pair import cosine_greedy_pair, modified_cosine_pair, prepare_weights
+from engine.kernels.peak_index import PeakIndex, library_peak_index
+from engine.kernels.spectrum_set import SearchOptions, SpectrumSet, spectrum_set
 
 __all__ = [
+    "PeakIndex",
+    "SearchOptions",
+    "SpectrumSet",
     "cosine_greedy_pair",
     "dense_block",
+    "library_peak_index",
     "modified_cosine_pair",
     "prepare_weights",
     "search_block",
+    "spectrum_set",
 ]

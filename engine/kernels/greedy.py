@@ -28,16 +28,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.spectrum_set import SCRATCH_SIZE
+
 __all__ = [
     "SCRATCH_SIZE",
     "cosine_core",
     "modified_core",
-    "order_desc",
+    "score_pair",
     "weights_and_norms",
 ]
-
-#: Candidates a component may have to be resolved in the fixed scratch buffers.
-SCRATCH_SIZE = 64
 
 
 @njit(cache=True)
@@ -55,49 +54,6 @@ def weights_and_norms(mz, intensity, offsets, mz_power, intensity_power):  # pra
             acc += w[k] * w[k]
         norm[s] = np.sqrt(acc)
     return w, norm
-
-
-@njit(cache=True)
-def order_desc(keys, n, later_first):  # pragma: no cover
-    """Positions ``0..n-1`` ordered by ``keys`` descending; ties: the later position first
-    if ``later_first`` (matchms: reversed stable ascending mergesort), else the earlier.
-
-    The order is total on (key, position), so it equals ``np.argsort(keys[:n],
-    kind="mergesort")[::-1]`` (``later_first``) exactly.  Bottom-up merge sort.
-    """
-    a = np.arange(n)
-    b = np.empty(n, dtype=np.int64)
-    width = 1
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            x = lo
-            y = mid
-            k = lo
-            while x < mid and y < hi:
-                px = a[x]
-                py = a[y]
-                kx = keys[px]
-                ky = keys[py]
-                if kx > ky or (kx == ky and ((px > py) if later_first else (px < py))):
-                    b[k] = px
-                    x += 1
-                else:
-                    b[k] = py
-                    y += 1
-                k += 1
-            while x < mid:
-                b[k] = a[x]
-                x += 1
-                k += 1
-            while y < hi:
-                b[k] = a[y]
-                y += 1
-                k += 1
-        a, b = b, a
-        width *= 2
-    return a
 
 
 @njit(cache=True, inline="always")
@@ -138,7 +94,8 @@ def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, cnt):  # pragma: no co
                 ci[t] = i - i0
                 cj[t] = j - j0
                 t += 1
-    order = order_desc(prods, t, True)
+    # matchms: products descending, a reversed stable ascending sort (later first on ties)
+    order = np.argsort(prods[:t], kind="mergesort")[::-1]
     used_a = np.zeros(i1 - i0, dtype=np.bool_)
     used_b = np.zeros(j1 - j0, dtype=np.bool_)
     score = 0.0
@@ -408,7 +365,8 @@ def modified_core(
     cj = np.empty(cnt, dtype=np.int64)
     t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, prods, ci, cj, 0)
     t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t)
-    order = order_desc(prods, t, True)
+    # matchms: products descending, a reversed stable ascending sort (later first on ties)
+    order = np.argsort(prods[:t], kind="mergesort")[::-1]
     used_a = np.zeros(na, dtype=np.bool_)
     used_b = np.zeros(nb, dtype=np.bool_)
     score = 0.0
@@ -426,68 +384,32 @@ def modified_core(
 
 
 @njit(cache=True)
-def score_pair(
-    q,
-    l,
-    q_mz,
-    q_w,
-    q_off,
-    q_norm,
-    q_prec,
-    l_mz,
-    l_w,
-    l_off,
-    l_norm,
-    l_prec,
-    tol,
-    modified,
-    sp,
-    si,
-    sj,
-    ua,
-    ub,
-):  # pragma: no cover
-    """Exact score and match count of query ``q`` against library spectrum ``l``
-    (library = matchms reference); 0, 0 when a norm is zero or nothing matches."""
-    den = l_norm[l] * q_norm[q]
+def score_pair(q, l, queries, library, tolerance, modified, scratch):  # pragma: no cover
+    r"""Exact score and match count of query ``q`` against library spectrum ``l``.
+
+    ``queries`` and ``library`` are :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s
+    (the library spectrum is matchms' reference); ``scratch`` a
+    :class:`~engine.kernels.spectrum_set.Scratch`.  0, 0 when a norm is zero or
+    nothing matches.
+    """
+    den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
+    sp, si, sj, ua, ub = scratch
     if modified:
         raw, nm = modified_core(
-            l_mz,
-            l_w,
-            l_off[l],
-            l_off[l + 1],
-            l_prec[l],
-            q_mz,
-            q_w,
-            q_off[q],
-            q_off[q + 1],
-            q_prec[q],
-            tol,
-            sp,
-            si,
-            sj,
-            ua,
-            ub,
-        )
+            library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+            library.precursor_mz[l],
+            queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+            queries.precursor_mz[q],
+            tolerance, sp, si, sj, ua, ub,
+        )  # fmt: skip
     else:
         raw, nm = cosine_core(
-            l_mz,
-            l_w,
-            l_off[l],
-            l_off[l + 1],
-            q_mz,
-            q_w,
-            q_off[q],
-            q_off[q + 1],
-            tol,
-            sp,
-            si,
-            sj,
-            ua,
-            ub,
-        )
+            library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+            queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+            tolerance, sp, si, sj, ua, ub,
+        )  # fmt: skip
     if nm == 0:
         return 0.0, 0
     return raw / den, nm

@@ -1,0 +1,92 @@
+"""Dense score and match matrices of a query block × a library block (heatmaps)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from engine.kernels.greedy import score_pair
+from engine.kernels.pair import check_score_parameters
+from engine.kernels.spectrum_set import (
+    SpectrumSet,
+    checked_block,
+    longest_spectrum,
+    new_scratch,
+)
+
+__all__ = ["dense_block", "score_listed_pairs"]
+
+
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
+def _dense_kernel(
+    queries, library, q_start, q_stop, l_start, l_stop, tolerance, modified
+):  # pragma: no cover
+    nq = q_stop - q_start
+    nl = l_stop - l_start
+    scores = np.zeros((nq, nl), dtype=np.float64)
+    matches = np.zeros((nq, nl), dtype=np.int32)
+    longest = max(
+        longest_spectrum(library.offsets, l_start, l_stop),
+        longest_spectrum(queries.offsets, q_start, q_stop),
+    )
+    for r in prange(nq):
+        scratch = new_scratch(longest)
+        for c in range(nl):
+            s, m = score_pair(
+                q_start + r, l_start + c, queries, library, tolerance, modified, scratch
+            )
+            scores[r, c] = s
+            matches[r, c] = m
+    return scores, matches
+
+
+def dense_block(
+    queries: SpectrumSet,
+    library: SpectrumSet,
+    q_start: int,
+    q_stop: int,
+    l_start: int,
+    l_stop: int,
+    tolerance: float = 0.1,
+    modified: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dense score and match matrices of a (small) query block × library block.
+
+    Same inputs and scoring convention as :func:`~engine.kernels.search_block`,
+    without filters.
+
+    Returns
+    -------
+    scores : ndarray of float64, shape (q_stop - q_start, l_stop - l_start)
+    matches : ndarray of int32, same shape
+    """
+    check_score_parameters(tolerance, 0.0, 1.0)
+    queries, q_start, q_stop = checked_block(queries, q_start, q_stop, "query")
+    library, l_start, l_stop = checked_block(library, l_start, l_stop, "library")
+    return _dense_kernel(
+        queries, library, q_start, q_stop, l_start, l_stop, float(tolerance), bool(modified)
+    )
+
+
+@njit(cache=True, nogil=True)
+def score_listed_pairs(
+    q_index, l_index, queries, library, tolerance, modified
+):  # pragma: no cover - numba
+    """Exact scores of pairs ``(q_index[k], l_index[k])``, serially.
+
+    Releases the GIL, so worker threads run several lists at once (the GPU's
+    overflow pairs are rescored this way while it goes on).
+    """
+    n = q_index.shape[0]
+    scores = np.zeros(n, dtype=np.float64)
+    matches = np.zeros(n, dtype=np.int32)
+    longest = max(
+        longest_spectrum(library.offsets, 0, library.offsets.shape[0] - 1),
+        longest_spectrum(queries.offsets, 0, queries.offsets.shape[0] - 1),
+    )
+    scratch = new_scratch(longest)
+    for k in range(n):
+        scores[k], matches[k] = score_pair(
+            q_index[k], l_index[k], queries, library, tolerance, modified, scratch
+        )
+    return scores, matches

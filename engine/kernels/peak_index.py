@@ -1,0 +1,205 @@
+"""The pruned plain-cosine search: an inverted index over a library block's peaks.
+
+For each query, the index gives every library spectrum of the block the number of
+(slightly widened) candidate peak pairs and the sum of all their products.  That
+sum bounds the greedy numerator from above and the count bounds the matches, so
+pairs that cannot reach ``threshold``, ``min_matches`` or (with ``top_n``) the
+current n-th best are never scored; all others are scored exactly.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, prange
+
+from engine.kernels.cancel import cancelled
+from engine.kernels.greedy import score_pair
+from engine.kernels.rows import insert_hit, sort_row
+from engine.kernels.spectrum_set import longest_spectrum, new_scratch, precursor_ok
+
+__all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
+
+#: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
+#: whatever the rounding of ``mz +- tolerance``.
+INDEX_EPS = 1e-6
+
+
+class PeakIndex(NamedTuple):
+    """Peaks of a library block sorted by m/z.
+
+    Attributes
+    ----------
+    mz : ndarray of float64
+    spectrum : ndarray of int32
+        Position of each peak's spectrum within the block.
+    weight : ndarray of float64
+    """
+
+    mz: np.ndarray
+    spectrum: np.ndarray
+    weight: np.ndarray
+
+
+def library_peak_index(library, l_start: int, l_stop: int) -> PeakIndex:
+    """Peaks of library spectra ``[l_start, l_stop)`` sorted by m/z, for the pruned search.
+
+    Parameters
+    ----------
+    library : SpectrumSet
+    l_start, l_stop : int
+        The block.
+
+    Returns
+    -------
+    PeakIndex
+        Pass it to :func:`~engine.kernels.search_block` as ``library_index`` to
+        reuse it across query blocks.
+    """
+    offsets = library.offsets
+    p0, p1 = offsets[l_start], offsets[l_stop]
+    order = np.argsort(library.mz[p0:p1], kind="stable")
+    sid = np.repeat(
+        np.arange(l_stop - l_start, dtype=np.int32), np.diff(offsets[l_start : l_stop + 1])
+    )
+    return PeakIndex(
+        np.ascontiguousarray(library.mz[p0:p1][order]),
+        np.ascontiguousarray(sid[order]),
+        np.ascontiguousarray(library.weight[p0:p1][order]),
+    )
+
+
+@njit(cache=True)
+def _bound(u, den):  # pragma: no cover - numba
+    """The relative upper bound of a pair, widened so rounding never makes it too small."""
+    return (u / den) * (1.0 + 1e-9) + 1e-12
+
+
+@njit(cache=True)
+def _indexed_row(
+    q, queries, library, l_start, nl, options, index, scratch, hl, hs, hm, stop
+):  # pragma: no cover - numba
+    """One query row of :func:`indexed_kernel`; returns the number of hits written.
+
+    Stops early (with the hits scored so far) once ``stop[0]`` is set.
+    """
+    tolerance = options.tolerance
+    min_matches = options.min_matches
+    threshold = options.threshold
+    top_n = options.top_n
+    qn = queries.norm[q]
+    bound = np.zeros(nl, dtype=np.float64)
+    cnt = np.zeros(nl, dtype=np.int32)
+    for j in range(queries.offsets[q], queries.offsets[q + 1]):
+        if cancelled(stop):
+            return 0
+        mq = queries.mz[j]
+        wq = queries.weight[j]
+        lo = np.searchsorted(index.mz, mq - tolerance - INDEX_EPS, side="left")
+        hi = np.searchsorted(index.mz, mq + tolerance + INDEX_EPS, side="right")
+        for k in range(lo, hi):
+            c = index.spectrum[k]
+            bound[c] += index.weight[k] * wq
+            cnt[c] += 1
+    qp = queries.precursor_mz[q]
+    n = 0
+    if top_n == 0:
+        for c in range(nl):
+            if cancelled(stop):
+                break
+            if cnt[c] < min_matches:
+                continue
+            l = l_start + c
+            den = library.norm[l] * qn
+            if den == 0.0 or not precursor_ok(qp, library.precursor_mz[l], options):
+                continue
+            if _bound(bound[c], den) < threshold:
+                continue
+            s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
+            if m >= min_matches and s >= threshold:
+                hl[n] = l
+                hs[n] = s
+                hm[n] = m
+                n += 1
+        sort_row(hs, hl, hm, n)
+        return n
+    # pass 1: the top_n largest bounds seed the top list
+    cb = np.empty(top_n, dtype=np.float64)
+    cc = np.empty(top_n, dtype=np.int64)
+    cm = np.empty(top_n, dtype=np.int32)
+    nc = 0
+    for c in range(nl):
+        if cnt[c] < min_matches:
+            bound[c] = -1.0
+            continue
+        l = l_start + c
+        den = library.norm[l] * qn
+        if den == 0.0 or not precursor_ok(qp, library.precursor_mz[l], options):
+            bound[c] = -1.0
+            continue
+        u = _bound(bound[c], den)
+        if u < threshold:
+            bound[c] = -1.0
+            continue
+        bound[c] = u
+        nc = insert_hit(cb, cc, cm, nc, top_n, u, c, 0)
+    for t in range(nc):
+        if cancelled(stop):
+            return n
+        c = cc[t]
+        l = l_start + c
+        bound[c] = -1.0
+        s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
+        if m >= min_matches and s >= threshold:
+            n = insert_hit(hs, hl, hm, n, top_n, s, l, m)
+    # pass 2: everything whose bound can still reach the n-th best
+    floor = threshold
+    if n == top_n and hs[n - 1] > floor:
+        floor = hs[n - 1]
+    for c in range(nl):
+        if cancelled(stop):
+            return n
+        u = bound[c]
+        if u < 0.0 or u < floor:
+            continue
+        l = l_start + c
+        s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
+        if m >= min_matches and s >= threshold:
+            n = insert_hit(hs, hl, hm, n, top_n, s, l, m)
+            if n == top_n and hs[n - 1] > floor:
+                floor = hs[n - 1]
+    return n
+
+
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
+def indexed_kernel(
+    queries, library, q_start, q_stop, l_start, l_stop, options, index, width, stop
+):  # pragma: no cover - numba
+    """Plain-cosine search of queries ``[q_start, q_stop)`` with the exact upper-bound prune.
+
+    Returns per-row buffers ``(library position, score, matches)`` of ``width``
+    columns and the hit count of each row, as :func:`~engine.kernels.rows.scan_kernel`.
+    """
+    nq = q_stop - q_start
+    nl = l_stop - l_start
+    row_l = np.empty((nq, width), dtype=np.int64)
+    row_s = np.empty((nq, width), dtype=np.float64)
+    row_m = np.empty((nq, width), dtype=np.int32)
+    counts = np.zeros(nq, dtype=np.int64)
+    longest = max(
+        longest_spectrum(library.offsets, l_start, l_stop),
+        longest_spectrum(queries.offsets, q_start, q_stop),
+    )
+    for r in prange(nq):
+        if cancelled(stop):
+            continue
+        q = q_start + r
+        if queries.norm[q] == 0.0:
+            continue
+        scratch = new_scratch(longest)
+        counts[r] = _indexed_row(
+            q, queries, library, l_start, nl, options, index, scratch,
+            row_l[r], row_s[r], row_m[r], stop,
+        )  # fmt: skip
+    return row_l, row_s, row_m, counts

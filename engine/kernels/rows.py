@@ -1,0 +1,140 @@
+"""Query rows of a search: every library spectrum of a block scored, hits kept per row.
+
+One row body serves both kinds of search: with ``top_n > 0`` a row keeps a sorted
+list of its best hits, otherwise every hit, sorted at the end.  Ties are broken
+on the library position (ascending), the order matchms and :class:`HitTable` use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from engine.kernels.cancel import cancelled
+from engine.kernels.greedy import score_pair
+from engine.kernels.spectrum_set import longest_spectrum, new_scratch, precursor_ok
+
+__all__ = ["compact_rows", "insert_hit", "row_width", "scan_kernel", "sort_row"]
+
+
+@njit(cache=True, inline="always")
+def _better(s1, l1, s2, l2):  # pragma: no cover - numba
+    return s1 > s2 or (s1 == s2 and l1 < l2)
+
+
+@njit(cache=True)
+def insert_hit(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover - numba
+    """Insert hit ``(s, l, m)`` into a row's sorted top list of length ``n <= cap``.
+
+    Returns the new length.  Sorted by score descending, then library position
+    ascending; when the list is full, a hit no better than the last is dropped.
+    """
+    if n == cap:
+        if not _better(s, l, hs[n - 1], hl[n - 1]):
+            return n
+        pos = n - 1
+    else:
+        pos = n
+        n += 1
+    while pos > 0 and _better(s, l, hs[pos - 1], hl[pos - 1]):
+        hs[pos] = hs[pos - 1]
+        hl[pos] = hl[pos - 1]
+        hm[pos] = hm[pos - 1]
+        pos -= 1
+    hs[pos] = s
+    hl[pos] = l
+    hm[pos] = m
+    return n
+
+
+@njit(cache=True)
+def sort_row(hs, hl, hm, n):  # pragma: no cover - numba
+    """Sort a row's first ``n`` hits by score descending (stable: positions stay ascending)."""
+    if n > 1:
+        order = np.argsort(-hs[:n], kind="mergesort")
+        hl[:n] = hl[:n][order]
+        hs[:n] = hs[:n][order]
+        hm[:n] = hm[:n][order]
+
+
+@njit(cache=True)
+def _scan_row(
+    q, queries, library, l_start, l_stop, options, scratch, hl, hs, hm, stop
+):  # pragma: no cover
+    """One query against library ``[l_start, l_stop)``: returns the number of hits written."""
+    qp = queries.precursor_mz[q]
+    top_n = options.top_n
+    n = 0
+    for l in range(l_start, l_stop):
+        if cancelled(stop):
+            break
+        if not precursor_ok(qp, library.precursor_mz[l], options):
+            continue
+        s, m = score_pair(q, l, queries, library, options.tolerance, options.modified, scratch)
+        if m < options.min_matches or not (s >= options.threshold):
+            continue
+        if top_n > 0:
+            n = insert_hit(hs, hl, hm, n, top_n, s, l, m)
+        else:
+            hl[n] = l
+            hs[n] = s
+            hm[n] = m
+            n += 1
+    if top_n == 0:
+        sort_row(hs, hl, hm, n)
+    return n
+
+
+def row_width(options, l_start: int, l_stop: int) -> int:
+    """Hits one query row may hold: ``top_n``, or the whole library block."""
+    return options.top_n if options.top_n > 0 else l_stop - l_start
+
+
+@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
+def scan_kernel(
+    queries, library, q_start, q_stop, l_start, l_stop, options, width, stop
+):  # pragma: no cover
+    """Score every pair of queries ``[q_start, q_stop)`` × library ``[l_start, l_stop)``.
+
+    Parallel over queries.  Returns per-row buffers ``(library position, score,
+    matches)`` of ``width`` columns and the hit count of each row.
+    """
+    nq = q_stop - q_start
+    row_l = np.empty((nq, width), dtype=np.int64)
+    row_s = np.empty((nq, width), dtype=np.float64)
+    row_m = np.empty((nq, width), dtype=np.int32)
+    counts = np.zeros(nq, dtype=np.int64)
+    longest = max(
+        longest_spectrum(library.offsets, l_start, l_stop),
+        longest_spectrum(queries.offsets, q_start, q_stop),
+    )
+    for r in prange(nq):
+        if cancelled(stop):
+            continue
+        scratch = new_scratch(longest)
+        counts[r] = _scan_row(
+            q_start + r, queries, library, l_start, l_stop, options, scratch,
+            row_l[r], row_s[r], row_m[r], stop,
+        )  # fmt: skip
+    return row_l, row_s, row_m, counts
+
+
+@njit(cache=True)
+def compact_rows(q_start, row_l, row_s, row_m, counts):  # pragma: no cover - numba
+    """Per-row hit buffers as flat ``(query, library, score, matches)`` arrays, in row order."""
+    total = 0
+    for r in range(counts.shape[0]):
+        total += counts[r]
+    qi = np.empty(total, dtype=np.int64)
+    li = np.empty(total, dtype=np.int64)
+    sc = np.empty(total, dtype=np.float64)
+    mt = np.empty(total, dtype=np.int32)
+    k = 0
+    for r in range(counts.shape[0]):
+        for c in range(counts[r]):
+            qi[k] = q_start + r
+            li[k] = row_l[r, c]
+            sc[k] = row_s[r, c]
+            mt[k] = row_m[r, c]
+            k += 1
+    return qi, li, sc, mt

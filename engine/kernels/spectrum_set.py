@@ -1,0 +1,172 @@
+"""What the kernels take: spectrum sets, search options and scratch buffers as tuples.
+
+A :class:`SpectrumSet` is one CSR set of spectra (every array a kernel reads),
+:class:`SearchOptions` the filters of a search, built once by the caller; both are
+``NamedTuple``\\ s, which numba passes into ``@njit(parallel=True)`` kernels as
+typed tuples, so a kernel takes two sets and one options tuple instead of a dozen
+loose arrays.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "SCRATCH_SIZE",
+    "Scratch",
+    "SearchOptions",
+    "SpectrumSet",
+    "checked_block",
+    "longest_spectrum",
+    "new_scratch",
+    "precursor_ok",
+    "spectrum_set",
+]
+
+#: Candidates a component may have to be resolved in the fixed scratch buffers.
+SCRATCH_SIZE = 64
+
+
+class SpectrumSet(NamedTuple):
+    """Spectra in CSR form, as the kernels read them.
+
+    Attributes
+    ----------
+    mz : ndarray of float64
+        Peak m/z, sorted ascending within each spectrum.
+    weight : ndarray of float64
+        Peak weights (:func:`~engine.kernels.prepare_weights`).
+    offsets : ndarray of int64 (int32 on the GPU)
+        Spectrum ``s`` owns peaks ``offsets[s]:offsets[s + 1]``.
+    norm : ndarray of float64
+        Euclidean norm of each spectrum's weights.
+    precursor_mz : ndarray of float64
+        Precursor m/z of each spectrum (NaN when unknown).
+    """
+
+    mz: np.ndarray
+    weight: np.ndarray
+    offsets: np.ndarray
+    norm: np.ndarray
+    precursor_mz: np.ndarray
+
+
+class SearchOptions(NamedTuple):
+    """The filters of a search, as the kernels read them.
+
+    Attributes
+    ----------
+    tolerance : float
+        Fragment m/z tolerance (Da).
+    modified : bool
+        Modified cosine instead of the plain greedy cosine.
+    precursor_tolerance : float
+        Precursor window when > 0 (Da, or ppm of the query precursor with ``ppm``).
+    ppm : bool
+        ``precursor_tolerance`` is in ppm.
+    min_matches : int
+        Hits need at least this many matched peaks (at least 1).
+    threshold : float
+        Hits need at least this score.
+    top_n : int
+        Keep each query's ``top_n`` best hits (all when 0).
+    """
+
+    tolerance: float = 0.1
+    modified: bool = False
+    precursor_tolerance: float = 0.0
+    ppm: bool = False
+    min_matches: int = 1
+    threshold: float = 0.0
+    top_n: int = 0
+
+
+class Scratch(NamedTuple):
+    """Per-thread buffers of the greedy cores (candidate products and indexes, used flags)."""
+
+    products: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    used_a: np.ndarray
+    used_b: np.ndarray
+
+
+@njit(cache=True)
+def new_scratch(longest):  # pragma: no cover - numba
+    """Fresh :class:`Scratch` for spectra of up to ``longest`` peaks."""
+    size = max(SCRATCH_SIZE, longest)
+    return Scratch(
+        np.empty(SCRATCH_SIZE, dtype=np.float64),
+        np.empty(SCRATCH_SIZE, dtype=np.int64),
+        np.empty(SCRATCH_SIZE, dtype=np.int64),
+        np.empty(size, dtype=np.bool_),
+        np.empty(size, dtype=np.bool_),
+    )
+
+
+@njit(cache=True)
+def longest_spectrum(offsets, start, stop):  # pragma: no cover - numba
+    """Most peaks of one spectrum among ``[start, stop)``."""
+    m = 0
+    for s in range(start, stop):
+        d = offsets[s + 1] - offsets[s]
+        if d > m:
+            m = d
+    return m
+
+
+@njit(cache=True)
+def precursor_ok(query_precursor, library_precursor, options):  # pragma: no cover - numba
+    """Whether a pair passes the precursor window of ``options`` (always, when it is off)."""
+    if options.precursor_tolerance <= 0.0:
+        return True
+    t = options.precursor_tolerance
+    if options.ppm:
+        t = t * 1e-6 * query_precursor
+    # NaN on either side makes the comparison False: skipped
+    return abs(query_precursor - library_precursor) <= t
+
+
+def spectrum_set(
+    mz: np.ndarray,
+    weight: np.ndarray,
+    offsets: np.ndarray,
+    norm: np.ndarray,
+    precursor_mz: np.ndarray,
+    name: str = "spectra",
+) -> SpectrumSet:
+    """A checked, contiguous :class:`SpectrumSet` (float64 arrays, int64 offsets).
+
+    Raises
+    ------
+    ValueError
+        When the arrays do not form a CSR set (``name`` says which set).
+    """
+    mz = np.ascontiguousarray(mz, dtype=np.float64)
+    weight = np.ascontiguousarray(weight, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    norm = np.ascontiguousarray(norm, dtype=np.float64)
+    precursor_mz = np.ascontiguousarray(precursor_mz, dtype=np.float64)
+    n = offsets.shape[0] - 1
+    if mz.shape != weight.shape or mz.ndim != 1:
+        raise ValueError(f"{name}: mz and w must be 1-D arrays of equal length")
+    if offsets.ndim != 1 or n < 0 or offsets[0] != 0 or offsets[-1] != mz.shape[0]:
+        raise ValueError(f"{name}: offsets must start at 0 and end at len(mz)")
+    if norm.shape != (n,) or precursor_mz.shape != (n,):
+        raise ValueError(f"{name}: norm and prec must have one value per spectrum")
+    return SpectrumSet(mz, weight, offsets, norm, precursor_mz)
+
+
+def checked_block(
+    spectra: SpectrumSet, start: int, stop: int, name: str
+) -> tuple[SpectrumSet, int, int]:
+    """``spectra`` checked (:func:`spectrum_set`) with a checked range ``[start, stop)``."""
+    spectra = spectrum_set(*spectra, name=name)
+    n = spectra.offsets.shape[0] - 1
+    start, stop = int(start), int(stop)
+    if not 0 <= start <= stop <= n:
+        raise ValueError(f"{name}: range [{start}, {stop}) outside [0, {n}]")
+    return spectra, start, stop
