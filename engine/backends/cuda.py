@@ -40,6 +40,7 @@ from engine.backends.cuda_tiles import Tile, plan_tiles, split_rows
 from engine.backends.gpu import cuda_status, numba_cuda
 from engine.backends.rescore import PendingScores, rescore_pairs, submit_rescore
 from engine.hits import HitTable
+from engine.kernels import SearchOptions
 from engine.kernels.heavy import HEAVY_MAX
 from engine.params import SearchParameters
 
@@ -434,14 +435,20 @@ class CudaBackend(DenseOnGpu, Backend):
         qheavy, qhcnt = dq.heavy_for(self._cuda, threshold) if qprune else self._dummy_heavy()
         precursor_tolerance = float(params.precursor_tolerance or 0.0) if window else 0.0
         ppm = window and params.precursor_unit == "ppm"
+        options = SearchOptions(
+            tolerance=float(params.tolerance),
+            modified=bool(params.modified),
+            precursor_tolerance=precursor_tolerance,
+            ppm=bool(ppm),
+        )
+        pruning = self._k.Pruning(
+            bool(prune), threshold if prune else 0.0, heavy, hcnt, bool(qprune), qheavy, qhcnt
+        )
+        out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
         grid = ((ncols + self.threads - 1) // self.threads, nrows)
         self._k.score_kernel[grid, self.threads, slot.stream](
-            dq.mz, dq.weight, dq.offsets, dq.norm, dq.precursor_mz,
-            dl.mz, dl.weight, dl.offsets, dl.norm, dl.precursor_mz,
-            int(q0), cols, int(ncols), int(l0),
-            float(params.tolerance), bool(params.modified), precursor_tolerance, bool(ppm),
-            bool(prune), threshold if prune else 0.0, heavy, hcnt, bool(qprune), qheavy, qhcnt,
-            slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts,
+            dq.spectrum_set, dl.spectrum_set, int(q0), cols, int(ncols), int(l0), options,
+            pruning, out,
         )  # fmt: skip
 
     def _collect(

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from engine.backends.base import PreparedSpectra
+from engine.kernels import SpectrumSet
 from engine.kernels.heavy import HEAVY_MAX, heavy_peaks
 
 __all__ = ["DenseSlot", "Resident", "TileSlot", "content_key"]
@@ -27,6 +28,11 @@ class Resident:
     nbytes: int
     host: PreparedSpectra | None = None
     heavy: dict | None = None  # threshold -> (device heavy, device counts)
+
+    @property
+    def spectrum_set(self) -> SpectrumSet:
+        """The device arrays as the kernels take them."""
+        return SpectrumSet(self.mz, self.weight, self.offsets, self.norm, self.precursor_mz)
 
     def heavy_for(self, cuda: Any, threshold: float) -> tuple[Any, Any]:
         """Device arrays of :func:`heavy_peaks` for ``threshold`` (cached)."""

@@ -23,10 +23,21 @@ This module imports ``numba.cuda``; import it only through
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 from numba import cuda, float64, int32, uint8
 
-__all__ = ["FLAGGED", "K", "NOT_SCORED", "SMALL_QUERY", "SORT_MAX", "score_kernel", "select_kernel"]
+__all__ = [
+    "FLAGGED",
+    "K",
+    "NOT_SCORED",
+    "SMALL_QUERY",
+    "SORT_MAX",
+    "Pruning",
+    "TileOutput",
+    "score_kernel",
+    "select_kernel",
+]
 
 #: Candidates a component (or a modified-cosine pair) may have to be resolved on chip.
 K = 32
@@ -328,42 +339,52 @@ def _pair(
     return _cosine(mzL, wL, l0, l1, mzQ, wQ, q0, q1, tol, sp, si, sj, ua, ub)
 
 
+class Pruning(NamedTuple):
+    """The exact heavy-peak pruning of :func:`score_kernel` (device arrays and scalars).
+
+    Attributes
+    ----------
+    enabled : bool
+        Skip library spectra none of whose heavy peaks has a partner.
+    threshold : float
+        The score threshold the heavy peaks were chosen for.
+    heavy, heavy_count : device arrays
+        :func:`~engine.kernels.heavy.heavy_peaks` of the library.
+    query_enabled : bool
+        The same test the other way round, with the queries' heavy peaks.
+    query_heavy, query_heavy_count : device arrays
+        :func:`~engine.kernels.heavy.heavy_peaks` of the queries.
+    """
+
+    enabled: bool
+    threshold: float
+    heavy: Any
+    heavy_count: Any
+    query_enabled: bool
+    query_heavy: Any
+    query_heavy_count: Any
+
+
+class TileOutput(NamedTuple):
+    """Where :func:`score_kernel` writes: scores, matches, flagged pairs and counters."""
+
+    scores: Any
+    matches: Any
+    flagged_rows: Any
+    flagged_cols: Any
+    counts: Any
+
+
 @cuda.jit(cache=True)
 def score_kernel(
-    q_mz,
-    q_w,
-    q_off,
-    q_norm,
-    q_prec,
-    l_mz,
-    l_w,
-    l_off,
-    l_norm,
-    l_prec,
-    q_first,
-    cols,
-    ncols,
-    l_first,
-    tol,
-    modified,
-    ptol,
-    ppm,
-    prune,
-    threshold,
-    heavy,
-    hcnt,
-    qprune,
-    qheavy,
-    qhcnt,
-    out_s,
-    out_m,
-    ovf_r,
-    ovf_c,
-    counts,
+    queries, library, q_first, cols, ncols, l_first, options, pruning, out
 ):  # pragma: no cover
-    """Score query rows × library columns, one thread per pair.
+    r"""Score query rows × library columns, one thread per pair.
 
-    Grid ``(ceil(ncols / threads), rows)``.  Row ``r`` is query
+    ``queries`` and ``library`` are :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s
+    of device arrays, ``options`` a :class:`~engine.kernels.spectrum_set.SearchOptions`
+    (tolerance, modified, precursor window), ``pruning`` a :class:`Pruning` and
+    ``out`` a :class:`TileOutput`.  Grid ``(ceil(ncols / threads), rows)``.  Row ``r`` is query
     ``q_first + r``; thread ``c < ncols`` scores library spectrum ``cols[c]`` and
     writes ``out_s[r, cols[c] - l_first]`` / ``out_m[...]`` (so columns keep the
     library order although ``cols`` may be sorted by peak count).  ``out_s`` may
@@ -389,6 +410,14 @@ def score_kernel(
     query's heavy peaks ``qheavy[q, :qhcnt[q]]`` against the library spectrum
     (the bound is symmetric), with the merge's own float comparisons.
     """
+    q_mz, q_w, q_off, q_norm, q_prec = queries
+    l_mz, l_w, l_off, l_norm, l_prec = library
+    tol = options.tolerance
+    modified = options.modified
+    ptol = options.precursor_tolerance
+    ppm = options.ppm
+    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt = pruning
+    out_s, out_m, ovf_r, ovf_c, counts = out
     r = cuda.blockIdx.y
     q = q_first + r
     c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
