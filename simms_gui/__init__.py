@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from simms_gui.version import __version__
 
 __all__ = ["Viewer", "__version__", "run"]
 

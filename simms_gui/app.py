@@ -28,7 +28,7 @@ def run() -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from simms_gui import __version__
+    from simms_gui.version import __version__
 
     p = argparse.ArgumentParser(
         prog="simms-gui",

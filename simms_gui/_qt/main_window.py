@@ -812,7 +812,7 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def _about(self) -> None:
-        from simms_gui import __version__
+        from simms_gui.version import __version__
 
         QMessageBox.about(
             self,
