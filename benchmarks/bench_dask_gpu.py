@@ -281,7 +281,7 @@ def main() -> None:
     if hasattr(be, "warm_up"):
         be.warm_up()
     # a small search compiles what warm_up() does not (the host-side top-N merge,
-    # engine/kernels/topn.py): without it the first full search pays that JIT
+    # engine/hits.py): without it the first full search pays that JIT
     SearchJob(queries.subset(np.arange(min(64, len(queries)))), lib, params, backend=be).run()
     report["reference_warm_up_s"] = time.perf_counter() - t
     say(f"single process: {be.name} on {be.device}, warm-up {report['reference_warm_up_s']:.1f} s")

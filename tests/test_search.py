@@ -210,3 +210,42 @@ def test_dense_failure_falls_back_to_cpu(pesticides):
     expected, expected_matches = score_matrix(subset, subset, backend="cpu")
     np.testing.assert_array_equal(scores, expected)
     np.testing.assert_array_equal(matches, expected_matches)
+
+
+@pytest.mark.parametrize("score", ["cosine", "modified_cosine"])
+@pytest.mark.parametrize("top_n", [1, 2])
+def test_tied_scores_rank_by_library_index_under_a_precursor_window(pesticides, score, top_n):
+    """Copies of one spectrum score the same; the top-N keeps the lowest library indexes.
+
+    The copies' precursors fall as their index rises, so in the precursor-sorted
+    order the window search uses, the highest index comes first: a kernel that
+    broke ties by position would keep the wrong copies.
+    """
+    from engine import SpectrumLibrary
+
+    mz, intensity = pesticides.peaks(3)
+    n = 6
+    precursor = pesticides.precursor_mz[3] + 0.01 * np.arange(n)[::-1]
+    library = SpectrumLibrary.from_peak_lists([mz] * n, [intensity] * n, precursor_mz=precursor)
+    query = SpectrumLibrary.from_peak_lists([mz], [intensity], precursor_mz=[precursor.mean()])
+    params = SearchParameters(score=score, top_n=top_n, precursor_tolerance=1.0)
+    hits = search(query, library, params, backend="cpu")
+    assert hits.library_index.tolist() == list(range(top_n))
+    assert np.all(hits.score == hits.score[0])
+    assert hits.library_index.tolist() == [r[1] for r in brute_force(query, library, params)]
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_kernel_top_n_ranks_ties_by_original_index(pesticides, prune):
+    """The backend's own top-N on a reordered library keeps the lowest original indexes."""
+    from engine import SpectrumLibrary
+    from engine.backends import Batch, PreparedSpectra
+
+    mz, intensity = pesticides.peaks(3)
+    n = 6
+    library = SpectrumLibrary.from_peak_lists([mz] * n, [intensity] * n, precursor_mz=[300.0] * n)
+    query = PreparedSpectra.from_library(library.subset([0]))
+    reordered = PreparedSpectra.from_library(library).reordered(np.arange(n)[::-1])
+    params = SearchParameters(top_n=2, score="cosine" if prune else "modified_cosine")
+    hits = CpuBackend().score_batch(query, reordered, Batch(0, 1, 0, n), params)
+    assert reordered.ranks[hits.library_index].tolist() == [0, 1]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -31,6 +32,9 @@ class PreparedSpectra:
     precursor_mz : ndarray of float64
     mz_power, intensity_power : float
         The powers the weights were made with.
+    index : ndarray of int64 or None
+        Original index of each spectrum when the set was reordered (None: ``0..n-1``);
+        kernels rank equal scores by it.
     """
 
     mz: np.ndarray
@@ -40,6 +44,7 @@ class PreparedSpectra:
     precursor_mz: np.ndarray
     mz_power: float
     intensity_power: float
+    index: np.ndarray | None = None
 
     @classmethod
     def from_library(
@@ -65,7 +70,16 @@ class PreparedSpectra:
     @property
     def spectrum_set(self) -> SpectrumSet:
         """The arrays the kernels read, as one tuple."""
-        return SpectrumSet(self.mz, self.weight, self.offsets, self.norm, self.precursor_mz)
+        return SpectrumSet(
+            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.ranks
+        )
+
+    @cached_property
+    def ranks(self) -> np.ndarray:
+        """Original index of each spectrum (``index``, or ``0..n-1``)."""
+        if self.index is not None:
+            return self.index
+        return np.arange(len(self), dtype=np.int64)
 
     def reordered(self, order: np.ndarray) -> PreparedSpectra:
         """The same spectra in the order ``order`` (a permutation)."""
@@ -81,7 +95,12 @@ class PreparedSpectra:
             precursor_mz=self.precursor_mz[order],
             mz_power=self.mz_power,
             intensity_power=self.intensity_power,
+            index=self.ranks[order],
         )
+
+    def with_index(self, index: np.ndarray) -> PreparedSpectra:
+        """The same spectra, ranked on ties by ``index`` (e.g. global library indexes)."""
+        return replace(self, index=np.ascontiguousarray(index, dtype=np.int64))
 
 
 def search_options(params: SearchParameters) -> SearchOptions:

@@ -274,6 +274,7 @@ class CudaBackend(DenseOnGpu, Backend):
                 "offsets": np.ascontiguousarray(offsets, np.int32),
                 "norm": np.ascontiguousarray(spectra.norm, np.float64),
                 "precursor_mz": np.ascontiguousarray(spectra.precursor_mz, np.float64),
+                "index": np.ascontiguousarray(spectra.ranks, np.int64),
             }
             nbytes = sum(a.nbytes for a in arrays.values())
             dev = {k: cuda.to_device(a) for k, a in arrays.items()}
@@ -331,6 +332,7 @@ class CudaBackend(DenseOnGpu, Backend):
         max_cols = self.max_cols if params.top_n > 0 else sort_max
         tiles = plan_tiles(batches, self.max_rows, max_cols, sort_max)
         dq, dl = self._upload(queries), self._upload(library)
+        ranks = library.ranks
         left = [0] * len(batches)
         for t in tiles:
             for b in t.batches:
@@ -348,12 +350,12 @@ class CudaBackend(DenseOnGpu, Backend):
             self._launch(tile, slot, dq, dl, params, orders)
             pending.append((tile, slot))
             while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
-                yield batches[nxt], self._merge(parts.pop(nxt, []), params, nxt in wide)
+                yield batches[nxt], self._merge(parts.pop(nxt, []), params, nxt in wide, ranks)
                 nxt += 1
         while pending:
             self._collect(*pending.popleft(), queries, library, params, parts, left)
         for b in range(nxt, len(batches)):
-            yield batches[b], self._merge(parts.pop(b, []), params, b in wide)
+            yield batches[b], self._merge(parts.pop(b, []), params, b in wide, ranks)
 
     def _slots_for(self, tiles: list[Tile], params: SearchParameters) -> list[TileSlot]:
         """Slots large enough for every tile of a run."""
@@ -400,6 +402,8 @@ class CudaBackend(DenseOnGpu, Backend):
             int(max(1, params.min_matches)),
             float(params.threshold),
             int(params.top_n),
+            dl.index,
+            int(tile.l0),
             slot.hit_r,
             slot.hit_c,
             slot.hit_s,
@@ -503,8 +507,13 @@ class CudaBackend(DenseOnGpu, Backend):
             r, c = np.nonzero(mat[: tile.q1 - tile.q0, : tile.l1 - tile.l0] < 0)
         return r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0
 
-    def _merge(self, parts: list, params: SearchParameters, wide: bool) -> HitTable:
-        """One batch's hits from its GPU tables and rescored pairs (top-N per query)."""
+    def _merge(
+        self, parts: list, params: SearchParameters, wide: bool, ranks: np.ndarray
+    ) -> HitTable:
+        """One batch's hits from its GPU tables and rescored pairs (top-N per query).
+
+        Equal scores are ranked by ``ranks`` of the library positions, as in the kernels.
+        """
         tables = []
         rescored = False
         for p in parts:
@@ -526,4 +535,4 @@ class CudaBackend(DenseOnGpu, Backend):
             q = hits.query_index
             if np.bincount(q - q.min()).max() <= params.top_n:
                 return hits
-        return hits.top_per_query(params.top_n)
+        return hits.top_per_query(params.top_n, library_rank=ranks)

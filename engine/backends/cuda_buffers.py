@@ -24,6 +24,7 @@ class Resident:
     offsets: Any
     norm: Any
     precursor_mz: Any
+    index: Any  # original index of each spectrum (ties)
     counts: np.ndarray  # host: peaks per spectrum
     nbytes: int
     host: PreparedSpectra | None = None
@@ -32,7 +33,9 @@ class Resident:
     @property
     def spectrum_set(self) -> SpectrumSet:
         """The device arrays as the kernels take them."""
-        return SpectrumSet(self.mz, self.weight, self.offsets, self.norm, self.precursor_mz)
+        return SpectrumSet(
+            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.index
+        )
 
     def heavy_for(self, cuda: Any, threshold: float) -> tuple[Any, Any]:
         """Device arrays of :func:`heavy_peaks` for ``threshold`` (cached)."""
@@ -114,7 +117,8 @@ class DenseSlot:
 def content_key(spectra: PreparedSpectra) -> str:
     """Hash of everything the kernels read (so an equal library is not re-uploaded)."""
     h = hashlib.blake2b(digest_size=16)
-    for a in (spectra.offsets, spectra.mz, spectra.weight, spectra.norm, spectra.precursor_mz):
+    arrays = (spectra.offsets, spectra.mz, spectra.weight, spectra.norm, spectra.precursor_mz)
+    for a in (*arrays, spectra.ranks):
         a = np.ascontiguousarray(a)
         h.update(str((a.dtype, a.shape)).encode())
         h.update(memoryview(a).cast("B"))

@@ -161,7 +161,8 @@ def load_shard(spec: ShardSpec, payload: dict | None) -> Shard:
         mz_power=spec.mz_power,
         intensity_power=spec.intensity_power,
     )
-    shard = Shard(prepared, np.asarray(index, dtype=np.int64), source)
+    global_index = np.asarray(index, dtype=np.int64)
+    shard = Shard(prepared.with_index(global_index), global_index, source)
     with _LOCK:
         _RESIDENT[key] = shard
         while len(_RESIDENT) > _RESIDENT_MAX:
@@ -187,11 +188,9 @@ def score_task(shard: Shard, block: QueryBlock, params: SearchParameters, backen
     library, queries = shard.spectra, block.spectra
     if params.precursor_tolerance is None:
         l_lo, l_hi = 0, len(library)
-        kernel_params = params  # shard order is library order: kernel ties are canonical
     else:
         l_lo, l_hi = library_window(queries.precursor_mz, library.precursor_mz, params)
-        # shard order is precursor order: take all hits, rank them by library index here
-        kernel_params = dataclasses.replace(params, top_n=0)
+    kernel_params = params  # the shard ranks ties by global library index (Shard.spectra.index)
     size = params.batch_size
     batches = [
         Batch(q0, min(q0 + size, len(queries)), l0, min(l0 + size, l_hi))

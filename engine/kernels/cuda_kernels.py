@@ -410,8 +410,8 @@ def score_kernel(
     query's heavy peaks ``qheavy[q, :qhcnt[q]]`` against the library spectrum
     (the bound is symmetric), with the merge's own float comparisons.
     """
-    q_mz, q_w, q_off, q_norm, q_prec = queries
-    l_mz, l_w, l_off, l_norm, l_prec = library
+    q_mz, q_w, q_off, q_norm, q_prec, _ = queries
+    l_mz, l_w, l_off, l_norm, l_prec, _ = library
     tol = options.tolerance
     modified = options.modified
     ptol = options.precursor_tolerance
@@ -527,22 +527,32 @@ def score_kernel(
 
 
 @cuda.jit(device=True)
+def _rank(index, base, i, n):  # pragma: no cover
+    """Tie key of segment entry ``i``: the original library index (padding ranks last)."""
+    if i < n:
+        return index[base + i]
+    return 1 << 62
+
+
+@cuda.jit(device=True)
 def _before(ka, ia, kb, ib):  # pragma: no cover
     return ka > kb or (ka == kb and ia < ib)
 
 
 @cuda.jit(cache=True)
 def select_kernel(
-    out_s, out_m, segs, min_matches, threshold, top_n, hit_r, hit_c, hit_s, hit_m, counts
-):  # pragma: no cover
+    out_s, out_m, segs, min_matches, threshold, top_n, index, l_first,
+    hit_r, hit_c, hit_s, hit_m, counts,
+):  # pragma: no cover  # fmt: skip
     """Per-row, per-segment hits of a scored block: one thread block per (row, segment).
 
     Grid ``(rows, len(segs) - 1)``; segment ``g`` is columns
     ``segs[g]:segs[g + 1]`` (at most :data:`SORT_MAX` of them).  A column is a
     hit when ``matches >= min_matches`` (>= 1), ``score >= 0`` and
     ``score >= threshold``.  With ``top_n > 0`` and more hits than that in the
-    segment, it is bitonic-sorted in shared memory by (score descending, column
-    ascending) and the first ``top_n`` are kept.  Hits are appended to the
+    segment, it is bitonic-sorted in shared memory by (score descending, original
+    library index ``index[l_first + column]`` ascending) and the first ``top_n``
+    are kept.  Hits are appended to the
     ``hit_*`` arrays at a slot reserved with one atomic add on ``counts[0]`` per
     (row, segment).
     """
@@ -607,7 +617,10 @@ def select_kernel(
             for t in range(tid, size, nt):
                 p = t ^ j
                 if p > t:
-                    first = _before(keys[t], idx[t], keys[p], idx[p])
+                    first = _before(
+                        keys[t], _rank(index, l_first + c0, idx[t], ncols),
+                        keys[p], _rank(index, l_first + c0, idx[p], ncols),
+                    )  # fmt: skip
                     if ((t & k) == 0) != first:
                         kt = keys[t]
                         keys[t] = keys[p]

@@ -16,7 +16,7 @@ from numba import njit, prange
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.greedy import score_pair
-from engine.kernels.rows import insert_hit, sort_row
+from engine.kernels.rows import better, insert_hit, sort_row
 from engine.kernels.spectrum_set import longest_spectrum, new_scratch, precursor_ok
 
 __all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
@@ -77,6 +77,25 @@ def _bound(u, den):  # pragma: no cover - numba
 
 
 @njit(cache=True)
+def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numba
+    """Keep the ``cap`` largest bounds (ties: lower column first); returns the new length."""
+    if n == cap:
+        if not better(u, c, bounds[n - 1], columns[n - 1]):
+            return n
+        pos = n - 1
+    else:
+        pos = n
+        n += 1
+    while pos > 0 and better(u, c, bounds[pos - 1], columns[pos - 1]):
+        bounds[pos] = bounds[pos - 1]
+        columns[pos] = columns[pos - 1]
+        pos -= 1
+    bounds[pos] = u
+    columns[pos] = c
+    return n
+
+
+@njit(cache=True)
 def _indexed_row(
     q, queries, library, l_start, nl, options, index, scratch, hl, hs, hm, stop
 ):  # pragma: no cover - numba
@@ -122,12 +141,11 @@ def _indexed_row(
                 hs[n] = s
                 hm[n] = m
                 n += 1
-        sort_row(hs, hl, hm, n)
+        sort_row(hs, hl, hm, n, library.index)
         return n
     # pass 1: the top_n largest bounds seed the top list
     cb = np.empty(top_n, dtype=np.float64)
     cc = np.empty(top_n, dtype=np.int64)
-    cm = np.empty(top_n, dtype=np.int32)
     nc = 0
     for c in range(nl):
         if cnt[c] < min_matches:
@@ -143,7 +161,7 @@ def _indexed_row(
             bound[c] = -1.0
             continue
         bound[c] = u
-        nc = insert_hit(cb, cc, cm, nc, top_n, u, c, 0)
+        nc = _insert_candidate(cb, cc, nc, top_n, u, c)
     for t in range(nc):
         if cancelled(stop):
             return n
@@ -152,7 +170,7 @@ def _indexed_row(
         bound[c] = -1.0
         s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
         if m >= min_matches and s >= threshold:
-            n = insert_hit(hs, hl, hm, n, top_n, s, l, m)
+            n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
     # pass 2: everything whose bound can still reach the n-th best
     floor = threshold
     if n == top_n and hs[n - 1] > floor:
@@ -166,7 +184,7 @@ def _indexed_row(
         l = l_start + c
         s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
         if m >= min_matches and s >= threshold:
-            n = insert_hit(hs, hl, hm, n, top_n, s, l, m)
+            n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
             if n == top_n and hs[n - 1] > floor:
                 floor = hs[n - 1]
     return n

@@ -1,8 +1,9 @@
 """Query rows of a search: every library spectrum of a block scored, hits kept per row.
 
 One row body serves both kinds of search: with ``top_n > 0`` a row keeps a sorted
-list of its best hits, otherwise every hit, sorted at the end.  Ties are broken
-on the library position (ascending), the order matchms and :class:`HitTable` use.
+list of its best hits, otherwise every hit, sorted at the end.  Equal scores are
+ranked by the library spectra's original index (``SpectrumSet.index``), the order
+of :class:`HitTable`, so a precursor-sorted library gives the same top-N.
 """
 
 from __future__ import annotations
@@ -14,29 +15,32 @@ from engine.kernels.cancel import cancelled
 from engine.kernels.greedy import score_pair
 from engine.kernels.spectrum_set import longest_spectrum, new_scratch, precursor_ok
 
-__all__ = ["compact_rows", "insert_hit", "row_width", "scan_kernel", "sort_row"]
+__all__ = ["better", "compact_rows", "insert_hit", "row_width", "scan_kernel", "sort_row"]
 
 
 @njit(cache=True, inline="always")
-def _better(s1, l1, s2, l2):  # pragma: no cover - numba
-    return s1 > s2 or (s1 == s2 and l1 < l2)
+def better(s1, k1, s2, k2):  # pragma: no cover - numba
+    """Whether a hit of score ``s1`` and tie key ``k1`` ranks before one of ``s2``, ``k2``."""
+    return s1 > s2 or (s1 == s2 and k1 < k2)
 
 
 @njit(cache=True)
-def insert_hit(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover - numba
+def insert_hit(hs, hl, hm, n, cap, s, l, m, index):  # pragma: no cover - numba
     """Insert hit ``(s, l, m)`` into a row's sorted top list of length ``n <= cap``.
 
-    Returns the new length.  Sorted by score descending, then library position
-    ascending; when the list is full, a hit no better than the last is dropped.
+    Returns the new length.  Sorted by score descending, then ``index[l]``
+    ascending (the library's original index); when the list is full, a hit no
+    better than the last is dropped.
     """
+    key = index[l]
     if n == cap:
-        if not _better(s, l, hs[n - 1], hl[n - 1]):
+        if not better(s, key, hs[n - 1], index[hl[n - 1]]):
             return n
         pos = n - 1
     else:
         pos = n
         n += 1
-    while pos > 0 and _better(s, l, hs[pos - 1], hl[pos - 1]):
+    while pos > 0 and better(s, key, hs[pos - 1], index[hl[pos - 1]]):
         hs[pos] = hs[pos - 1]
         hl[pos] = hl[pos - 1]
         hm[pos] = hm[pos - 1]
@@ -48,10 +52,11 @@ def insert_hit(hs, hl, hm, n, cap, s, l, m):  # pragma: no cover - numba
 
 
 @njit(cache=True)
-def sort_row(hs, hl, hm, n):  # pragma: no cover - numba
-    """Sort a row's first ``n`` hits by score descending (stable: positions stay ascending)."""
+def sort_row(hs, hl, hm, n, index):  # pragma: no cover - numba
+    """Sort a row's first ``n`` hits: score descending, then library ``index`` ascending."""
     if n > 1:
-        order = np.argsort(-hs[:n], kind="mergesort")
+        by_index = np.argsort(index[hl[:n]], kind="mergesort")
+        order = by_index[np.argsort(-hs[:n][by_index], kind="mergesort")]
         hl[:n] = hl[:n][order]
         hs[:n] = hs[:n][order]
         hm[:n] = hm[:n][order]
@@ -74,14 +79,14 @@ def _scan_row(
         if m < options.min_matches or not (s >= options.threshold):
             continue
         if top_n > 0:
-            n = insert_hit(hs, hl, hm, n, top_n, s, l, m)
+            n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
         else:
             hl[n] = l
             hs[n] = s
             hm[n] = m
             n += 1
     if top_n == 0:
-        sort_row(hs, hl, hm, n)
+        sort_row(hs, hl, hm, n, library.index)
     return n
 
 

@@ -45,6 +45,11 @@ class SpectrumSet(NamedTuple):
         Euclidean norm of each spectrum's weights.
     precursor_mz : ndarray of float64
         Precursor m/z of each spectrum (NaN when unknown).
+    index : ndarray of int64, optional
+        Original index of each spectrum (a set may be reordered, e.g. by
+        precursor m/z); hits with equal scores are ranked by it, so a query's
+        top-N is the same in any order.  None (the default) means ``0..n-1``;
+        :func:`spectrum_set` fills it in.
     """
 
     mz: np.ndarray
@@ -52,6 +57,7 @@ class SpectrumSet(NamedTuple):
     offsets: np.ndarray
     norm: np.ndarray
     precursor_mz: np.ndarray
+    index: np.ndarray | None = None
 
 
 class SearchOptions(NamedTuple):
@@ -136,9 +142,10 @@ def spectrum_set(
     offsets: np.ndarray,
     norm: np.ndarray,
     precursor_mz: np.ndarray,
+    index: np.ndarray | None = None,
     name: str = "spectra",
 ) -> SpectrumSet:
-    """A checked, contiguous :class:`SpectrumSet` (float64 arrays, int64 offsets).
+    """A checked, contiguous :class:`SpectrumSet` (float64 arrays, int64 offsets and index).
 
     Raises
     ------
@@ -157,7 +164,12 @@ def spectrum_set(
         raise ValueError(f"{name}: offsets must start at 0 and end at len(mz)")
     if norm.shape != (n,) or precursor_mz.shape != (n,):
         raise ValueError(f"{name}: norm and prec must have one value per spectrum")
-    return SpectrumSet(mz, weight, offsets, norm, precursor_mz)
+    if index is None:
+        index = np.arange(max(n, 0), dtype=np.int64)
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    if index.shape != (n,):
+        raise ValueError(f"{name}: index must have one value per spectrum")
+    return SpectrumSet(mz, weight, offsets, norm, precursor_mz, index)
 
 
 def checked_block(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -162,12 +162,7 @@ class SearchJob(StreamingJob):
 
     def _run_batches(self, plan: _Plan, batches: list[Batch]) -> Iterator[tuple[Batch, HitTable]]:
         """Run the batches in order; on a backend failure continue on the CPU."""
-        params = self.params
-        if plan.library_order is not None and params.top_n:
-            # Backends break score ties by position, and positions here are in
-            # precursor order: keep every hit and let _emit take the top-N by
-            # original library index (windowed searches have few hits per query).
-            params = replace(params, top_n=0)
+        params = self.params  # kernels rank ties by the library's original index
         if isinstance(self.backend, CpuBackend):
             self.backend.stop = self.cancel_token.flag
         done = 0
