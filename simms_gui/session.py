@@ -7,15 +7,30 @@ No Qt here (napari's ``components`` vs ``_qt``): the window observes a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engine import HitTable, SearchParameters, SpectrumLibrary, load_library
+from engine import (
+    HitTable,
+    SearchParameters,
+    SpectrumFileError,
+    SpectrumLibrary,
+    load_library,
+    search_job,
+)
 from engine.export import hit_columns, write_hits
+from simms_gui.dask_connection import normalize_dask_address
 
-__all__ = ["HitList", "LoadedFile", "Session", "SUPPORTED_SUFFIXES", "is_spectrum_file"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "HitList",
+    "LoadedFile",
+    "SearchRequest",
+    "Session",
+    "is_spectrum_file",
+]
 
 #: File name endings the readers understand.
 SUPPORTED_SUFFIXES = (".mgf", ".msp", ".mzml", ".mgf.gz", ".msp.gz", ".mzml.gz")
@@ -94,9 +109,33 @@ class HitList:
         return pd.DataFrame(self.columns)
 
 
-@dataclass
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search asked for through :meth:`Session.search`, for whoever runs searches.
+
+    Attributes
+    ----------
+    params : SearchParameters
+    backend : str
+        ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"dask"``.
+    dask_address : str or None
+        ``tcp://HOST:PORT`` or ``local:N`` with the ``"dask"`` backend.
+    """
+
+    params: SearchParameters
+    backend: str = "auto"
+    dask_address: str | None = None
+
+
 class Session:
-    """Everything the user has loaded and searched.
+    """Everything the user has loaded and searched: the model the window observes.
+
+    No Qt: scripts and notebooks use a session directly; the desktop window
+    listens to its events (:meth:`connect`) and feeds it the hits its worker
+    thread finds.  Events are plain names passed to each listener:
+    ``"libraries"``, ``"active"``, ``"queries"``, ``"search_requested"``,
+    ``"search_started"``, ``"hits"`` (hits added or replaced),
+    ``"cancel_requested"`` and ``"search_finished"``.
 
     Attributes
     ----------
@@ -108,25 +147,48 @@ class Session:
         The query spectra.
     params : SearchParameters
         Parameters of the last search (or the defaults).
-    hits : HitTable
-        Hits of the last search (partial while it runs or when cancelled).
+    state : {"idle", "running"}
+        Whether a search runs.
+    request : SearchRequest or None
+        The search asked for and not yet started.
     backend, device : str
-        Where the last search ran.
+        Where the last search ran (``backend`` is the one asked for until it starts).
+    cancelled : bool
+        The last search was stopped (its hits so far are kept).
+    error : str or None
+        Why the last search failed.
+    hits_queries, hits_library : SpectrumLibrary or None
+        The spectra the hits refer to (they may differ from the loaded ones after
+        a reload).
     """
 
-    libraries: list[LoadedFile] = field(default_factory=list)
-    active: int = -1
-    queries: LoadedFile | None = None
-    params: SearchParameters = field(default_factory=SearchParameters)
-    hits: HitTable = field(default_factory=HitTable.empty)
-    backend: str = ""
-    device: str = ""
-    #: Hits belong to these spectra (they may differ from the loaded ones after a reload).
-    hits_queries: SpectrumLibrary | None = None
-    hits_library: SpectrumLibrary | None = None
-    listeners: list[Callable[[str], None]] = field(default_factory=list, repr=False)
+    def __init__(self) -> None:
+        self.libraries: list[LoadedFile] = []
+        self.active = -1
+        self.queries: LoadedFile | None = None
+        self.params = SearchParameters()
+        self.state = "idle"
+        self.request: SearchRequest | None = None
+        self.backend = ""
+        self.device = ""
+        self.cancelled = False
+        self.error: str | None = None
+        self.hits_queries: SpectrumLibrary | None = None
+        self.hits_library: SpectrumLibrary | None = None
+        self.listeners: list[Callable[[str], None]] = []
+        self._chunks: list[HitTable] = []
+        self._hits: HitTable | None = HitTable.empty()
 
     # -- events -----------------------------------------------------------------------
+    def connect(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(event)`` after every change (see the class docstring)."""
+        self.listeners.append(listener)
+
+    def disconnect(self, listener: Callable[[str], None]) -> None:
+        """Stop calling ``listener``."""
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+
     def _emit(self, what: str) -> None:
         for listener in list(self.listeners):
             listener(what)
@@ -136,6 +198,27 @@ class Session:
     def read(path: str | Path) -> SpectrumLibrary:
         """Read a spectrum file (raises ``engine.SpectrumFileError`` when unusable)."""
         return load_library(Path(path))
+
+    def open(self, path: str | Path, kind: str = "library") -> SpectrumLibrary:
+        """Read ``path`` and add it as a library (made active) or as the queries.
+
+        Raises
+        ------
+        engine.SpectrumFileError
+            The file cannot be read, or holds no usable spectra.
+        ValueError
+            ``kind`` is neither ``"library"`` nor ``"queries"``.
+        """
+        if kind not in ("library", "queries"):
+            raise ValueError(f"kind must be 'library' or 'queries', not {kind!r}")
+        spectra = self.read(path)
+        if len(spectra) == 0:
+            raise SpectrumFileError(str(path), "no usable spectra in the file")
+        if kind == "library":
+            self.add_library(path, spectra)
+        else:
+            self.set_queries(path, spectra)
+        return spectra
 
     @property
     def library(self) -> SpectrumLibrary | None:
@@ -185,35 +268,138 @@ class Session:
         self._emit("queries")
         return self.queries
 
-    # -- hits -------------------------------------------------------------------------
-    def start_hits(self, params: SearchParameters, backend: str, device: str) -> None:
-        """Reset the hits for a new search of the current queries and library."""
+    # -- searching --------------------------------------------------------------------
+    def search(
+        self,
+        params: SearchParameters | None = None,
+        backend: str = "auto",
+        dask_address: str | None = None,
+    ) -> SearchRequest:
+        """Ask for a search of the queries against the active library.
+
+        The window (the listener of ``"search_requested"``) runs it in a worker
+        thread; without a window, :meth:`run_search` runs one here.
+
+        Raises
+        ------
+        RuntimeError
+            A search is running, or no library or queries are loaded.
+        ValueError
+            ``backend="dask"`` without a valid ``dask_address``.
+        """
+        if self.state == "running":
+            raise RuntimeError("a search is already running")
+        if self.library is None or self.queries is None:
+            raise RuntimeError("open a library and queries first")
+        if backend == "dask":
+            if not dask_address:
+                raise ValueError("backend='dask' needs a dask_address (tcp://HOST:PORT or local:N)")
+            dask_address = normalize_dask_address(dask_address)
+        self.request = SearchRequest(params or SearchParameters(), backend, dask_address)
+        self._emit("search_requested")
+        return self.request
+
+    def cancel(self) -> None:
+        """Ask the running search to stop (``"cancel_requested"``); its hits so far stay."""
+        if self.state == "running":
+            self._emit("cancel_requested")
+
+    def begin_search(self, params: SearchParameters, backend: str) -> None:
+        """A search of the current queries and library starts: hits are reset."""
+        self.request = None
         self.params = params
-        self.backend, self.device = backend, device
-        self.hits = HitTable.empty()
+        self.backend, self.device = backend, ""
+        self.state = "running"
+        self.cancelled, self.error = False, None
+        self._chunks, self._hits = [], HitTable.empty()
         self.hits_queries = self.queries.spectra if self.queries else None
         self.hits_library = self.library
+        self._emit("search_started")
         self._emit("hits")
+
+    def add_hits(self, chunk: HitTable) -> None:
+        """Final hits of the running search (a chunk as the engine streams it)."""
+        if len(chunk):
+            self._chunks.append(chunk)
+            self._hits = None
+            self._emit("hits")
+
+    def finish_search(
+        self, backend: str, device: str, *, cancelled: bool = False, error: str | None = None
+    ) -> None:
+        """The running search ended (``cancelled``: stopped; ``error``: failed)."""
+        self.backend, self.device = backend or self.backend, device
+        self.cancelled, self.error = cancelled, error
+        self.state = "idle"
+        self._emit("search_finished")
+
+    def run_search(
+        self,
+        params: SearchParameters | None = None,
+        backend: str = "auto",
+        *,
+        client=None,
+    ) -> HitTable:
+        """Run a search here, in this thread, streaming its hits into the session.
+
+        For scripts without a window; ``client`` runs it on a Dask cluster.
+        """
+        if self.library is None or self.queries is None:
+            raise RuntimeError("open a library and queries first")
+        params = params or SearchParameters()
+        self.begin_search(params, "dask" if client is not None else backend)
+        job = search_job(
+            self.queries.spectra, self.library, params, client=client,
+            backend="auto" if client is not None else backend,
+        )  # fmt: skip
+        error = None
+        try:
+            for chunk in job:
+                self.add_hits(chunk)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            self.finish_search(
+                job.backend.name, job.backend.device, cancelled=job.cancelled, error=error
+            )
+        return self.hits
+
+    # -- hits -------------------------------------------------------------------------
+    @property
+    def hits(self) -> HitTable:
+        """All hits of the last (or the running) search, in canonical order."""
+        if self._hits is None:
+            self._hits = HitTable.concat(self._chunks).sorted()
+        return self._hits
 
     def set_hits(self, hits: HitTable) -> None:
         """Replace the hits (canonical order)."""
-        self.hits = hits
+        self._chunks, self._hits = [hits], hits
         self._emit("hits")
+
+    def select_hits(self, which: str = "all") -> HitTable:
+        """``"all"`` hits, or the ``"best"`` hit of each query."""
+        if which == "all":
+            return self.hits
+        if which == "best":
+            return self.hits.best_per_query()
+        raise ValueError(f"which must be 'all' or 'best', not {which!r}")
 
     def hit_list(self, hits: HitTable | None = None) -> HitList:
         """``hits`` (default: all current hits) as a :class:`HitList`."""
         return HitList(self.hits if hits is None else hits, self.hits_queries, self.hits_library)
 
-    def export(self, path: str | Path, hits: HitTable | None = None) -> Path:
-        """Write ``hits`` (default: all) with provenance via ``engine.export.write_hits``."""
+    def export(self, path: str | Path, hits: HitTable | str | None = None) -> Path:
+        """Write hits with provenance via ``engine.export.write_hits``.
+
+        ``hits`` is a :class:`~engine.HitTable`, ``"all"``/``"best"``
+        (:meth:`select_hits`), or None for all.
+        """
         if self.hits_queries is None or self.hits_library is None:
             raise RuntimeError("no search has been run yet")
+        table = self.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
         return write_hits(
-            path,
-            self.hits if hits is None else hits,
-            self.hits_queries,
-            self.hits_library,
-            self.params,
-            backend=self.backend,
-            device=self.device,
-        )
+            path, table, self.hits_queries, self.hits_library, self.params,
+            backend=self.backend, device=self.device,
+        )  # fmt: skip

@@ -15,7 +15,7 @@ from PyQt6.QtWidgets import QApplication
 
 from engine import HitTable, SearchParameters, SpectrumLibrary
 from simms_gui.resources import resource_path
-from simms_gui.session import HitList
+from simms_gui.session import HitList, Session
 
 __all__ = ["Viewer", "SearchHandle", "get_app"]
 
@@ -35,7 +35,7 @@ def get_app() -> QApplication:
 
 
 class SearchHandle:
-    """A search started by :meth:`Viewer.search`.
+    """A search started by :meth:`Viewer.search`; it follows the viewer's session.
 
     Attributes
     ----------
@@ -43,52 +43,44 @@ class SearchHandle:
         The parameters the search runs with.
     """
 
-    def __init__(self, viewer: Viewer, controller) -> None:
-        self._viewer = viewer
-        self._controller = controller
-        self.params: SearchParameters = controller.params
-        self._done = False
-        self._cancelled = False
-        controller.finished.connect(self._finished)
-
-    def _finished(self, cancelled: bool) -> None:
-        self._done, self._cancelled = True, cancelled
+    def __init__(self, session: Session, params: SearchParameters, backend: str) -> None:
+        self._session = session
+        self.params = params
+        self._backend = backend
 
     @property
     def done(self) -> bool:
         """True once the search has ended (finished, stopped or failed)."""
-        return self._done
+        return self._session.state == "idle"
 
     @property
     def cancelled(self) -> bool:
         """True when the search was stopped."""
-        return self._cancelled
+        return self.done and self._session.cancelled
 
     @property
     def error(self) -> str | None:
         """The error message when the search failed."""
-        return self._controller.error
+        return self._session.error if self.done else None
 
     @property
     def backend(self) -> str:
         """The backend asked for: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"dask"``."""
-        return self._controller.backend
+        return self._backend
 
     @property
     def device(self) -> str:
-        """Where the search runs (e.g. the Dask cluster and its workers; "" before it starts)."""
-        return self._controller.backend_device[1]
+        """Where the search ran (e.g. the Dask cluster and its workers; "" until it ends)."""
+        return self._session.device
 
     @property
     def hits(self) -> HitTable:
         """Hits so far (all of them once :attr:`done`)."""
-        if self._done:
-            return self._viewer.window.session.hits
-        return self._viewer.window.results.model.hit_table(visible=False).sorted()
+        return self._session.hits
 
     def cancel(self) -> None:
         """Stop the search after the batch in flight; hits found so far are kept."""
-        self._controller.cancel()
+        self._session.cancel()
 
     def wait(self, timeout: float | None = None) -> HitTable:
         """Process Qt events until the search ends, then return its hits.
@@ -110,23 +102,18 @@ class SearchHandle:
             When the search failed.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._done:
+        while not self.done:
             loop = QEventLoop()
-            self._controller.finished.connect(loop.quit)
-            QTimer.singleShot(50, loop.quit)
+            QTimer.singleShot(20, loop.quit)
             loop.exec()
-            try:
-                self._controller.finished.disconnect(loop.quit)
-            except TypeError:
-                pass
-            if deadline is not None and time.monotonic() > deadline and not self._done:
+            if deadline is not None and time.monotonic() > deadline and not self.done:
                 raise TimeoutError(f"search still running after {timeout} s")
         if self.error:
             raise RuntimeError(f"search failed: {self.error}")
         return self.hits
 
     def __repr__(self) -> str:
-        state = "done" if self._done else "running"
+        state = "done" if self.done else "running"
         return f"<SearchHandle {state}, {len(self.hits)} hits>"
 
 
@@ -168,7 +155,9 @@ class Viewer:
         from simms_gui._qt.main_window import MainWindow
 
         self._app = get_app()
-        self.window = MainWindow(persist_settings=persist_settings)
+        #: The headless model: files, parameters, search state and hits.
+        self.session = Session()
+        self.window = MainWindow(self.session, persist_settings=persist_settings)
         if title:
             self.window.setWindowTitle(title)
         if demo:
@@ -201,24 +190,17 @@ class Viewer:
         return self._open(path, "queries")
 
     def _open(self, path: str | Path, kind: str) -> SpectrumLibrary:
-        from engine import SpectrumFileError
-
-        path = Path(path)
-        spectra = self.window.session.read(path)
-        if len(spectra) == 0:
-            raise SpectrumFileError(str(path), "no usable spectra in the file")
-        self.window._loaded(kind, path, spectra)
-        return spectra
+        return self.session.open(path, kind)
 
     @property
     def library(self) -> SpectrumLibrary | None:
         """The active library."""
-        return self.window.session.library
+        return self.session.library
 
     @property
     def queries(self) -> SpectrumLibrary | None:
         """The query spectra."""
-        q = self.window.session.queries
+        q = self.session.queries
         return None if q is None else q.spectra
 
     # -- search -----------------------------------------------------------------------
@@ -254,30 +236,17 @@ class Viewer:
         ValueError
             Invalid parameters, or the ``dask`` backend without an address.
         """
-        if self.window.searching:
-            raise RuntimeError("a search is already running")
-        if self.library is None or self.queries is None:
-            raise RuntimeError("open a library and queries first")
         backend = backend or "auto"
-        if backend == "dask":
-            from simms_gui._qt.worker import normalize_dask_address
-
-            if not dask_address:
-                raise ValueError("backend='dask' needs a dask_address (tcp://HOST:PORT or local:N)")
-            normalize_dask_address(dask_address)
-        p = SearchParameters(**params)
-        self.window.search_panel.set_parameters(p)
-        controller = self.window.start_search(p, backend, dask_address)
-        if controller is None:
+        params = SearchParameters(**params)
+        self.session.search(params, backend, dask_address)
+        if self.session.state != "running":
             raise RuntimeError("the search could not start")
-        return SearchHandle(self, controller)
+        return SearchHandle(self.session, params, backend)
 
     @property
     def hits(self) -> HitList:
         """Current hits (all of them) as a :class:`~simms_gui.session.HitList`."""
-        s = self.window.session
-        table = s.hits if not self.window.searching else self.window.hits_for_export("all")
-        return s.hit_list(table)
+        return self.session.hit_list()
 
     # -- views ------------------------------------------------------------------------
     def show_mirror(self, query: int, hit: int) -> None:
@@ -307,10 +276,9 @@ class Viewer:
         -------
         Path
         """
-        w = self.window
-        if w.session.hits_queries is None:
-            raise RuntimeError("no search has been run yet")
-        return w.session.export(path, w.hits_for_export(which))
+        if which == "filtered":  # what the table shows: the view's own filter
+            return self.session.export(path, self.window.results.model.hit_table(visible=True))
+        return self.session.export(path, which)
 
     def screenshot(self, path: str | Path) -> Path:
         """Save a PNG of the whole window."""

@@ -133,3 +133,28 @@ def test_no_contract_is_waived():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     contracts = config["tool"]["importlinter"]["contracts"]
     assert contracts and not [c["name"] for c in contracts if c.get("ignore_imports")]
+
+
+def test_session_searches_without_qt(tmp_path):
+    """The desktop's model runs a search in a plain interpreter: no Qt is loaded."""
+    code = f"""
+import sys
+from simms_gui.session import Session
+import engine
+s = Session()
+events = []
+s.connect(events.append)
+s.open({str(ROOT.parent / "shared" / "data" / "pesticides.mgf")!r}, "library")
+s.open({str(ROOT.parent / "shared" / "data" / "pesticides.mgf")!r}, "queries")
+hits = s.run_search(engine.SearchParameters(top_n=3), "cpu")
+expected = engine.search(s.queries.spectra, s.library, s.params, backend="cpu")
+assert len(hits) == len(expected) > 0 and (hits.library_index == expected.library_index).all()
+assert s.state == "idle" and events.count("search_finished") == 1 and "hits" in events
+out = s.export({str(tmp_path / "hits.tsv")!r}, "best")
+assert out.exists()
+qt = sorted(m for m in sys.modules if m.split(".")[0] in {QT!r})
+assert not qt, qt
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]

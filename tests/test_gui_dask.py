@@ -121,9 +121,9 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
 
 
 def test_unreachable_cluster_is_a_message_not_a_crash(qtbot, window, boxes, monkeypatch, data):
-    from simms_gui._qt import worker
+    from simms_gui import dask_connection
 
-    monkeypatch.setattr(worker, "DASK_CONNECT_TIMEOUT", 1.0)
+    monkeypatch.setattr(dask_connection, "DASK_CONNECT_TIMEOUT", 1.0)
     panel = window.search_panel
     panel.set_backend("dask")
     panel.dask_address.setText("tcp://127.0.0.1:1")

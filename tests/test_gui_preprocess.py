@@ -35,7 +35,7 @@ def assert_identical(got, expected):
 
 
 def test_summaries():
-    from simms_gui._qt.preprocess_dialog import matching_preset, pipeline_summary
+    from simms_gui.pipelines import matching_preset, pipeline_summary
 
     assert pipeline_summary(preset("gnps")) == GNPS_TEXT
     assert pipeline_summary(preset("none")) == "no preprocessing"

@@ -100,3 +100,36 @@ def test_first_start_only_once(qtbot):
 
     assert first_start() is True
     assert first_start() is False
+
+
+def test_window_follows_the_session(viewer, qtbot, data_dir):
+    """Files and a search asked of the headless session show up in the window."""
+    session = viewer.session
+    assert viewer.window.session is session
+    session.open(data_dir / "pesticides.mgf", "library")
+    session.open(data_dir / "pesticides.mgf", "queries")
+    assert viewer.window.query_list.model.rowCount() == 76
+    started, finished = [], []
+    session.connect(lambda what: started.append(what) if what == "search_started" else None)
+    session.connect(lambda what: finished.append(what) if what == "search_finished" else None)
+    session.search(engine.SearchParameters(top_n=2), "cpu")
+    assert session.state == "running" and started
+    assert viewer.window.search_panel.parameters().top_n == 2
+    qtbot.waitUntil(lambda: session.state == "idle", timeout=120_000)
+    assert finished and not session.cancelled and session.error is None
+    model = viewer.window.results.model
+    assert model.rowCount() == len(session.hits) > 0
+    expected = engine.search(
+        session.queries.spectra, session.library, session.params, backend="cpu"
+    )
+    np.testing.assert_array_equal(session.hits.library_index, expected.library_index)
+
+
+def test_stop_through_the_session_keeps_hits(viewer, qtbot, data_dir):
+    viewer.open_library(data_dir / "pesticides.mgf")
+    viewer.open_queries(data_dir / "pesticides.mgf")
+    handle = viewer.search(top_n=0, backend="cpu")
+    viewer.session.cancel()
+    handle.wait(timeout=120)
+    assert handle.done
+    assert len(viewer.hits) == len(viewer.window.results.model.hit_table(visible=False))

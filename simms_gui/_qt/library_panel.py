@@ -17,23 +17,10 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from simms_gui.reports import report_counts, report_text
 from simms_gui.session import LoadedFile
 
-__all__ = ["LibraryPanel", "ImportReportDialog", "report_text", "report_counts"]
-
-
-def report_counts(report) -> tuple[int, int]:
-    """``(skipped, repaired)`` records of an import report (0, 0 when None)."""
-    if report is None:
-        return 0, 0
-    return len(getattr(report, "skipped", [])), len(getattr(report, "repaired", []))
-
-
-def report_text(report) -> str:
-    """The full import report as text."""
-    if report is None:
-        return "No import report."
-    return str(report)
+__all__ = ["LibraryPanel", "ImportReportDialog"]
 
 
 class ImportReportDialog(QDialog):

@@ -23,25 +23,18 @@ from PyQt6.QtWidgets import (
 
 from engine import HitTable, SearchParameters, SpectrumFileError, SpectrumLibrary
 from engine.warmup import warm_up_in_background
-from simms_gui._qt.heatmap_panel import (
-    HeatmapPanel,
-    HeatmapRequest,
-    selection_request,
-    top_hits_request,
-)
-from simms_gui._qt.library_panel import LibraryPanel, report_counts, report_text
+from simms_gui._qt.heatmap_panel import HeatmapPanel
+from simms_gui._qt.library_panel import LibraryPanel
 from simms_gui._qt.query_list import QueryList
 from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_panel import SearchPanel
 from simms_gui._qt.settings import add_recent_file, recent_files, settings
-from simms_gui._qt.spectrum_view import PairView, compute_pair
-from simms_gui._qt.worker import (
-    DaskConnection,
-    SearchController,
-    TaskRunner,
-    normalize_dask_address,
-    run_task,
-)
+from simms_gui._qt.spectrum_view import PairView
+from simms_gui._qt.worker import SearchController, TaskRunner, run_task
+from simms_gui.dask_connection import DaskConnection, normalize_dask_address
+from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
+from simms_gui.pairs import compute_pair
+from simms_gui.reports import report_counts, report_text
 from simms_gui.resources import demo_library_path, demo_queries_path
 from simms_gui.session import Session, is_spectrum_file
 
@@ -92,7 +85,6 @@ class MainWindow(QMainWindow):
         self.persist_settings = persist_settings
         self.session = session or Session()
         self.controller: SearchController | None = None
-        self._chunks: list[HitTable] = []
         self._tasks: set[TaskRunner] = set()
         self._search_started = 0.0
         #: The Dask client kept between searches (see :class:`DaskConnection`).
@@ -153,6 +145,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
         self.resize(1600, 1000)
         self._restore_state()
+        self.session.connect(self._on_session_event)
         self._refresh_files()
         # compile the search kernels while the user looks around, not on first Search
         warm_up_in_background(_local_backend(self.search_panel.backend_name()))
@@ -362,12 +355,6 @@ class MainWindow(QMainWindow):
             self.session.add_library(path, spectra)
         else:
             self.session.set_queries(path, spectra)
-            self.query_list.set_spectra(spectra)
-        # A library's metadata is millions of long-lived objects; keep them out of
-        # the cyclic garbage collector, whose full passes over them would freeze
-        # the window for ~100 ms at random moments during searches.
-        gc.collect()
-        gc.freeze()
         if self.persist_settings:
             add_recent_file(kind, path)
         skipped, repaired = report_counts(report)
@@ -378,9 +365,27 @@ class MainWindow(QMainWindow):
         if report is not None and (skipped or repaired):
             for line in report_text(report).splitlines()[1:200]:
                 self.log(line.strip(), status=False)
-        self._refresh_files()
         self.fileLoaded.emit(kind, str(path))
         return True
+
+    def _on_session_event(self, what: str) -> None:
+        """Follow the session: files, a search asked for from a script, a stop."""
+        s = self.session
+        if what in ("libraries", "active", "queries"):
+            if what == "queries" and s.queries is not None:
+                self.query_list.set_spectra(s.queries.spectra)
+            if what != "active":
+                # A library's metadata is millions of long-lived objects; keep them out
+                # of the cyclic garbage collector, whose full passes over them would
+                # freeze the window for ~100 ms at random moments during searches.
+                gc.collect()
+                gc.freeze()
+            self._refresh_files()
+        elif what == "search_requested" and s.request is not None:
+            r = s.request
+            self.start_search(r.params, r.backend, r.dask_address)
+        elif what == "cancel_requested":
+            self.stop_search()
 
     def _refresh_files(self) -> None:
         s = self.session
@@ -394,12 +399,10 @@ class MainWindow(QMainWindow):
 
     def _set_active_library(self, index: int) -> None:
         self.session.set_active(index)
-        self._refresh_files()
         self.log(f"Searching {self.session.libraries[index].name} from now on")
 
     def _remove_library(self, index: int) -> None:
         self.session.remove_library(index)
-        self._refresh_files()
 
     def load_demo(self, *, background: bool = False) -> bool:
         """Open the bundled demo library and queries; False when they are not installed."""
@@ -507,8 +510,7 @@ class MainWindow(QMainWindow):
                 return None
             dask_client = functools.partial(self.dask.client, address)
         self.search_panel.save_settings()
-        s.start_hits(params, backend, "")
-        self._chunks = []
+        s.begin_search(params, backend)
         self.pair_view.clear()
         self.results.model.clear(s.library_file.name if s.library_file else "")
         controller = SearchController(
@@ -544,7 +546,7 @@ class MainWindow(QMainWindow):
             self.log("Stopping the search after the batch in flight…")
 
     def _on_chunk(self, chunk: HitTable, columns: dict) -> None:
-        self._chunks.append(chunk)
+        self.session.add_hits(chunk)
         self.results.model.append_columns(columns)
         if self.results.current_row() < 0 and self.results.model.rowCount():
             self.results.select_row(0)
@@ -571,9 +573,9 @@ class MainWindow(QMainWindow):
     def _on_search_finished(self, cancelled: bool) -> None:
         controller = self.controller
         s = self.session
-        s.set_hits(HitTable.concat(self._chunks).sorted())
-        if controller is not None:
-            s.backend, s.device = controller.backend_device
+        name, device = controller.backend_device if controller is not None else ("", "")
+        error = controller.error if controller is not None else None
+        s.finish_search(name, device, cancelled=cancelled, error=error)
         model = self.results.model
         if model._sort_column >= 0:
             model.sort(model._sort_column, model._sort_order)
@@ -637,17 +639,9 @@ class MainWindow(QMainWindow):
 
     def hits_for_export(self, which: str = "all") -> HitTable:
         """``"all"`` hits, the ``"filtered"`` rows as shown, or the ``"best"`` per query."""
-        if which == "all":
-            return (
-                self.session.hits
-                if not self.searching
-                else self.results.model.hit_table(visible=False).sorted()
-            )
         if which == "filtered":
             return self.results.model.hit_table(visible=True)
-        if which == "best":
-            return self.hits_for_export("all").best_per_query()
-        raise ValueError(f"which must be 'all', 'filtered' or 'best', not {which!r}")
+        return self.session.select_hits(which)
 
     # ------------------------------------------------------------------ export
     def _save_path(self, caption: str, suggested: str, filters: str) -> Path | None:

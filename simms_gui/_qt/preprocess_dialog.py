@@ -38,42 +38,9 @@ from engine.preprocess import (
     pipeline_spec,
     preset,
 )
+from simms_gui.pipelines import BIG, matching_preset, pipeline_summary
 
-__all__ = ["PreprocessDialog", "matching_preset", "pipeline_summary", "step_summary"]
-
-#: Upper end of number editors whose parameter has no maximum (the maximum of an
-#: editor whose default is infinite means "no bound": the parameter is left out).
-_BIG = 1e6
-
-
-def _number(value: object) -> str:
-    if isinstance(value, float) and math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    return f"{value:g}" if isinstance(value, int | float) else str(value)
-
-
-def step_summary(step: Step) -> str:
-    """A few characters for one step: ``window_filter(6, 50)``, ``sqrt``, ``normalize``."""
-    if step.name == "normalize_intensity":
-        return "normalize"
-    if step.name == "scale_intensity":
-        method = step.params.get("method", "sqrt")
-        return "no scaling" if method == "none" else str(method)
-    values = [_number(step.params.get(p.name, p.default)) for p in FILTER_PARAMETERS[step.name]]
-    return f"{step.name}({', '.join(values)})"
-
-
-def pipeline_summary(pipeline: Pipeline) -> str:
-    """The steps in one line, ``a(1) → b → c``; ``no preprocessing`` when there are none."""
-    return " → ".join(step_summary(s) for s in pipeline.steps) or "no preprocessing"
-
-
-def matching_preset(pipeline: Pipeline) -> str | None:
-    """The preset with exactly the steps of ``pipeline`` (None: a custom pipeline)."""
-    for name in PRESETS:
-        if preset(name).steps == tuple(pipeline.steps):
-            return name
-    return None
+__all__ = ["PreprocessDialog"]
 
 
 class _StepRow(QFrame):
@@ -124,8 +91,8 @@ class _StepRow(QFrame):
             combo.setCurrentText(str(value))
             combo.currentTextChanged.connect(lambda text, n=spec.name: self._set(n, text))
             return combo
-        lo = spec.minimum if spec.minimum is not None else -_BIG
-        hi = spec.maximum if spec.maximum is not None else _BIG
+        lo = spec.minimum if spec.minimum is not None else -BIG
+        hi = spec.maximum if spec.maximum is not None else BIG
         if spec.kind is int:
             box = QSpinBox(minimum=int(lo), maximum=int(min(hi, 1_000_000)))
             box.setValue(int(value))

@@ -25,8 +25,9 @@ from PyQt6.QtWidgets import (
 
 from engine import SearchParameters, SearchProgress, available_backends, gpu_status
 from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
-from simms_gui._qt.preprocess_dialog import PreprocessDialog, matching_preset, pipeline_summary
+from simms_gui._qt.preprocess_dialog import PreprocessDialog
 from simms_gui._qt.settings import load_json, save_json
+from simms_gui.pipelines import matching_preset, pipeline_summary
 
 __all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
 

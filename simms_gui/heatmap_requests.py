@@ -1,0 +1,81 @@
+"""Which spectra a heatmap shows, and its scores (headless: computed off the GUI thread)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine import HitTable, SearchParameters, SpectrumLibrary, score_matrix
+
+__all__ = [
+    "MAX_SIDE",
+    "HeatmapRequest",
+    "selection_request",
+    "spectrum_labels",
+    "top_hits_request",
+]
+
+#: Largest side of an all-vs-all heatmap.
+MAX_SIDE = 3000
+
+
+@dataclass(frozen=True)
+class HeatmapRequest:
+    """Rows and columns of a heatmap: spectra of two libraries, by index."""
+
+    rows: SpectrumLibrary
+    row_index: np.ndarray
+    columns: SpectrumLibrary
+    column_index: np.ndarray
+    title: str
+
+    def compute(self, params: SearchParameters, backend: str = "auto") -> np.ndarray:
+        """The dense score matrix (runs ``engine.score_matrix``; call off the GUI thread)."""
+        scores, _ = score_matrix(
+            self.rows.subset(self.row_index),
+            self.columns.subset(self.column_index),
+            params,
+            backend=backend,
+        )
+        return np.asarray(scores, dtype=np.float64)
+
+
+def spectrum_labels(spectra: SpectrumLibrary, index: np.ndarray) -> list[str]:
+    names, ids = spectra.metadata["name"], spectra.metadata["id"]
+    out = []
+    for i in index:
+        name = str(names[i]) or str(ids[i]) or f"#{i}"
+        out.append(name if len(name) <= 40 else name[:39] + "…")
+    return out
+
+
+def top_hits_request(
+    hits: HitTable,
+    queries: SpectrumLibrary,
+    library: SpectrumLibrary,
+    query_rows: list[int],
+    top_n: int = 10,
+) -> HeatmapRequest | None:
+    """Queries ``query_rows`` × the union of their ``top_n`` best hits."""
+    if not len(hits) or not query_rows:
+        return None
+    q = np.asarray(sorted(set(query_rows)), dtype=np.int64)
+    table = hits.take(np.isin(hits.query_index, q)).top_per_query(top_n)
+    if not len(table):
+        return None
+    # columns ordered by the best score any selected query gives them
+    best: dict[int, float] = {}
+    for li, s in zip(table.library_index.tolist(), table.score.tolist(), strict=True):
+        best[li] = max(best.get(li, -1.0), s)
+    cols = np.array(sorted(best, key=lambda k: -best[k]), dtype=np.int64)
+    title = f"{len(q)} quer{'y' if len(q) == 1 else 'ies'} × top {top_n} hits"
+    return HeatmapRequest(queries, q, library, cols, title)
+
+
+def selection_request(spectra: SpectrumLibrary, rows: list[int]) -> HeatmapRequest | None:
+    """All-vs-all of the spectra at ``rows`` (at most :data:`MAX_SIDE`)."""
+    if len(rows) < 2:
+        return None
+    index = np.asarray(sorted(set(rows))[:MAX_SIDE], dtype=np.int64)
+    return HeatmapRequest(spectra, index, spectra, index, f"All vs all: {len(index)} spectra")
