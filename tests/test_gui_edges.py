@@ -99,7 +99,7 @@ def test_closing_windows_with_finished_and_running_tasks(qtbot, data_dir):
         if round_ % 2:
             qtbot.waitUntil(lambda w=window: w.session.library is not None, timeout=30_000)
         window.close()  # shutdown waits for every task's thread, without error
-        assert all(runner.thread.isFinished() for runner in window._tasks)
+        assert all(task.is_finished() for task in window._tasks)
         qtbot.waitUntil(lambda w=window: not w._tasks, timeout=10_000)
 
 

@@ -30,7 +30,7 @@ from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_panel import SearchPanel
 from simms_gui._qt.settings import add_recent_file, recent_files, settings
 from simms_gui._qt.spectrum_view import PairView
-from simms_gui._qt.worker import SearchController, TaskRunner, run_task
+from simms_gui._qt.worker import BackgroundTask, SearchController, run_task
 from simms_gui.dask_connection import DaskConnection, normalize_dask_address
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
 from simms_gui.pairs import compute_pair
@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         self.persist_settings = persist_settings
         self.session = session or Session()
         self.controller: SearchController | None = None
-        self._tasks: set[TaskRunner] = set()
+        self._tasks: set[BackgroundTask] = set()
         self._search_started = 0.0
         #: The Dask client kept between searches (see :class:`DaskConnection`).
         self.dask = DaskConnection()
@@ -321,17 +321,14 @@ class MainWindow(QMainWindow):
             return None
         return spectra if self._loaded(kind, path, spectra) else None
 
-    def _start_task(self, function, on_done, on_error) -> TaskRunner:
-        runner = run_task(function, on_done, on_error)
-        self._tasks.add(runner)
-        runner.thread.finished.connect(functools.partial(self._task_finished, runner))
-        return runner
+    def _start_task(self, function, on_done, on_error) -> BackgroundTask:
+        task = run_task(function, on_done, on_error)
+        self._tasks.add(task)
+        task.worker.finished.connect(functools.partial(self._task_finished, task))
+        return task
 
-    def _task_finished(self, runner: TaskRunner) -> None:
-        # ``finished`` comes just before the thread ends; dropping the last reference
-        # to a running QThread would destroy it while it runs (an abort)
-        runner.wait()
-        self._tasks.discard(runner)
+    def _task_finished(self, task: BackgroundTask) -> None:
+        self._tasks.discard(task)
 
     def _load_failed(self, path: Path, exc: BaseException) -> None:
         if isinstance(exc, SpectrumFileError):
