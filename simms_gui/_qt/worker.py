@@ -26,7 +26,7 @@ from engine.backends import interactive_threads
 from engine.distributed import ClusterError, describe
 from engine.export import hit_columns
 
-__all__ = ["BackgroundTask", "SearchController", "run_task"]
+__all__ = ["BackgroundTask", "SearchController"]
 
 _PROGRESS_INTERVAL = 0.1
 
@@ -197,12 +197,3 @@ class BackgroundTask:
     def wait(self, msecs: int = 30000) -> bool:
         """Block until ``function`` has returned or raised (at once when it has)."""
         return self._ended.wait(msecs / 1000)
-
-
-def run_task(
-    function: Callable[[], object],
-    on_done: Callable[[object], None],
-    on_error: Callable[[BaseException], None],
-) -> BackgroundTask:
-    """Run ``function`` off the GUI thread and call back on the GUI thread."""
-    return BackgroundTask(function, on_done, on_error).start()

@@ -1,0 +1,195 @@
+"""Showing hits: mirror plots of a hit or a heatmap cell, heatmaps, and their exports.
+
+A mixin of :class:`~simms_gui._qt.main_window.MainWindow` (it uses the window's
+widgets, session and signals).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PyQt6.QtWidgets import (
+    QFileDialog,
+    QMessageBox,
+)
+
+from engine import HitTable, SearchParameters
+from simms_gui._qt.search_control import local_backend
+from simms_gui._qt.settings import settings
+from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
+from simms_gui.pairs import compute_pair
+
+__all__ = ["HitViews"]
+
+HITS_FILTER = "Tab-separated (*.tsv);;Comma-separated (*.csv);;Parquet (*.parquet)"
+IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg)"
+
+
+class HitViews:
+    """Showing hits: mirror plots of a hit or a heatmap cell, heatmaps, and their exports."""
+
+    # ------------------------------------------------------------------ hits
+    def show_hit(self, view_row: int) -> None:
+        """Show the mirror plot and matched peaks of visible row ``view_row``."""
+        model = self.results.model
+        s = self.session
+        if view_row < 0 or view_row >= model.rowCount() or s.hits_queries is None:
+            self.pair_view.clear()
+            return
+        row = model.row_of(view_row)
+        self.show_pair(int(row["query_index"]), int(row["library_index"]))
+
+    def show_pair(self, query_index: int, library_index: int) -> None:
+        """Mirror plot of query ``query_index`` against library spectrum ``library_index``."""
+        s = self.session
+        queries = s.hits_queries if s.hits_queries is not None else s.queries.spectra
+        library = s.hits_library if s.hits_library is not None else s.library
+        pair = compute_pair(queries, query_index, library, library_index, s.params)
+        self.pair_view.show_pair(
+            pair, title=pair.library_label.split(" (")[0], score_name=score_name(s.params)
+        )
+
+    def _show_heatmap_pair(self, rows, r: int, columns, c: int) -> None:
+        pair = compute_pair(rows, r, columns, c, self.session.params)
+        self.heatmap_pair_view.show_pair(
+            pair,
+            title=pair.library_label.split(" (")[0],
+            score_name=score_name(self.session.params),
+        )
+
+    def _filter_to_query(self, row: int) -> None:
+        spectra = self.session.queries.spectra if self.session.queries else None
+        if spectra is not None:
+            self.tabs.setCurrentIndex(0)
+            self.results.filter_edit.setText(str(spectra.metadata["id"][row]))
+
+    def hits_for_export(self, which: str = "all") -> HitTable:
+        """``"all"`` hits, the ``"filtered"`` rows as shown, or the ``"best"`` per query."""
+        if which == "filtered":
+            return self.results.model.hit_table(visible=True)
+        return self.session.select_hits(which)
+
+    # ------------------------------------------------------------------ export
+    def _save_path(self, caption: str, suggested: str, filters: str) -> Path | None:
+        start = Path(str(settings().value("last_dir", str(Path.home())))) / suggested
+        path, _ = QFileDialog.getSaveFileName(self, caption, str(start), filters)
+        if not path:
+            return None
+        self._remember_dir(path)
+        return Path(path)
+
+    def export_hits(self, path: str | Path | None = None, which: str = "all") -> Path | None:
+        """Write hits (``which``: all, filtered or best) to TSV/CSV/Parquet with provenance."""
+        if self.session.hits_queries is None:
+            QMessageBox.information(self, "No hits", "Run a search first.")
+            return None
+        if path is None:
+            path = self._save_path("Export hits", f"hits_{which}.tsv", HITS_FILTER)
+            if path is None:
+                return None
+        try:
+            out = self.session.export(path, self.hits_for_export(which))
+        except Exception as exc:
+            self._error("Export failed", f"{path}: {exc}")
+            return None
+        self.log(f"Wrote {which} hits to {out}")
+        return out
+
+    def export_mirror(self, path: str | Path | None = None) -> Path | None:
+        """Write the current mirror plot to PNG or SVG."""
+        view = self.heatmap_pair_view if self.tabs.currentIndex() == 1 else self.pair_view
+        if view.pair is None:
+            QMessageBox.information(self, "No mirror plot", "Select a hit first.")
+            return None
+        if path is None:
+            path = self._save_path("Export mirror plot", "mirror.png", IMAGE_FILTER)
+            if path is None:
+                return None
+        try:
+            out = view.export_image(path)
+        except Exception as exc:
+            self._error("Export failed", f"{path}: {exc}")
+            return None
+        self.log(f"Wrote the mirror plot to {out}")
+        return out
+
+    def export_heatmap(self, path: str | Path | None = None) -> Path | None:
+        """Write the heatmap to PNG or SVG."""
+        if self.heatmap_panel.request is None:
+            QMessageBox.information(self, "No heatmap", "Compute a heatmap first.")
+            return None
+        if path is None:
+            path = self._save_path("Export heatmap", "heatmap.png", IMAGE_FILTER)
+            if path is None:
+                return None
+        try:
+            out = self.heatmap_panel.export_image(path)
+        except Exception as exc:
+            self._error("Export failed", f"{path}: {exc}")
+            return None
+        self.log(f"Wrote the heatmap to {out}")
+        return out
+
+    # ------------------------------------------------------------------ heatmaps
+    def heatmap_top_hits(
+        self, query_rows: list[int] | None = None, top_n: int | None = None
+    ) -> None:
+        """Heatmap of queries (default: selected, else the current hit's) × their top hits."""
+        s = self.session
+        if s.hits_queries is None or not len(s.hits):
+            QMessageBox.information(self, "No hits", "Run a search first.")
+            return
+        rows = query_rows if query_rows is not None else self.query_list.selected_rows()
+        if not rows:
+            current = self.results.current_row()
+            if current >= 0:
+                rows = [int(self.results.model.row_of(current)["query_index"])]
+            else:
+                rows = sorted(set(s.hits.query_index.tolist()))[:20]
+        n = top_n or min(s.params.top_n or 10, 20)
+        request = top_hits_request(s.hits, s.hits_queries, s.hits_library, rows, n)
+        if request is None:
+            QMessageBox.information(self, "No hits", "The selected queries have no hits.")
+            return
+        self._compute_heatmap(request)
+
+    def heatmap_selection(self, rows: list[int] | None = None) -> None:
+        """All-vs-all heatmap of the selected queries (at least two)."""
+        s = self.session
+        if s.queries is None:
+            return
+        rows = rows if rows is not None else self.query_list.selected_rows()
+        request = selection_request(s.queries.spectra, rows)
+        if request is None:
+            QMessageBox.information(
+                self, "Select queries", "Select at least two queries in the query list."
+            )
+            return
+        self._compute_heatmap(request)
+
+    def _compute_heatmap(self, request: HeatmapRequest) -> None:
+        params = (
+            self.search_panel.parameters()
+            if self.session.hits_queries is None
+            else self.session.params
+        )
+        backend = local_backend(self.search_panel.backend_name())
+        self.tabs.setCurrentIndex(1)
+        self.heatmap_panel.set_busy(f"Computing {request.title}…")
+
+        def done(scores, request=request):
+            self.heatmap_panel.show_matrix(request, scores)
+            self.heatmap_pair_view.clear()
+            self.log(f"Heatmap: {request.title}", status=True)
+            self.heatmapReady.emit()
+
+        def failed(exc):
+            self.heatmap_panel.show_error(f"Heatmap failed: {exc}")
+            self._error("Heatmap failed", f"{type(exc).__name__}: {exc}")
+
+        self._start_task(lambda: request.compute(params, backend), done, failed)
+
+
+def score_name(params: SearchParameters) -> str:
+    """The score's name in words, for plot labels."""
+    return "modified cosine" if params.modified else "cosine"
