@@ -10,6 +10,7 @@ from engine.kernels.pair import check_score_parameters
 from engine.kernels.spectrum_set import (
     SpectrumSet,
     checked_block,
+    longest_in_block,
     longest_spectrum,
     new_scratch,
 )
@@ -25,10 +26,7 @@ def _dense_kernel(
     nl = l_stop - l_start
     scores = np.zeros((nq, nl), dtype=np.float64)
     matches = np.zeros((nq, nl), dtype=np.int32)
-    longest = max(
-        longest_spectrum(library.offsets, l_start, l_stop),
-        longest_spectrum(queries.offsets, q_start, q_stop),
-    )
+    longest = longest_in_block(queries, library, q_start, q_stop, l_start, l_stop)
     for r in prange(nq):
         scratch = new_scratch(longest)
         for c in range(nl):

@@ -16,8 +16,8 @@ from numba import njit, prange
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.greedy import score_pair
-from engine.kernels.rows import better, insert_hit, sort_row
-from engine.kernels.spectrum_set import longest_spectrum, new_scratch, precursor_ok
+from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
+from engine.kernels.spectrum_set import longest_in_block, new_scratch, precursor_ok
 
 __all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
 
@@ -201,14 +201,8 @@ def indexed_kernel(
     """
     nq = q_stop - q_start
     nl = l_stop - l_start
-    row_l = np.empty((nq, width), dtype=np.int64)
-    row_s = np.empty((nq, width), dtype=np.float64)
-    row_m = np.empty((nq, width), dtype=np.int32)
-    counts = np.zeros(nq, dtype=np.int64)
-    longest = max(
-        longest_spectrum(library.offsets, l_start, l_stop),
-        longest_spectrum(queries.offsets, q_start, q_stop),
-    )
+    row_l, row_s, row_m, counts = row_buffers(nq, width)
+    longest = longest_in_block(queries, library, q_start, q_stop, l_start, l_stop)
     for r in prange(nq):
         if cancelled(stop):
             continue

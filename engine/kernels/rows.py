@@ -13,9 +13,17 @@ from numba import njit, prange
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.greedy import score_pair
-from engine.kernels.spectrum_set import longest_spectrum, new_scratch, precursor_ok
+from engine.kernels.spectrum_set import longest_in_block, new_scratch, precursor_ok
 
-__all__ = ["better", "compact_rows", "insert_hit", "row_width", "scan_kernel", "sort_row"]
+__all__ = [
+    "better",
+    "compact_rows",
+    "insert_hit",
+    "row_buffers",
+    "row_width",
+    "scan_kernel",
+    "sort_row",
+]
 
 
 @njit(cache=True, inline="always")
@@ -105,14 +113,8 @@ def scan_kernel(
     matches)`` of ``width`` columns and the hit count of each row.
     """
     nq = q_stop - q_start
-    row_l = np.empty((nq, width), dtype=np.int64)
-    row_s = np.empty((nq, width), dtype=np.float64)
-    row_m = np.empty((nq, width), dtype=np.int32)
-    counts = np.zeros(nq, dtype=np.int64)
-    longest = max(
-        longest_spectrum(library.offsets, l_start, l_stop),
-        longest_spectrum(queries.offsets, q_start, q_stop),
-    )
+    row_l, row_s, row_m, counts = row_buffers(nq, width)
+    longest = longest_in_block(queries, library, q_start, q_stop, l_start, l_stop)
     for r in prange(nq):
         if cancelled(stop):
             continue
@@ -122,6 +124,17 @@ def scan_kernel(
             row_l[r], row_s[r], row_m[r], stop,
         )  # fmt: skip
     return row_l, row_s, row_m, counts
+
+
+@njit(cache=True)
+def row_buffers(nq, width):  # pragma: no cover - numba
+    """Per-row hit buffers ``(library position, score, matches)`` and row hit counts."""
+    return (
+        np.empty((nq, width), dtype=np.int64),
+        np.empty((nq, width), dtype=np.float64),
+        np.empty((nq, width), dtype=np.int32),
+        np.zeros(nq, dtype=np.int64),
+    )
 
 
 @njit(cache=True)

@@ -20,6 +20,7 @@ __all__ = [
     "SearchOptions",
     "SpectrumSet",
     "checked_block",
+    "longest_in_block",
     "longest_spectrum",
     "new_scratch",
     "precursor_ok",
@@ -122,6 +123,15 @@ def longest_spectrum(offsets, start, stop):  # pragma: no cover - numba
         if d > m:
             m = d
     return m
+
+
+@njit(cache=True)
+def longest_in_block(queries, library, q_start, q_stop, l_start, l_stop):  # pragma: no cover
+    """Most peaks of one spectrum among queries ``[q_start, q_stop)`` and the library block."""
+    return max(
+        longest_spectrum(library.offsets, l_start, l_stop),
+        longest_spectrum(queries.offsets, q_start, q_stop),
+    )
 
 
 @njit(cache=True)
