@@ -130,3 +130,33 @@ def test_simms_gui_names_missing_packages(monkeypatch, capsys):
 @pytest.fixture(autouse=True)
 def _no_dialogs(boxes):
     return boxes
+
+
+def test_runtime_errors_of_background_work_reach_the_user(qtbot, data_dir, monkeypatch):
+    """superqt drops a RuntimeError raised in a worker; a lost Dask cluster raises one
+    (``ClusterLostError``).  The search must still end with its message, and a file
+    read that fails so must still say so."""
+    from PyQt6.QtWidgets import QMessageBox
+
+    import simms_gui._qt.worker as worker
+
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: None)
+    viewer = simms_gui.Viewer(show=False)
+    qtbot.addWidget(viewer.window)
+    viewer.open_library(data_dir / "pesticides.mgf")
+    viewer.open_queries(data_dir / "pesticides.mgf")
+
+    def lost(*args, **kwargs):
+        raise RuntimeError("all Dask workers were lost")
+
+    monkeypatch.setattr(worker, "search_job", lost)
+    handle = viewer.search(backend="cpu")
+    with pytest.raises(RuntimeError, match="workers were lost"):
+        handle.wait(timeout=30)
+    assert viewer.session.state == "idle"
+
+    monkeypatch.setattr(viewer.session, "read", lost)
+    with qtbot.waitSignal(viewer.window.loadFailed, timeout=10_000) as failed:
+        viewer.window.open_file(data_dir / "sample.msp", "library", background=True)
+    assert "workers were lost" in failed.args[0]
+    viewer.close()

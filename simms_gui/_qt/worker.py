@@ -17,8 +17,9 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-from PyQt6.QtCore import QObject, pyqtSignal
+from PyQt6.QtCore import QObject, QThreadPool, pyqtSignal
 from superqt.utils import FunctionWorker, GeneratorWorker, create_worker
 
 from engine import HitTable, SearchParameters, SearchProgress, SpectrumLibrary, search_job
@@ -29,6 +30,16 @@ from engine.export import hit_columns
 __all__ = ["BackgroundTask", "SearchController"]
 
 _PROGRESS_INTERVAL = 0.1
+#: Threads of Qt's pool the workers run in: a file read that blocks (a slow disk, a
+#: FIFO) must never hold back a search, and the pool's default is one per core.
+POOL_THREADS = 16
+
+
+def _start(worker: FunctionWorker | GeneratorWorker) -> None:
+    pool = QThreadPool.globalInstance()
+    if pool.maxThreadCount() < POOL_THREADS:
+        pool.setMaxThreadCount(POOL_THREADS)
+    worker.start()
 
 
 class SearchController(QObject):
@@ -92,7 +103,7 @@ class SearchController(QObject):
     def start(self) -> None:
         """Start the worker in Qt's thread pool."""
         self.running = True
-        self.worker.start()
+        _start(self.worker)
 
     def cancel(self) -> None:
         """Ask the job to stop; hits found so far are kept (thread-safe)."""
@@ -114,6 +125,8 @@ class SearchController(QObject):
                 yield hits, hit_columns(hits, self.queries, self.library)
             self.progress.emit(SearchProgress(**self.job.progress.__dict__))
             self.cancelled = self.job.cancelled
+        except Exception as exc:  # noqa: BLE001 - reported here: superqt drops RuntimeErrors
+            self._on_error(exc)  # (ClusterLostError is one) without ever emitting finished
         finally:
             self._ended.set()
 
@@ -140,7 +153,7 @@ class SearchController(QObject):
             self._last_progress = now
             self.progress.emit(SearchProgress(**progress.__dict__))
 
-    # -- the GUI thread ---------------------------------------------------------------
+    # -- signals, on the GUI thread -----------------------------------------------------
     def _on_chunk(self, item: tuple[HitTable, dict]) -> None:
         self.chunk.emit(*item)
 
@@ -156,6 +169,12 @@ class SearchController(QObject):
     def _on_finished(self) -> None:
         self.running = False
         self.finished.emit(self.cancelled)
+
+
+@dataclass(frozen=True)
+class _Done:
+    result: object
+    error: Exception | None
 
 
 class BackgroundTask:
@@ -176,18 +195,26 @@ class BackgroundTask:
         self._ended = threading.Event()
 
         def run() -> object:
+            # an error travels as a value: superqt drops a RuntimeError a worker raises
             try:
-                return function()
+                return _Done(function(), None)
+            except Exception as exc:  # noqa: BLE001 - handed to on_error
+                return _Done(None, exc)
             finally:
                 self._ended.set()
 
+        def settle(done: _Done) -> None:
+            if done.error is None:
+                on_done(done.result)
+            else:
+                on_error(done.error)
+
         self.worker: FunctionWorker = create_worker(run, _start_thread=False, _ignore_errors=True)
-        self.worker.returned.connect(on_done)
-        self.worker.errored.connect(on_error)
+        self.worker.returned.connect(settle)
 
     def start(self) -> BackgroundTask:
         """Start the worker in Qt's thread pool; returns self."""
-        self.worker.start()
+        _start(self.worker)
         return self
 
     def is_finished(self) -> bool:
