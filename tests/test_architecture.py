@@ -158,3 +158,13 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
+
+
+def test_modules_stay_small():
+    """One job per module: none grows far past 500 lines."""
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for package in ("engine", "simms_gui")
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert not {name: n for name, n in sizes.items() if n > 520}

@@ -36,9 +36,14 @@ import numpy as np
 from engine.backends.base import Backend, Batch, PreparedSpectra
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, content_key
 from engine.backends.cuda_dense import DenseOnGpu
-from engine.backends.cuda_tiles import Tile, plan_tiles, split_rows
+from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.gpu import cuda_status, numba_cuda
-from engine.backends.rescore import PendingScores, rescore_pairs, submit_rescore
+from engine.backends.rescore import (
+    PendingScores,
+    merge_batch_hits,
+    rescore_pairs,
+    submit_rescore,
+)
 from engine.hits import HitTable
 from engine.kernels import SearchOptions
 from engine.kernels.heavy import HEAVY_MAX
@@ -350,12 +355,12 @@ class CudaBackend(DenseOnGpu, Backend):
             self._launch(tile, slot, dq, dl, params, orders)
             pending.append((tile, slot))
             while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
-                yield batches[nxt], self._merge(parts.pop(nxt, []), params, nxt in wide, ranks)
+                yield batches[nxt], merge_batch_hits(parts.pop(nxt, []), params, nxt in wide, ranks)
                 nxt += 1
         while pending:
             self._collect(*pending.popleft(), queries, library, params, parts, left)
         for b in range(nxt, len(batches)):
-            yield batches[b], self._merge(parts.pop(b, []), params, b in wide, ranks)
+            yield batches[b], merge_batch_hits(parts.pop(b, []), params, b in wide, ranks)
 
     def _slots_for(self, tiles: list[Tile], params: SearchParameters) -> list[TileSlot]:
         """Slots large enough for every tile of a run."""
@@ -483,7 +488,7 @@ class CudaBackend(DenseOnGpu, Backend):
             for b, rows in split_rows(tile, hits.library_index):
                 parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
         if n_ovf:
-            r, c = self._flagged(tile, slot, n_ovf)
+            r, c = flagged_pairs(tile, slot, n_ovf)
             self.rescored_pairs += n_ovf
             for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
@@ -493,46 +498,3 @@ class CudaBackend(DenseOnGpu, Backend):
                 )
         for b in tile.batches:
             left[b] -= 1
-
-    def _flagged(self, tile: Tile, slot: TileSlot, n_ovf: int) -> tuple[np.ndarray, np.ndarray]:
-        """Absolute ``(query, library)`` indexes of a tile's flagged pairs."""
-        s = slot.stream
-        if n_ovf <= slot.ovf_cap:
-            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s)
-            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s)
-            s.synchronize()
-        else:  # more than the list holds: find them in the match matrix
-            mat = slot.out_m.copy_to_host(stream=s)
-            s.synchronize()
-            r, c = np.nonzero(mat[: tile.q1 - tile.q0, : tile.l1 - tile.l0] < 0)
-        return r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0
-
-    def _merge(
-        self, parts: list, params: SearchParameters, wide: bool, ranks: np.ndarray
-    ) -> HitTable:
-        """One batch's hits from its GPU tables and rescored pairs (top-N per query).
-
-        Equal scores are ranked by ``ranks`` of the library positions, as in the kernels.
-        """
-        tables = []
-        rescored = False
-        for p in parts:
-            if isinstance(p, PendingScores):
-                sc, m = p.result()
-                keep = (m >= max(1, params.min_matches)) & (sc >= params.threshold)
-                tables.append(
-                    HitTable.from_arrays(p.q_index[keep], p.l_index[keep], sc[keep], m[keep])
-                )
-                rescored = True
-            else:
-                tables.append(p)
-        if not tables:
-            return HitTable.empty()
-        if len(tables) == 1 and not rescored and not wide:
-            return tables[0]
-        hits = HitTable.concat(tables)
-        if params.top_n > 0 and len(hits):  # cut only where a query has too many hits
-            q = hits.query_index
-            if np.bincount(q - q.min()).max() <= params.top_n:
-                return hits
-        return hits.top_per_query(params.top_n, library_rank=ranks)

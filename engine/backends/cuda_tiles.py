@@ -8,7 +8,7 @@ import numpy as np
 
 from engine.backends.base import Batch
 
-__all__ = ["Tile", "plan_tiles", "split_rows"]
+__all__ = ["Tile", "flagged_pairs", "plan_tiles", "split_rows"]
 
 
 @dataclass
@@ -72,3 +72,17 @@ def split_rows(tile: Tile, col: np.ndarray) -> list[tuple[int, np.ndarray | slic
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], tile.batches + [tile.batches[-1] + 1])
     return [(b, order[bounds[i] : bounds[i + 1]]) for i, b in enumerate(tile.batches)]
+
+
+def flagged_pairs(tile: Tile, slot, n_ovf: int) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute ``(query, library)`` indexes of a tile's flagged pairs."""
+    s = slot.stream
+    if n_ovf <= slot.ovf_cap:
+        r = slot.ovf_r[:n_ovf].copy_to_host(stream=s)
+        c = slot.ovf_c[:n_ovf].copy_to_host(stream=s)
+        s.synchronize()
+    else:  # more than the list holds: find them in the match matrix
+        mat = slot.out_m.copy_to_host(stream=s)
+        s.synchronize()
+        r, c = np.nonzero(mat[: tile.q1 - tile.q0, : tile.l1 - tile.l0] < 0)
+    return r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0

@@ -15,9 +15,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from engine.backends.base import PreparedSpectra
+from engine.hits import HitTable
 from engine.kernels.dense import score_listed_pairs
+from engine.params import SearchParameters
 
-__all__ = ["PendingScores", "rescore_pairs", "submit_rescore"]
+__all__ = ["PendingScores", "merge_batch_hits", "rescore_pairs", "submit_rescore"]
 
 
 #: Pairs per rescoring task (one worker thread each).
@@ -125,3 +127,35 @@ def rescore_pairs(
     matches : ndarray of int32
     """
     return submit_rescore(queries, library, q_index, l_index, tolerance, modified).result()
+
+
+def merge_batch_hits(
+    parts: list, params: SearchParameters, wide: bool, ranks: np.ndarray
+) -> HitTable:
+    """One batch's hits from its GPU tables and rescored pairs (top-N per query).
+
+    ``wide``: the batch spans several selection segments, so a query may have
+    more than ``top_n`` hits.
+
+        Equal scores are ranked by ``ranks`` of the library positions, as in the kernels.
+    """
+    tables = []
+    rescored = False
+    for p in parts:
+        if isinstance(p, PendingScores):
+            sc, m = p.result()
+            keep = (m >= max(1, params.min_matches)) & (sc >= params.threshold)
+            tables.append(HitTable.from_arrays(p.q_index[keep], p.l_index[keep], sc[keep], m[keep]))
+            rescored = True
+        else:
+            tables.append(p)
+    if not tables:
+        return HitTable.empty()
+    if len(tables) == 1 and not rescored and not wide:
+        return tables[0]
+    hits = HitTable.concat(tables)
+    if params.top_n > 0 and len(hits):  # cut only where a query has too many hits
+        q = hits.query_index
+        if np.bincount(q - q.min()).max() <= params.top_n:
+            return hits
+    return hits.top_per_query(params.top_n, library_rank=ranks)
