@@ -265,7 +265,9 @@ def main() -> None:
         lib.save(npz)
         lib = SpectrumLibrary.load(npz)
     queries = lib if args.queries <= 0 else lib.subset(np.arange(min(args.queries, len(lib))))
-    params = SearchParameters(tolerance=args.tolerance, threshold=args.threshold, top_n=args.top)
+    params = SearchParameters(
+        mode="custom", tolerance=args.tolerance, threshold=args.threshold, top_n=args.top
+    )
     pairs = len(queries) * len(lib)
     say(
         f"library {len(lib)} spectra ({npz}), queries {len(queries)}, pairs {pairs:.4e}, "

@@ -121,7 +121,7 @@ def main() -> None:
     rows = []
     # ---------------------------------------------------------------- (a) all vs all
     if not args.skip_a:
-        params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+        params = SearchParameters(mode="custom", tolerance=0.1, threshold=0.7, top_n=100)
         before = be.rescored_pairs
         t = time.perf_counter()
         job = SearchJob(lib, lib, params, backend=be)
@@ -199,22 +199,27 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
     qsel = np.unique(np.r_[big[:16], rng.choice(len(L), 240, replace=False)])
     Ls, Qs = L.reordered(lsel), L.reordered(qsel)
     for label, p, qs, ls in [
-        ("cosine tol 0.1, 256x2048 (incl. >1024 peaks)", SearchParameters(tolerance=0.1), Qs, Ls),
+        (
+            "cosine tol 0.1, 256x2048 (incl. >1024 peaks)",
+            SearchParameters(mode="custom", tolerance=0.1),
+            Qs,
+            Ls,
+        ),
         (
             "modified tol 0.1, 256x2048",
-            SearchParameters(tolerance=0.1, score="modified_cosine"),
+            SearchParameters(mode="custom", tolerance=0.1, score="modified_cosine"),
             Qs,
             Ls,
         ),
         (
             "cosine tol 2.0 (overflow path), 64x512",
-            SearchParameters(tolerance=2.0),
+            SearchParameters(mode="custom", tolerance=2.0),
             Qs.reordered(np.arange(64)),
             Ls.reordered(np.arange(512)),
         ),
         (
             "modified tol 1.0 (overflow path), 64x512",
-            SearchParameters(tolerance=1.0, score="modified_cosine"),
+            SearchParameters(mode="custom", tolerance=1.0, score="modified_cosine"),
             Qs.reordered(np.arange(64)),
             Ls.reordered(np.arange(512)),
         ),
@@ -239,7 +244,7 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
             flush=True,
         )
     # search hits: 64 queries vs the whole library, threshold 0.7, top 100, via SearchJob
-    params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+    params = SearchParameters(mode="custom", tolerance=0.1, threshold=0.7, top_n=100)
     q64 = qry.subset(np.arange(64))
     gh = SearchJob(q64, lib, params, backend=be).run()
     Q64 = prepared(q64)
@@ -282,7 +287,7 @@ def run_checks(be, L, qry, lib, rng, counts, checks) -> None:
 def print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev) -> None:
     """Runs (b) and (c), then the table."""
     # ---------------------------------------------------------------- (b) queries
-    params = SearchParameters(tolerance=0.1, threshold=0.7, top_n=100)
+    params = SearchParameters(mode="custom", tolerance=0.1, threshold=0.7, top_n=100)
     SearchJob(qry, lib, params, backend=be).run()  # library resident now
     times = []
     for _ in range(3):
@@ -304,7 +309,7 @@ def print_rest(be, L, Q, qry, lib, rows, checks, report, args, dev) -> None:
     n = min(args.dense_n, len(L))
     sel = np.sort(np.random.default_rng(0).choice(len(L), n, replace=False))
     D = L.reordered(sel)
-    p = SearchParameters(tolerance=0.1)
+    p = SearchParameters(mode="custom", tolerance=0.1)
     be.dense(D.reordered(np.arange(256)), D.reordered(np.arange(256)), p)
     results = {}
     for compact in (True, False):

@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--skip-matchms", action="store_true")
     ap.add_argument("--skip-flash", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="only our defaults (and the references)")
     a = ap.parse_args(argv)
     library = engine.load_library(DATA / "massbank_ms2.mgf.gz")
     queries = engine.load_library(DATA / "massbank_ms2_queries.mgf.gz")
@@ -183,14 +184,24 @@ def main(argv: list[str] | None = None) -> None:
     query_keys = skeleton(queries.metadata["inchikey"])
     library_keys = skeleton(library.metadata["inchikey"])
     engine.warm_up("cpu")
-    outcomes = [
-        ours(queries, library, engine.SearchParameters(), "ours: cosine, today's defaults"),
-        ours(
-            queries, library,
-            engine.SearchParameters(tolerance=0.02, precursor_tolerance=0.01, min_matches=3),
+    P = engine.SearchParameters  # noqa: N806
+    variants = [
+        (P(), "ours: defaults (identity mode)"),
+        (P(min_matches=1), "ours: identity, >= 1 match"),
+        (P(min_matches=3), "ours: identity, >= 3 matches"),
+        (P(match_ion_mode=False), "ours: identity, either ion mode"),
+        (P(score="unweighted_entropy"), "ours: identity, unweighted entropy"),
+        (P(score="cosine"), "ours: identity settings, cosine"),
+        (P(mode="analog"), "ours: analog mode (modified cosine, shift <= 100 Da)"),
+        (P(mode="custom"), "ours: custom mode (the former defaults)"),
+        (
+            P(mode="custom", tolerance=0.02, precursor_tolerance=0.01, min_matches=3),
             "ours: cosine 0.02 Da, precursor 0.01 Da, >= 3 matches",
         ),
-    ]  # fmt: skip
+    ]
+    if a.quick:
+        variants = variants[:1]
+    outcomes = [ours(queries, library, p, label) for p, label in variants]
     if not a.skip_flash:
         outcomes.append(flash_entropy(queries, library))
     if not a.skip_matchms:

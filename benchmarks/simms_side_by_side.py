@@ -92,7 +92,7 @@ def main() -> None:
     sel = np.sort(np.random.default_rng(0).choice(len(lib), n, replace=False))
     sub = lib.subset(sel)
     P = PreparedSpectra.from_library(sub)
-    params = SearchParameters(tolerance=0.1)
+    params = SearchParameters(mode="custom", tolerance=0.1)
     be.warm_up()
     be.dense(P.reordered(np.arange(256)), P.reordered(np.arange(256)), params)
     t = time.perf_counter()

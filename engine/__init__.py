@@ -10,9 +10,9 @@ from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
 from engine.hits import HitTable
 from engine.io import load_library, read_library
-from engine.kernels import cosine_greedy_pair, modified_cosine_pair
+from engine.kernels import cosine_greedy_pair, entropy_similarity_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
-from engine.params import SearchParameters
+from engine.params import MODES, SearchParameters
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.search import CancelToken, SearchJob, SearchProgress
 from engine.version import __version__
@@ -33,10 +33,12 @@ __all__ = [
     "__version__",
     "available_backends",
     "cosine_greedy_pair",
+    "entropy_similarity_pair",
     "get_backend",
     "gpu_status",
     "load_library",
     "modified_cosine_pair",
+    "MODES",
     "read_library",
     "score_matrix",
     "search",

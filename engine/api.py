@@ -6,7 +6,10 @@ desktop application and scripts all come through here.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import logging
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -14,14 +17,55 @@ import numpy as np
 from engine.backends import Backend, PreparedSpectra, cpu_fallback, get_backend
 from engine.distributed import DaskSearchJob
 from engine.hits import HitTable
+from engine.io import load_library
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.preprocess import pipeline_from_spec
-from engine.search import CancelToken, SearchJob, SearchProgress
+from engine.search import CancelToken, SearchContext, SearchJob, SearchProgress
 
-__all__ = ["score_matrix", "search", "search_job"]
+__all__ = ["as_library", "parameters_with", "score_matrix", "search", "search_job"]
 
 log = logging.getLogger(__name__)
+
+
+def as_library(spectra: SpectrumLibrary | str | os.PathLike) -> SpectrumLibrary:
+    """``spectra`` itself, or the library read from a spectrum file path (cached)."""
+    if isinstance(spectra, SpectrumLibrary):
+        return spectra
+    if isinstance(spectra, str | os.PathLike):
+        return load_library(spectra)
+    raise TypeError(
+        f"expected a SpectrumLibrary or a spectrum file path, not {type(spectra).__name__}"
+    )
+
+
+def parameters_with(
+    params: SearchParameters | None, overrides: dict[str, object], caller: str
+) -> SearchParameters:
+    """``params`` with keyword ``overrides`` (made from them when ``params`` is None).
+
+    Raises ``TypeError`` naming every keyword that is no parameter.
+    """
+    names = [f.name for f in dataclasses.fields(SearchParameters)]
+    unknown = [k for k in overrides if k not in names]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, names, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise TypeError(
+            f"{caller}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(hints)}; search parameters are: {', '.join(names)}"
+        )
+    if params is None:
+        return SearchParameters(**overrides)
+    if not isinstance(params, SearchParameters):
+        raise TypeError(f"params must be SearchParameters, not {type(params).__name__}")
+    if "mode" in overrides and overrides["mode"] != params.mode:
+        raise ValueError(
+            "give mode either in SearchParameters or as a keyword argument, not both "
+            "(a mode fills in the fields left out, and params has them all)"
+        )
+    return dataclasses.replace(params, **overrides) if overrides else params
 
 
 def search_job(
@@ -84,8 +128,8 @@ def search_job(
 
 
 def search(
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
+    queries: SpectrumLibrary | str | os.PathLike,
+    library: SpectrumLibrary | str | os.PathLike,
     params: SearchParameters | None = None,
     *,
     backend: str | Backend = "auto",
@@ -98,10 +142,27 @@ def search(
 
     Parameters
     ----------
-    queries, library : SpectrumLibrary
+    queries, library : SpectrumLibrary or path
+        Spectra, or spectrum files (MGF, MSP, mzML, optionally gzipped; read
+        through the library cache with :func:`~engine.io.load_library`).
     params : SearchParameters, optional
-        Base parameters; keyword arguments (``tolerance=0.02, top_n=5``, ...)
-        override single fields.
+        Base parameters (default: identity mode).
+    **param_overrides
+        Fields of :class:`SearchParameters` (``mode="analog"``,
+        ``tolerance=0.02``, ``top_n=5``, ...).  Without ``params`` they make the
+        parameters (a ``mode`` fills the fields not given); with ``params`` they
+        replace single fields of it.
+
+    Raises
+    ------
+    TypeError
+        For a keyword argument that is not a field of :class:`SearchParameters`
+        (a misspelt ``tolerence=0.1`` must never be ignored).
+
+    Examples
+    --------
+    >>> hits = engine.search("queries.mgf", "library.mgf")  # doctest: +SKIP
+    >>> hits = engine.search(q, lib, mode="analog", precursor_tolerance=50)  # doctest: +SKIP
     backend, on_progress, cancel_token
         See :class:`~engine.search.SearchJob`.
     client : dask.distributed.Client, optional
@@ -111,16 +172,16 @@ def search(
     Returns
     -------
     HitTable
-        Hits in canonical order (query, score descending, library index).
+        Hits in canonical order (query, score descending, library index); they
+        know their search, so ``hits.to_pandas()`` gives the annotated frame.
     """
-    params = params or SearchParameters()
-    if param_overrides:
-        params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
+    params = parameters_with(params, param_overrides, "search")
+    queries, library = as_library(queries), as_library(library)
     job = search_job(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
         cancel_token=cancel_token,
     )  # fmt: skip
-    return job.run()
+    return job.run().with_context(SearchContext(queries, library, params))
 
 
 def score_matrix(
@@ -138,10 +199,8 @@ def score_matrix(
     """
     params = params or SearchParameters()
     engine_backend = backend if isinstance(backend, Backend) else get_backend(backend)
-    pipeline = pipeline_from_spec(params.preprocess)
-    powers = {"mz_power": params.mz_power, "intensity_power": params.intensity_power}
-    q = PreparedSpectra.from_library(pipeline(queries), **powers)
-    l = PreparedSpectra.from_library(pipeline(library), **powers)
+    q = PreparedSpectra.for_search(queries, params)
+    l = PreparedSpectra.for_search(library, params)
     try:
         return engine_backend.dense(q, l, params)
     except Exception as exc:

@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``simms`` (also used to document the CLI)."""
     parser = argparse.ArgumentParser(
         prog="simms",
-        description="Exact greedy-cosine search of MS/MS spectra (MGF, MSP, mzML).",
+        description="Identify MS/MS spectra by exact library search (MGF, MSP, mzML): "
+        "spectral entropy, greedy cosine and modified cosine.",
     )
     parser.add_argument("--version", action="version", version=f"simms {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -45,22 +46,44 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "-o", "--output", help="hit list: .tsv, .csv or .parquet (default: TSV on stdout)"
     )
-    s.add_argument("--tolerance", type=float, default=0.1, help="peak m/z tolerance in Da [0.1]")
-    s.add_argument("--mz-power", type=float, default=0.0, help="m/z exponent of peak weights [0]")
-    s.add_argument("--intensity-power", type=float, default=1.0, help="intensity exponent [1]")
-    s.add_argument("--score", choices=["cosine", "modified-cosine"], default="cosine")
+    s.add_argument(
+        "--mode",
+        choices=["identity", "analog", "custom", "open"],
+        default="identity",
+        help="identity: which compound is it (entropy similarity, precursor 0.01 Da, same ion "
+        "mode); analog: related compounds (modified cosine, precursor shift up to "
+        "--max-shift); custom/open: classic greedy cosine, every option as given [identity]",
+    )
+    s.add_argument("--tolerance", type=float, help="peak m/z tolerance in Da [mode's]")
+    s.add_argument("--mz-power", type=float, help="m/z exponent of cosine peak weights [0]")
+    s.add_argument("--intensity-power", type=float, help="intensity exponent [mode's]")
+    s.add_argument(
+        "--score",
+        choices=["cosine", "modified-cosine", "entropy", "unweighted-entropy"],
+        help="similarity score [identity: entropy, analog: modified-cosine, custom: cosine]",
+    )
     s.add_argument(
         "--precursor-tolerance", type=float, help="precursor window (Da, or ppm with --ppm)"
     )
+    s.add_argument(
+        "--max-shift", type=float, help="analog mode: largest precursor m/z shift in Da [100]"
+    )
+    s.add_argument("--no-precursor-window", action="store_true", help="score every pair")
     s.add_argument("--ppm", action="store_true", help="precursor tolerance is in ppm")
-    s.add_argument("--min-matches", type=int, default=0, help="minimum matched peaks [0]")
-    s.add_argument("--threshold", type=float, default=0.0, help="minimum score [0]")
+    s.add_argument(
+        "--match-ion-mode",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="skip library spectra of the opposite ion mode [identity, analog: yes]",
+    )
+    s.add_argument("--min-matches", type=int, help="minimum matched peaks [mode's]")
+    s.add_argument("--threshold", type=float, help="minimum score [mode's]")
     s.add_argument("--top", type=int, default=10, help="hits per query, 0 = all [10]")
     s.add_argument(
         "--preprocess",
-        default="none",
         metavar="SPEC",
-        help="preset (none, gnps, msas), a JSON pipeline spec, or @FILE.json holding one [none]",
+        help="preset (none, gnps, msas), a JSON pipeline spec, or @FILE.json holding one "
+        "[analog: gnps, else none]",
     )
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
@@ -117,22 +140,35 @@ def _preprocess_spec(value: str) -> str:
     return value
 
 
-def _search(args: argparse.Namespace) -> int:
+def search_parameters(args: argparse.Namespace) -> SearchParameters:
+    """The :class:`SearchParameters` of ``simms search`` options (unset ones: the mode's)."""
     if args.ppm and args.precursor_tolerance is None:
         raise ValueError("--ppm needs --precursor-tolerance")
-    params = SearchParameters(
-        tolerance=args.tolerance,
-        mz_power=args.mz_power,
-        intensity_power=args.intensity_power,
-        score=args.score,
-        precursor_tolerance=args.precursor_tolerance,
-        precursor_unit="ppm" if args.ppm else "Da",
-        min_matches=args.min_matches,
-        threshold=args.threshold,
-        top_n=args.top,
-        batch_size=args.batch_size,
-        preprocess=_preprocess_spec(args.preprocess),
-    )
+    if args.max_shift is not None and args.precursor_tolerance is not None:
+        raise ValueError("--max-shift and --precursor-tolerance are the same window: give one")
+    given = {
+        "tolerance": args.tolerance,
+        "mz_power": args.mz_power,
+        "intensity_power": args.intensity_power,
+        "score": args.score,
+        "precursor_tolerance": args.precursor_tolerance
+        if args.max_shift is None
+        else args.max_shift,
+        "match_ion_mode": args.match_ion_mode,
+        "min_matches": args.min_matches,
+        "threshold": args.threshold,
+        "preprocess": None if args.preprocess is None else _preprocess_spec(args.preprocess),
+    }
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    if args.no_precursor_window:
+        kwargs["precursor_tolerance"] = None
+    if args.ppm:
+        kwargs["precursor_unit"] = "ppm"
+    return SearchParameters(mode=args.mode, top_n=args.top, batch_size=args.batch_size, **kwargs)
+
+
+def _search(args: argparse.Namespace) -> int:
+    params = search_parameters(args)
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
     if args.output:
         check_output(args.output)  # before any loading: a bad path never costs a search

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import numba
 import numpy as np
 
-__all__ = ["HitTable"]
+__all__ = ["HitContext", "HitTable"]
+
+
+class HitContext(Protocol):
+    """What hits refer to (queries, library, parameters): it annotates them."""
+
+    def columns(self, hits: HitTable) -> dict[str, np.ndarray]:
+        """Every user-facing column of ``hits`` (metadata, evidence)."""
 
 
 @dataclass(frozen=True, eq=False)
 class HitTable:
     """Search hits as four aligned columns.
+
+    Columns read like a table's: ``hits["score"]``.  Hits returned by
+    :func:`engine.search` know their queries, library and parameters, so
+    ``hits["library_name"]``, :meth:`annotated` and :meth:`to_pandas` add both
+    spectra's metadata, the reverse score and the explained intensity.
 
     Attributes
     ----------
@@ -31,6 +45,7 @@ class HitTable:
     library_index: np.ndarray
     score: np.ndarray
     matches: np.ndarray
+    context: HitContext | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.query_index)
@@ -76,9 +91,90 @@ class HitTable:
     def __repr__(self) -> str:
         return f"<HitTable of {len(self)} hits>"
 
+    def __getitem__(self, name: str) -> np.ndarray:
+        """Column ``name``: a core column, else an annotated one (``"library_name"``)."""
+        if not isinstance(name, str):
+            raise TypeError("hits[...] takes a column name; use hits.take(rows) for rows")
+        if name in self.columns():
+            return getattr(self, name)
+        if self.context is not None:
+            columns = self.annotated()
+            if name in columns:
+                return columns[name]
+        known = [*self.columns(), *(self.annotated() if self.context is not None else ())]
+        raise KeyError(f"no column {name!r}; columns are: {', '.join(dict.fromkeys(known))}")
+
+    def keys(self) -> list[str]:
+        """Column names (the annotated ones too when the hits know their search)."""
+        if self.context is None:
+            return list(self.columns())
+        return list(self.annotated())
+
+    def with_context(self, context: HitContext | None) -> HitTable:
+        """The same hits, annotated from ``context`` (see :class:`HitContext`)."""
+        return replace(self, context=context)
+
+    def annotated(self) -> dict[str, np.ndarray]:
+        """Every column a chemist reads: ids, names, structures, adduct, ion modes,
+        instrument, collision energy, retention time, SPLASH, licence and authors of
+        the library spectrum, the score, reverse score and explained intensity.
+
+        Raises
+        ------
+        ValueError
+            When the hits do not know their search (made by hand, not by
+            :func:`engine.search`); use :meth:`with_context` or
+            ``engine.export.hit_columns(hits, queries, library, params)``.
+        """
+        if self.context is None:
+            raise ValueError(
+                "these hits do not know their queries and library: use "
+                "engine.export.hit_columns(hits, queries, library, params)"
+            )
+        return self.context.columns(self)
+
+    def to_pandas(self, annotated: bool = True) -> Any:
+        """The hits as a ``pandas.DataFrame`` (annotated when the hits know their search).
+
+        Raises
+        ------
+        ImportError
+            When pandas is not installed, with the command that installs it.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                "HitTable.to_pandas() needs pandas: pip install pandas "
+                "(hits['score'] and hits.to_dict() work without it)"
+            ) from None
+        if annotated and self.context is not None:
+            return pd.DataFrame(self.annotated())
+        return pd.DataFrame(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        """The first rows as an HTML table (Jupyter)."""
+        shown = self.take(np.arange(min(len(self), 10)))
+        columns = shown.annotated() if self.context is not None else shown.to_dict()
+        if self.context is not None:
+            keep = ("query_id", "library_name", "score", "reverse_score", "matches",
+                    "precursor_mz_delta", "library_adduct", "library_inchikey")  # fmt: skip
+            columns = {k: columns[k] for k in keep if k in columns}
+        head = "".join(f"<th>{html.escape(k)}</th>" for k in columns)
+        rows = []
+        for r in range(len(shown)):
+            cells = []
+            for values in columns.values():
+                v = values[r]
+                text = f"{v:.4f}" if isinstance(v, float | np.floating) else str(v)
+                cells.append(f"<td>{html.escape(text)}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        more = f"<p>{len(self)} hits" + (", first 10 shown" if len(self) > 10 else "") + "</p>"
+        return f"<table><tr>{head}</tr>{''.join(rows)}</table>{more}"
+
     def take(self, rows: np.ndarray) -> HitTable:
         """The rows at ``rows`` (indices or a boolean mask)."""
-        return HitTable(*(getattr(self, c)[rows] for c in self.columns()))
+        return HitTable(*(getattr(self, c)[rows] for c in self.columns()), context=self.context)
 
     def sorted(self) -> HitTable:
         """Canonical order: query ascending, score descending, library index ascending."""

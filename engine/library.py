@@ -177,6 +177,28 @@ class SpectrumLibrary:
         """Spectrum identifiers (the ``id`` metadata column)."""
         return self.metadata["id"]
 
+    def polarity(self) -> np.ndarray:
+        """Ion mode of each spectrum as searches judge it: +1, -1 or 0 (unknown).
+
+        The file's ion mode where given; else the sign the adduct ends with
+        (``[M+H]+``, ``[M-H]-``); else the sign of the charge.  Computed once.
+        """
+        cached = self.__dict__.get("_polarity")
+        if cached is not None:
+            return cached
+        polarity = np.asarray(self.ion_mode, dtype=np.int8).copy()
+        unknown = polarity == 0
+        if unknown.any():
+            adducts = self.metadata.get("adduct", _empty_column(len(self)))[unknown]
+            text = np.char.strip(adducts.astype(str))
+            sign = np.where(
+                np.char.endswith(text, "+"), 1, np.where(np.char.endswith(text, "-"), -1, 0)
+            )
+            sign = np.where(sign == 0, np.sign(self.charge[unknown]), sign)
+            polarity[unknown] = sign
+        self.__dict__["_polarity"] = polarity
+        return polarity
+
     def peaks(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(mz, intensity)`` views of spectrum ``index``."""
         if not -len(self) <= index < len(self):

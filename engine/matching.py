@@ -1,4 +1,4 @@
-"""Which peaks a greedy cosine matched: the pairs behind one score (mirror plots).
+"""Which peaks a score matched: the pairs behind one greedy cosine or entropy score.
 
 Plain numpy, deliberately independent of the numba kernels: it enumerates the
 candidate pairs, orders them the way matchms does and takes them greedily.  It
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PeakMatches", "greedy_matches"]
+__all__ = ["PeakMatches", "entropy_matches", "greedy_matches"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +124,67 @@ def greedy_matches(
         shifted=shifted[keep],
         score=float(contribution.sum()),
     )
+
+
+def entropy_matches(
+    mz1: np.ndarray,
+    int1: np.ndarray,
+    mz2: np.ndarray,
+    int2: np.ndarray,
+    *,
+    tolerance: float = 0.02,
+    weighted: bool = True,
+    precursor_mz1: float | None = None,
+    precursor_mz2: float | None = None,
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], PeakMatches]:
+    """The peaks an entropy-similarity search scored, and the pairs it matched.
+
+    Both spectra are cleaned as the search cleans them (Flash entropy search's
+    cleaning; peaks above the precursor m/z - 1.6 Da removed when it is given),
+    entropy-weighted when ``weighted``, and matched by ms_entropy's two-pointer
+    walk (spectrum 1 is the query).  Each pair's contribution is its entropy term.
+
+    Returns
+    -------
+    (mz1, intensity1), (mz2, intensity2) : cleaned peaks (intensities sum to 1)
+    matches : PeakMatches
+    """
+    from engine.kernels import clean_spectra, entropy_weights, float32_tolerance
+
+    sides = []
+    for mz, intensity, precursor in ((mz1, int1, precursor_mz1), (mz2, int2, precursor_mz2)):
+        mz = np.asarray(mz, dtype=np.float64)
+        limit = np.array([np.nan if precursor is None else float(precursor) - 1.6])
+        cmz, cint, offsets = clean_spectra(
+            mz, np.asarray(intensity, dtype=np.float64), np.array([0, mz.size]), limit,
+            min_difference=max(0.05, 2 * tolerance),
+        )  # fmt: skip
+        weight = entropy_weights(cint, offsets) if weighted else cint
+        sides.append((cmz, cint, weight))
+    (m1, i1, w1), (m2, i2, w2) = sides
+    tol = float32_tolerance(tolerance)
+    a = b = 0
+    pairs, terms = [], []
+    while a < len(m1) and b < len(m2):
+        d = m1[a] - m2[b]
+        if d < -tol:
+            a += 1
+        elif d > tol:
+            b += 1
+        else:
+            x, y = w1[a], w2[b]
+            terms.append(((x + y) * np.log2(x + y) - x * np.log2(x) - y * np.log2(y)) / 2)
+            pairs.append((a, b))
+            a += 1
+            b += 1
+    q = np.array([p[0] for p in pairs], dtype=np.int64)
+    lib = np.array([p[1] for p in pairs], dtype=np.int64)
+    contribution = np.array(terms, dtype=np.float64)
+    matches = PeakMatches(
+        query_peak=q,
+        library_peak=lib,
+        contribution=contribution,
+        shifted=np.zeros(len(q), dtype=bool),
+        score=float(min(max(contribution.sum(), 0.0), 1.0)),
+    )
+    return (m1, i1), (m2, i2), matches

@@ -46,18 +46,20 @@ def warm_up(backend: str = "cpu") -> float:
     start = time.perf_counter()
     lib = _tiny_library()
     variants = [
-        SearchParameters(top_n=1),
-        SearchParameters(top_n=0, threshold=0.1),
-        SearchParameters(top_n=2, score="modified_cosine"),
-        SearchParameters(top_n=0, score="modified_cosine"),
-        SearchParameters(top_n=1, precursor_tolerance=20.0),
+        SearchParameters(mode="custom", top_n=1),
+        SearchParameters(mode="custom", top_n=0, threshold=0.1),
+        SearchParameters(mode="custom", top_n=2, score="modified_cosine"),
+        SearchParameters(mode="custom", top_n=0, score="modified_cosine"),
+        SearchParameters(mode="custom", top_n=1, precursor_tolerance=20.0),
     ]
     backends = ["cpu"] if backend == "cpu" else ["cpu", backend]
     for name in backends:
         for params in variants:
             search(lib, lib, params, backend=name)
         score_matrix(lib, lib, backend=name)
-        score_matrix(lib, lib, SearchParameters(score="modified_cosine"), backend=name)
+        score_matrix(
+            lib, lib, SearchParameters(mode="custom", score="modified_cosine"), backend=name
+        )
     return time.perf_counter() - start
 
 

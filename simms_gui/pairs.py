@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine import SearchParameters, SpectrumLibrary
-from engine.matching import PeakMatches, greedy_matches
+from engine.matching import PeakMatches, entropy_matches, greedy_matches
 from engine.preprocess import pipeline_from_spec
 
 __all__ = ["SpectrumPair", "compute_pair", "spectrum_label"]
@@ -45,9 +45,10 @@ def compute_pair(
     library_index: int,
     params: SearchParameters,
 ) -> SpectrumPair:
-    """Preprocess both spectra as the search did and match their peaks greedily.
+    """Preprocess both spectra as the search did and match their peaks as it did.
 
-    Modified cosine passes both precursor m/z to ``engine.matching.greedy_matches``.
+    Modified cosine passes both precursor m/z to ``engine.matching.greedy_matches``;
+    entropy similarity shows the cleaned peaks and ``engine.matching.entropy_matches``.
     """
     pipeline = pipeline_from_spec(params.preprocess)
     q = pipeline(queries.subset([query_index]))
@@ -55,6 +56,17 @@ def compute_pair(
     qmz, qint = q.peaks(0)
     lmz, lint = lib.peaks(0)
     q_prec, l_prec = float(q.precursor_mz[0]), float(lib.precursor_mz[0])
+    if params.entropy:  # the cleaned peaks the entropy search scored
+        (qmz, qint), (lmz, lint), matches = entropy_matches(
+            qmz, qint, lmz, lint, tolerance=params.tolerance,
+            weighted=params.score == "entropy",
+            precursor_mz1=q_prec if np.isfinite(q_prec) else None,
+            precursor_mz2=l_prec if np.isfinite(l_prec) else None,
+        )  # fmt: skip
+        return SpectrumPair(
+            qmz, qint, lmz, lint, q_prec, l_prec, matches,
+            spectrum_label(queries, query_index), spectrum_label(library, library_index),
+        )  # fmt: skip
     matches = greedy_matches(
         qmz, qint, lmz, lint,
         tolerance=params.tolerance,

@@ -85,13 +85,17 @@ class HitList:
     """
 
     def __init__(
-        self, table: HitTable, queries: SpectrumLibrary | None, library: SpectrumLibrary | None
+        self,
+        table: HitTable,
+        queries: SpectrumLibrary | None,
+        library: SpectrumLibrary | None,
+        params: SearchParameters | None = None,
     ) -> None:
         self.table = table
         if queries is None or library is None:
             self.columns: dict[str, np.ndarray] = dict(table.to_dict())
         else:
-            self.columns = hit_columns(table, queries, library)
+            self.columns = hit_columns(table, queries, library, params)
 
     def __len__(self) -> int:
         return len(self.table)
@@ -388,7 +392,9 @@ class Session:
 
     def hit_list(self, hits: HitTable | None = None) -> HitList:
         """``hits`` (default: all current hits) as a :class:`HitList`."""
-        return HitList(self.hits if hits is None else hits, self.hits_queries, self.hits_library)
+        return HitList(
+            self.hits if hits is None else hits, self.hits_queries, self.hits_library, self.params
+        )
 
     def export(self, path: str | Path, hits: HitTable | str | None = None) -> Path:
         """Write hits with provenance via ``engine.export.write_hits``.

@@ -146,7 +146,7 @@ events = []
 s.connect(events.append)
 s.open({str(ROOT.parent / "shared" / "data" / "pesticides.mgf")!r}, "library")
 s.open({str(ROOT.parent / "shared" / "data" / "pesticides.mgf")!r}, "queries")
-hits = s.run_search(engine.SearchParameters(top_n=3), "cpu")
+hits = s.run_search(engine.SearchParameters(mode="custom", top_n=3), "cpu")
 expected = engine.search(s.queries.spectra, s.library, s.params, backend="cpu")
 assert len(hits) == len(expected) > 0 and (hits.library_index == expected.library_index).all()
 assert s.state == "idle" and events.count("search_finished") == 1 and "hits" in events

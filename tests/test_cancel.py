@@ -46,7 +46,7 @@ def test_cancel_reaches_a_batch_in_flight(massbank_library, score):
     nearly every library spectrum, so a batch run to its end has about one hit per
     library spectrum.  The join below only guards against a hang.
     """
-    params = SearchParameters(score=score, top_n=0, tolerance=0.5)
+    params = SearchParameters(mode="custom", score=score, top_n=0, tolerance=0.5)
     query = _huge_query()
     SearchJob(query, massbank_library.subset(range(3)), params, backend="cpu").run()  # compile
     _, block = CpuBackend().block_shape(params.batch_size)

@@ -29,8 +29,8 @@ def test_search_equals_matchms_on_real_spectra(data_dir, tmp_path, score):
     path = data_dir / "pesticides.mgf"
     out = tmp_path / "hits.tsv"
     status = main(
-        ["search", str(path), str(path), "-o", str(out), "--top", "0", "--score", score,
-         "--tolerance", "0.05", "--quiet", "--no-cache", "--batch-size", "16"]
+        ["search", "--mode", "custom", str(path), str(path), "-o", str(out), "--top", "0",
+         "--score", score, "--tolerance", "0.05", "--quiet", "--no-cache", "--batch-size", "16"]
     )  # fmt: skip
     assert status == 0
     cols, provenance = read_hits(out)
@@ -57,7 +57,10 @@ def test_search_equals_matchms_on_real_spectra(data_dir, tmp_path, score):
 
 def test_rows_ordered_and_ids(data_dir, tmp_path, capsys):
     path = data_dir / "pesticides.mgf"
-    assert main(["search", str(path), str(path), "--top", "3", "-q", "--no-cache"]) == 0
+    assert (
+        main(["search", "--mode", "custom", str(path), str(path), "--top", "3", "-q", "--no-cache"])
+        == 0
+    )
     lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
     header, rows = lines[0].split("\t"), [ln.split("\t") for ln in lines[1:]]
     assert header[:6] == [
@@ -89,7 +92,7 @@ def test_rows_ordered_and_ids(data_dir, tmp_path, capsys):
 def test_unusable_input_gives_one_line_error(tmp_path, capsys, content, reason):
     bad = tmp_path / "bad.mgf"
     bad.write_bytes(content)
-    status = main(["search", str(bad), str(bad), "-q", "--no-cache"])
+    status = main(["search", "--mode", "custom", str(bad), str(bad), "-q", "--no-cache"])
     err = capsys.readouterr().err.strip()
     assert status == 2
     assert len(err.splitlines()) == 1 and "bad.mgf" in err and "Traceback" not in err
@@ -101,7 +104,9 @@ def test_truncated_gzip_and_missing_file(tmp_path, capsys):
     trunc = tmp_path / "lib.mgf.gz"
     trunc.write_bytes(good[: len(good) // 2])
     for target in (trunc, tmp_path / "missing.mgf"):
-        assert main(["search", str(target), str(target), "-q", "--no-cache"]) == 2
+        assert (
+            main(["search", "--mode", "custom", str(target), str(target), "-q", "--no-cache"]) == 2
+        )
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and target.name in err
 
@@ -109,7 +114,7 @@ def test_truncated_gzip_and_missing_file(tmp_path, capsys):
 def test_console_script_runs_as_module(data_dir, tmp_path):
     out = tmp_path / "hits.csv"
     path = data_dir / "sample.msp"
-    command = [sys.executable, "-m", "engine", "search", str(path), str(path)]
+    command = [sys.executable, "-m", "engine", "search", "--mode", "custom", str(path), str(path)]
     proc = subprocess.run(
         [*command, "-o", str(out), "--no-cache"], capture_output=True, text=True, timeout=300
     )
@@ -141,7 +146,19 @@ def test_search_equals_matchms_on_large_and_dense_spectra(massbank_library, tmp_
             fh.writelines(f"{float(m)!r} {float(x)!r}\n" for m, x in peaks)
             fh.write("END IONS\n")
     out = tmp_path / "hits.tsv"
-    args = ["search", str(path), str(path), "-o", str(out), "--top", "0", "-q", "--no-cache"]
+    args = [
+        "search",
+        "--mode",
+        "custom",
+        str(path),
+        str(path),
+        "-o",
+        str(out),
+        "--top",
+        "0",
+        "-q",
+        "--no-cache",
+    ]
     assert main([*args, "--tolerance", "0.1"]) == 0
     cols, _ = read_hits(out)
     ref_score, ref_matches = matchms_scores(path, "cosine", 0.1)
@@ -172,7 +189,7 @@ def test_bad_output_is_refused_before_any_loading(tmp_path, capsys, monkeypatch,
 
     monkeypatch.setattr(cli, "load_library", no_loading)
     out = tmp_path / target
-    assert main(["search", "q.mgf", "l.mgf", "-o", str(out), "-q"]) == 2
+    assert main(["search", "--mode", "custom", "q.mgf", "l.mgf", "-o", str(out), "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and reason in err
     assert not (tmp_path / "missing").exists()
@@ -190,7 +207,7 @@ def test_bad_output_is_refused_before_any_loading(tmp_path, capsys, monkeypatch,
 )
 def test_bad_parameters_are_refused(data_dir, capsys, args, reason):
     path = str(data_dir / "sample.msp")
-    assert main(["search", path, path, "-q", *args]) == 2
+    assert main(["search", "--mode", "custom", path, path, "-q", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and reason in err
 
@@ -208,7 +225,7 @@ def test_search_error_keeps_the_hits_written(data_dir, tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(api, "SearchJob", FailsAfterOneChunk)
     path, out = str(data_dir / "pesticides.mgf"), tmp_path / "hits.tsv"
-    assert main(["search", path, path, "-o", str(out), "-q", "--no-cache"]) == 2
+    assert main(["search", "--mode", "custom", path, path, "-o", str(out), "-q", "--no-cache"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "all Dask workers were lost" in err
     cols, provenance = read_hits(out)

@@ -30,7 +30,7 @@ SCORES = {"cosine": ["--top", "0", "--threshold", "0.2"], "modified-cosine": ["-
 
 def _start(args: list[str], env: dict) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "engine", "search", *args],
+        [sys.executable, "-m", "engine", "search", "--mode", "custom", *args],
         cwd=ROOT,
         env=env,
         stderr=subprocess.PIPE,

@@ -43,6 +43,12 @@ CASES = [
             "precursor_unit": "ppm",
         },
     ),
+    ("entropy all pairs", {"score": "entropy", "tolerance": 0.02, "top_n": 0}),
+    ("unweighted entropy top 2", {"score": "unweighted_entropy", "tolerance": 0.05, "top_n": 2}),
+    (
+        "identity mode, 1000 Da window (ion-mode filter)",
+        {"mode": "identity", "precursor_tolerance": 1000.0, "top_n": 0},
+    ),
 ]
 
 
@@ -58,13 +64,18 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     lib = read_library(QUERIES)
     counts = np.diff(lib.offsets)
     order = np.argsort(counts, kind="stable")
-    pick = np.r_[order[[100, 300, 500, 700, 900, 950]], order[-2:]]  # 6 ordinary + 2 huge
-    spectra = PreparedSpectra.from_library(lib.subset(pick))
+    polarity = lib.polarity()
+    ordinary = order[[100, 300, 500, 700]]
+    other = [i for i in order[100:900] if polarity[i] != polarity[ordinary[0]]][:2]
+    pick = np.r_[ordinary, other, order[-2:]]  # 6 ordinary of both ion modes + 2 huge
+    subset = lib.subset(pick)
+    assert len(set(subset.polarity().tolist())) == 2  # both ion modes
     backend = CudaBackend(threads=32, select_threads=32)
-    out: dict[str, object] = {"peaks": np.diff(spectra.offsets).tolist(), "cases": []}
+    out: dict[str, object] = {"peaks": np.diff(subset.offsets).tolist(), "cases": []}
     cpu = CpuBackend()
     for label, kw in CASES:
-        p = SearchParameters(**kw)
+        p = SearchParameters(**{"mode": "custom", **kw})
+        spectra = PreparedSpectra.for_search(subset, p)
         batch = Batch(0, 6, 0, len(spectra))
         g = backend.score_batch(spectra, spectra, batch, p).sorted()
         c = cpu.score_batch(spectra, spectra, batch, p).sorted()

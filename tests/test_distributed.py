@@ -64,10 +64,14 @@ def single_process(queries, library, params):
 
 
 PARAMS = {
-    "top10": SearchParameters(top_n=10),
-    "precursor-da": SearchParameters(top_n=5, precursor_tolerance=5.0),
-    "precursor-ppm": SearchParameters(top_n=3, precursor_tolerance=20.0, precursor_unit="ppm"),
-    "all-hits": SearchParameters(top_n=0, threshold=0.6, min_matches=3, tolerance=0.02),
+    "top10": SearchParameters(mode="custom", top_n=10),
+    "precursor-da": SearchParameters(mode="custom", top_n=5, precursor_tolerance=5.0),
+    "precursor-ppm": SearchParameters(
+        mode="custom", top_n=3, precursor_tolerance=20.0, precursor_unit="ppm"
+    ),
+    "all-hits": SearchParameters(
+        mode="custom", top_n=0, threshold=0.6, min_matches=3, tolerance=0.02
+    ),
 }
 
 
@@ -95,8 +99,10 @@ def test_ties_broken_by_library_index(cluster, data):
     """The top-N is the canonical one: among equal scores the lowest library index."""
     _, client = cluster
     queries, library = data
-    params = SearchParameters(top_n=2, precursor_tolerance=0.5)
-    everything = search(queries, library, SearchParameters(precursor_tolerance=0.5, top_n=0))
+    params = SearchParameters(mode="custom", top_n=2, precursor_tolerance=0.5)
+    everything = search(
+        queries, library, SearchParameters(mode="custom", precursor_tolerance=0.5, top_n=0)
+    )
     job = DaskSearchJob(queries, library, params, client=client, backend="cpu", n_shards=2)
     assert_identical(job.run(), everything.top_per_query(2))
 
@@ -106,7 +112,7 @@ def test_shards_load_from_the_library_file(cluster, data, tmp_path):
     queries, library = data
     path = tmp_path / "library.npz"
     library.save(path)
-    params = SearchParameters(top_n=5, precursor_tolerance=10.0, batch_size=64)
+    params = SearchParameters(mode="custom", top_n=5, precursor_tolerance=10.0, batch_size=64)
     job = DaskSearchJob(  # shards no other test loads (those stay resident on the workers)
         queries, library, params, client=client, backend="cpu", library_path=path, n_shards=4
     )
@@ -126,7 +132,7 @@ def test_shards_load_from_the_library_file(cluster, data, tmp_path):
 def test_worker_killed_mid_search(cluster, data):
     lc, client = cluster
     queries, library = data
-    params = SearchParameters(top_n=10, batch_size=16)
+    params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     expected, pairs_total = single_process(queries, library, params)
     before = sorted(client.nthreads())
     pid = client.run(os.getpid, workers=[before[0]])[before[0]]
@@ -153,7 +159,7 @@ def test_worker_killed_mid_search(cluster, data):
 def test_cancel_keeps_finished_blocks(cluster, data):
     _, client = cluster
     queries, library = data
-    params = SearchParameters(top_n=5, batch_size=16)
+    params = SearchParameters(mode="custom", top_n=5, batch_size=16)
     expected = search(queries, library, params, backend="cpu")
     job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
     for _chunk in job:
@@ -193,7 +199,7 @@ def kill_all_workers(lc, client, *, restart):
 
 def test_all_workers_lost_raises_and_keeps_hits(data):
     queries, library = data
-    params = SearchParameters(top_n=10, batch_size=16)
+    params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     expected, _ = single_process(queries, library, params)
     with own_cluster(2) as (lc, client):
         job = DaskSearchJob(queries, library, params, client=client, backend="cpu", grace_period=1)
@@ -228,7 +234,7 @@ def test_all_workers_lost_raises_and_keeps_hits(data):
 
 def test_all_workers_lost_lists_queries_with_part_of_their_hits(data):
     queries, library = data
-    params = SearchParameters(top_n=0, threshold=0.6, min_matches=3, batch_size=16)
+    params = SearchParameters(mode="custom", top_n=0, threshold=0.6, min_matches=3, batch_size=16)
     expected, _ = single_process(queries, library, params)
     with own_cluster(1) as (lc, client):
         job = DaskSearchJob(
@@ -261,7 +267,7 @@ def message_is_one_line(err):
 def test_search_finishes_when_the_only_worker_restarts(data):
     """Dask strands a pinned shard rescheduled while no worker is left; it is resubmitted."""
     queries, library = data
-    params = SearchParameters(top_n=10, batch_size=16)
+    params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     expected, pairs_total = single_process(queries, library, params)
     with own_cluster(1) as (lc, client):
         job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
@@ -291,7 +297,7 @@ def test_no_worker_at_all_raises_after_the_grace_period(data):
 
 def test_lost_scheduler_raises(data):
     queries, library = data
-    params = SearchParameters(top_n=10, batch_size=16)
+    params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     with own_cluster(1) as (lc, client):
         job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
         chunks = []
@@ -333,7 +339,20 @@ def test_cli_unreachable_cluster_exits_2(data_dir, capsys):
     from engine.cli import main
 
     path = str(data_dir / "pesticides.mgf")
-    status = main(["search", path, path, "--dask", "127.0.0.1:1", "--dask-timeout", "1", "-q"])
+    status = main(
+        [
+            "search",
+            "--mode",
+            "custom",
+            path,
+            path,
+            "--dask",
+            "127.0.0.1:1",
+            "--dask-timeout",
+            "1",
+            "-q",
+        ]
+    )
     assert status == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("simms: error: cannot reach the Dask scheduler")
@@ -347,9 +366,9 @@ def test_cli_search_on_a_cluster(cluster, data_dir, tmp_path):
     path = str(data_dir / "pesticides.mgf")
     one, many = tmp_path / "one.tsv", tmp_path / "dask.tsv"
     common = ["--top", "3", "-q", "--no-cache", "--backend", "cpu", "--batch-size", "16"]
-    assert main(["search", path, path, "-o", str(one), *common]) == 0
+    assert main(["search", "--mode", "custom", path, path, "-o", str(one), *common]) == 0
     dask = ["--dask", lc.scheduler_address]
-    assert main(["search", path, path, "-o", str(many), *common, *dask]) == 0
+    assert main(["search", "--mode", "custom", path, path, "-o", str(many), *common, *dask]) == 0
     a, _ = read_hits(one)
     b, provenance = read_hits(many)
     for column in a:

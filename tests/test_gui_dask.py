@@ -75,7 +75,7 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     panel = window.search_panel
     panel.set_backend("dask")
     qtbot.keyClicks(panel.dask_address, cluster.scheduler_address)
-    params = engine.SearchParameters(top_n=5, tolerance=0.02)
+    params = engine.SearchParameters(mode="custom", top_n=5, tolerance=0.02)
     panel.set_parameters(params)
 
     assert click_search(qtbot, window) is False
@@ -91,14 +91,16 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     assert window.dask.address == cluster.scheduler_address
 
     # the client stays open and is reused; a precursor window gives the same rows too
-    params = engine.SearchParameters(top_n=3, precursor_tolerance=0.05, tolerance=0.05)
+    params = engine.SearchParameters(
+        mode="custom", top_n=3, precursor_tolerance=0.05, tolerance=0.05
+    )
     panel.set_parameters(params)
     assert click_search(qtbot, window) is False
     assert window.dask._client is client
     assert_identical(window.session.hits, engine.search(queries, library, params, backend="cpu"))
 
     # Stop cancels the job; the window stays usable
-    controller = window.start_search(engine.SearchParameters(top_n=0), "dask")
+    controller = window.start_search(engine.SearchParameters(mode="custom", top_n=0), "dask")
     with qtbot.waitSignal(window.searchFinished, timeout=60_000) as blocker:
         window.stop_search()
     assert blocker.args[0] is True and controller.cancelled
@@ -151,7 +153,7 @@ def test_unreachable_cluster_is_a_message_not_a_crash(qtbot, window, boxes, monk
 
     # still usable: a search on the CPU works
     queries, library = data
-    params = engine.SearchParameters(top_n=2)
+    params = engine.SearchParameters(mode="custom", top_n=2)
     with qtbot.waitSignal(window.searchFinished, timeout=60_000):
         window.start_search(params, "cpu")
     assert_identical(window.session.hits, engine.search(queries, library, params, backend="cpu"))
@@ -178,7 +180,7 @@ def test_viewer_search_on_dask(qtbot, cluster, data_dir):
 
 def test_local_cluster_address_starts_and_stops_workers(qtbot, window, data):
     queries, library = data
-    params = engine.SearchParameters(top_n=2)
+    params = engine.SearchParameters(mode="custom", top_n=2)
     with qtbot.waitSignal(window.searchFinished, timeout=60_000):
         window.start_search(params, "dask", "local:1")
     assert window.controller.error is None

@@ -98,7 +98,9 @@ def test_add_remove_reorder_and_reset(qtbot):
 
 def test_edited_parameter_is_searched_and_shown(qtbot, window, pesticides):
     panel = window.search_panel
-    panel.set_parameters(engine.SearchParameters(top_n=5, tolerance=0.02, preprocess="gnps"))
+    panel.set_parameters(
+        engine.SearchParameters(mode="custom", top_n=5, tolerance=0.02, preprocess="gnps")
+    )
     assert panel.preprocess_summary() == "gnps"
     dialog = panel.edit_preprocessing()
     assert dialog.isVisible() and dialog.pipeline().steps == preset("gnps").steps

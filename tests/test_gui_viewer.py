@@ -112,7 +112,7 @@ def test_window_follows_the_session(viewer, qtbot, data_dir):
     started, finished = [], []
     session.connect(lambda what: started.append(what) if what == "search_started" else None)
     session.connect(lambda what: finished.append(what) if what == "search_finished" else None)
-    session.search(engine.SearchParameters(top_n=2), "cpu")
+    session.search(engine.SearchParameters(mode="custom", top_n=2), "cpu")
     assert session.state == "running" and started
     assert viewer.window.search_panel.parameters().top_n == 2
     qtbot.waitUntil(lambda: session.state == "idle", timeout=120_000)

@@ -13,7 +13,7 @@ from PyQt6.QtWidgets import QFileDialog
 
 import engine
 from engine.export import hit_columns, read_hits
-from engine.matching import greedy_matches
+from engine.matching import entropy_matches, greedy_matches
 from simms_gui._qt.plots import segment_count
 from simms_gui._qt.results_model import COLUMNS
 from simms_gui.resources import demo_library_path, demo_queries_path
@@ -139,6 +139,15 @@ def _check_mirror(window, view_row, params):
     assert n_links == mirror.matches.matches == int(row["matches"])
     qmz, qint = s.hits_queries.peaks(q)
     lmz, lint = s.hits_library.peaks(lib)
+    if params.entropy:
+        *_, direct = entropy_matches(
+            qmz, qint, lmz, lint, tolerance=params.tolerance,
+            precursor_mz1=s.hits_queries.precursor_mz[q],
+            precursor_mz2=s.hits_library.precursor_mz[lib],
+        )  # fmt: skip
+        assert direct.matches == n_links
+        assert direct.score == pytest.approx(float(row["score"]), abs=1e-6)
+        return
     direct = greedy_matches(
         qmz,
         qint,
@@ -224,7 +233,7 @@ def test_stop_keeps_partial_hits(qtbot, window, massbank_library, massbank_queri
     window.open_file(DATA / "massbank_ms2_queries.mgf.gz", "queries", background=False)
     s = window.session
     assert len(s.library) == len(massbank_library) and len(s.queries.spectra) == 1000
-    params = engine.SearchParameters(top_n=10, batch_size=256)
+    params = engine.SearchParameters(mode="custom", top_n=10, batch_size=256)
     with qtbot.waitSignal(window.results.model.rowsInserted, timeout=120_000):
         window.start_search(params, "cpu")
     assert window.searching

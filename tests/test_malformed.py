@@ -205,7 +205,9 @@ def test_every_valid_record_of_a_broken_file_is_searched(tmp_path, capsys):
 
     out = tmp_path / "hits.tsv"
     corpus = str(CORPUS / "mixed.mgf")
-    status = main(["search", corpus, corpus, "-o", str(out), "--top", "0", "--no-cache"])
+    status = main(
+        ["search", "--mode", "custom", corpus, corpus, "-o", str(out), "--top", "0", "--no-cache"]
+    )
     assert status == 0
     err = capsys.readouterr().err
     assert "Traceback" not in err and "7 spectra read" in err and "4 skipped" in err

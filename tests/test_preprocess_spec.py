@@ -62,7 +62,7 @@ def test_filter_parameters_describe_the_filters():
 def test_presets_by_name(name):
     assert pipeline_from_spec(name) == preset(name)
     assert pipeline_spec(preset(name)) == name
-    assert engine.SearchParameters(preprocess=name).preprocess == name
+    assert engine.SearchParameters(mode="custom", preprocess=name).preprocess == name
 
 
 def test_round_trip_of_a_custom_pipeline():
@@ -79,7 +79,7 @@ def test_round_trip_of_a_custom_pipeline():
     assert pipeline_spec(changed).startswith("{")
     # SearchParameters keeps the canonical form of any equivalent JSON
     loose = json.dumps(CUSTOM.to_dict(), indent=2)
-    assert engine.SearchParameters(preprocess=loose).preprocess == spec
+    assert engine.SearchParameters(mode="custom", preprocess=loose).preprocess == spec
     assert engine.SearchParameters.from_dict({"preprocess": spec}).preprocess == spec
 
 
@@ -123,13 +123,13 @@ def test_bad_specs_raise_clear_errors(spec, message):
     with pytest.raises(ValueError, match=message):
         pipeline_from_spec(spec)
     with pytest.raises(ValueError, match=message):
-        engine.SearchParameters(preprocess=spec)
+        engine.SearchParameters(mode="custom", preprocess=spec)
 
 
 def test_custom_spec_search_equals_steps_by_hand(pesticides):
     queries = pesticides.subset(range(0, 76, 3))
     spec = pipeline_spec(CUSTOM)
-    params = engine.SearchParameters(top_n=5, tolerance=0.02, preprocess=spec)
+    params = engine.SearchParameters(mode="custom", top_n=5, tolerance=0.02, preprocess=spec)
     got = engine.search(queries, pesticides, params, backend="cpu")
     expected = engine.search(
         by_hand(queries), by_hand(pesticides), params, backend="cpu", preprocess="none"
@@ -142,7 +142,7 @@ def test_custom_spec_search_equals_steps_by_hand(pesticides):
     ref_scores, ref_matches = engine.score_matrix(
         by_hand(queries),
         by_hand(pesticides),
-        engine.SearchParameters(tolerance=0.02),
+        engine.SearchParameters(mode="custom", tolerance=0.02),
         backend="cpu",
     )
     np.testing.assert_array_equal(scores, ref_scores)
@@ -153,13 +153,18 @@ def test_cli_accepts_json_and_file_specs(data_dir, tmp_path, pesticides):
     path = data_dir / "pesticides.mgf"
     spec = json.dumps(CUSTOM.to_dict())
     expected = engine.search(
-        by_hand(pesticides), by_hand(pesticides), backend="cpu", top_n=3, tolerance=0.02
+        by_hand(pesticides),
+        by_hand(pesticides),
+        backend="cpu",
+        mode="custom",
+        top_n=3,
+        tolerance=0.02,
     )
     spec_file = tmp_path / "pipeline.json"
     spec_file.write_text(json.dumps(CUSTOM.to_dict(), indent=2), encoding="utf-8")
     for value in (spec, f"@{spec_file}"):
         out = tmp_path / "hits.tsv"
-        args = ["search", str(path), str(path), "-o", str(out), "--top", "3",
+        args = ["search", "--mode", "custom", str(path), str(path), "-o", str(out), "--top", "3",
                 "--tolerance", "0.02", "--preprocess", value, "-q", "--no-cache"]  # fmt: skip
         assert main(args) == 0
         cols, provenance = read_hits(out)
@@ -174,10 +179,15 @@ def test_cli_accepts_json_and_file_specs(data_dir, tmp_path, pesticides):
 def test_cli_rejects_bad_specs(data_dir, tmp_path, capsys):
     path = str(data_dir / "pesticides.mgf")
     bad = '[["window_filter", {"kk": 3}]]'
-    assert main(["search", path, path, "--preprocess", bad, "-q", "--no-cache"]) == 2
+    assert (
+        main(["search", "--mode", "custom", path, path, "--preprocess", bad, "-q", "--no-cache"])
+        == 2
+    )
     assert "unknown parameter 'kk'" in capsys.readouterr().err
     missing = tmp_path / "absent.json"
-    assert main(["search", path, path, "--preprocess", f"@{missing}", "-q"]) == 2
+    assert (
+        main(["search", "--mode", "custom", path, path, "--preprocess", f"@{missing}", "-q"]) == 2
+    )
     assert "absent.json" in capsys.readouterr().err
-    assert main(["search", path, path, "--preprocess", "fancy", "-q"]) == 2
+    assert main(["search", "--mode", "custom", path, path, "--preprocess", "fancy", "-q"]) == 2
     assert "unknown preprocessing 'fancy'" in capsys.readouterr().err

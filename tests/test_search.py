@@ -54,11 +54,11 @@ def assert_same_hits(hits, rows):
 @pytest.mark.parametrize(
     "params",
     [
-        SearchParameters(top_n=3),
-        SearchParameters(top_n=0, threshold=0.5, min_matches=3, tolerance=0.02),
-        SearchParameters(top_n=5, precursor_tolerance=50.0),
-        SearchParameters(top_n=4, precursor_tolerance=2000.0, precursor_unit="ppm"),
-        SearchParameters(top_n=2, score="modified_cosine", tolerance=0.05),
+        SearchParameters(mode="custom", top_n=3),
+        SearchParameters(mode="custom", top_n=0, threshold=0.5, min_matches=3, tolerance=0.02),
+        SearchParameters(mode="custom", top_n=5, precursor_tolerance=50.0),
+        SearchParameters(mode="custom", top_n=4, precursor_tolerance=2000.0, precursor_unit="ppm"),
+        SearchParameters(mode="custom", top_n=2, score="modified_cosine", tolerance=0.05),
     ],
     ids=["top3", "threshold", "precursor-da", "precursor-ppm", "modified"],
 )
@@ -74,7 +74,7 @@ def test_job_streams_chunks_and_reports_progress(massbank_sample):
     queries, library = massbank_sample.subset(range(200)), massbank_sample
     seen = []
     job = SearchJob(
-        queries, library, SearchParameters(top_n=5, batch_size=128), backend="cpu",
+        queries, library, SearchParameters(mode="custom", top_n=5, batch_size=128), backend="cpu",
         on_progress=lambda p: seen.append((p.pairs_done, p.pairs_total)),
     )  # fmt: skip
     chunks = list(job)
@@ -85,7 +85,10 @@ def test_job_streams_chunks_and_reports_progress(massbank_sample):
     total = sum(len(c) for c in chunks)
     assert total == len(job.hits) > 4 * 200
     one_batch = search(
-        queries, library, SearchParameters(top_n=5, batch_size=100_000), backend="cpu"
+        queries,
+        library,
+        SearchParameters(mode="custom", top_n=5, batch_size=100_000),
+        backend="cpu",
     )
     np.testing.assert_array_equal(job.hits.library_index, one_batch.library_index)
     np.testing.assert_array_equal(job.hits.score, one_batch.score)
@@ -103,7 +106,7 @@ def test_cancel_keeps_partial_hits(massbank_sample):
         if len(batches) == 15:
             token.cancel()
 
-    params = SearchParameters(top_n=5, batch_size=64)
+    params = SearchParameters(mode="custom", top_n=5, batch_size=64)
     job = SearchJob(
         queries, library, params, backend="cpu", on_progress=on_progress, cancel_token=token
     )
@@ -112,7 +115,7 @@ def test_cancel_keeps_partial_hits(massbank_sample):
     assert job.progress.pairs_done < job.progress.pairs_total
     assert 0 < len(hits) < 5 * 300
     # the hits kept are real: each equals the score of that pair in a full search
-    full = search(queries, library, SearchParameters(top_n=0), backend="cpu")
+    full = search(queries, library, SearchParameters(mode="custom", top_n=0), backend="cpu")
     pairs = zip(full.query_index, full.library_index, strict=True)
     key = dict(zip(pairs, full.score, strict=True))
     for q, l, s in zip(hits.query_index, hits.library_index, hits.score, strict=True):
@@ -132,7 +135,9 @@ def test_no_dense_query_by_library_array(massbank_sample):
     queries, library = massbank_sample.subset(range(2000)), massbank_sample
     search(queries.subset(range(2)), library.subset(range(10)), backend="cpu")  # compile first
     tracemalloc.start()
-    search(queries, library, SearchParameters(top_n=10, batch_size=256), backend="cpu")
+    search(
+        queries, library, SearchParameters(mode="custom", top_n=10, batch_size=256), backend="cpu"
+    )
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     dense_bytes = len(queries) * len(library) * 8
@@ -140,7 +145,7 @@ def test_no_dense_query_by_library_array(massbank_sample):
 
 
 def test_every_query_finds_itself(massbank_library, massbank_queries):
-    params = SearchParameters(top_n=0, threshold=0.999999)
+    params = SearchParameters(mode="custom", top_n=0, threshold=0.999999)
     hits = search(massbank_queries, massbank_library, params, backend="cpu")
     position = {id_: i for i, id_ in enumerate(massbank_library.ids)}
     own = np.array([position[i] for i in massbank_queries.ids])
@@ -173,7 +178,7 @@ class _FailingBackend(Backend):
 
 
 def test_backend_failure_falls_back_to_cpu_without_losing_hits(pesticides):
-    params = SearchParameters(top_n=3, batch_size=8)
+    params = SearchParameters(mode="custom", top_n=3, batch_size=8)
     messages = []
     job = SearchJob(
         pesticides, pesticides, params, backend=_FailingBackend(5), on_message=messages.append
@@ -228,7 +233,7 @@ def test_tied_scores_rank_by_library_index_under_a_precursor_window(pesticides, 
     precursor = pesticides.precursor_mz[3] + 0.01 * np.arange(n)[::-1]
     library = SpectrumLibrary.from_peak_lists([mz] * n, [intensity] * n, precursor_mz=precursor)
     query = SpectrumLibrary.from_peak_lists([mz], [intensity], precursor_mz=[precursor.mean()])
-    params = SearchParameters(score=score, top_n=top_n, precursor_tolerance=1.0)
+    params = SearchParameters(mode="custom", score=score, top_n=top_n, precursor_tolerance=1.0)
     hits = search(query, library, params, backend="cpu")
     assert hits.library_index.tolist() == list(range(top_n))
     assert np.all(hits.score == hits.score[0])
@@ -246,6 +251,8 @@ def test_kernel_top_n_ranks_ties_by_original_index(pesticides, prune):
     library = SpectrumLibrary.from_peak_lists([mz] * n, [intensity] * n, precursor_mz=[300.0] * n)
     query = PreparedSpectra.from_library(library.subset([0]))
     reordered = PreparedSpectra.from_library(library).reordered(np.arange(n)[::-1])
-    params = SearchParameters(top_n=2, score="cosine" if prune else "modified_cosine")
+    params = SearchParameters(
+        mode="custom", top_n=2, score="cosine" if prune else "modified_cosine"
+    )
     hits = CpuBackend().score_batch(query, reordered, Batch(0, 1, 0, n), params)
     assert reordered.ranks[hits.library_index].tolist() == [0, 1]

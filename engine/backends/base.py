@@ -10,11 +10,31 @@ from functools import cached_property
 import numpy as np
 
 from engine.hits import HitTable
-from engine.kernels import SearchOptions, SpectrumSet, prepare_weights
+from engine.kernels import (
+    ENTROPY,
+    SearchOptions,
+    SpectrumSet,
+    clean_spectra,
+    entropy_weights,
+    float32_tolerance,
+    prepare_weights,
+)
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+from engine.preprocess import pipeline_from_spec
 
-__all__ = ["Backend", "Batch", "PreparedSpectra", "search_options"]
+__all__ = [
+    "ENTROPY_PRECURSOR_REMOVAL",
+    "Backend",
+    "Batch",
+    "PreparedSpectra",
+    "score_kind",
+    "score_tolerance",
+    "search_options",
+]
+
+#: Entropy search removes peaks above the precursor m/z minus this (Da), as Flash does.
+ENTROPY_PRECURSOR_REMOVAL = 1.6
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +55,8 @@ class PreparedSpectra:
     index : ndarray of int64 or None
         Original index of each spectrum when the set was reordered (None: ``0..n-1``);
         kernels rank equal scores by it.
+    polarity : ndarray of int8 or None
+        Ion mode of each spectrum (+1, -1, 0 unknown; None: all unknown).
     """
 
     mz: np.ndarray
@@ -45,6 +67,7 @@ class PreparedSpectra:
     mz_power: float
     intensity_power: float
     index: np.ndarray | None = None
+    polarity: np.ndarray | None = None
 
     @classmethod
     def from_library(
@@ -62,6 +85,48 @@ class PreparedSpectra:
             precursor_mz=np.ascontiguousarray(library.precursor_mz, dtype=np.float64),
             mz_power=mz_power,
             intensity_power=intensity_power,
+            polarity=library.polarity(),
+        )
+
+    @classmethod
+    def for_entropy(
+        cls, library: SpectrumLibrary, *, tolerance: float = 0.02, weighted: bool = True
+    ) -> PreparedSpectra:
+        """Peaks cleaned as Flash entropy search cleans them, (entropy-)weighted.
+
+        ms_entropy's ``clean_spectrum_for_search``: peaks above the precursor
+        m/z - 1.6 Da removed, peaks within ``max(0.05, 2 * tolerance)`` Da
+        merged, 1 % noise removed, intensities summing to 1; then ms_entropy's
+        entropy weights when ``weighted``.  The norm is 1 (0 for a spectrum left
+        without peaks, which never matches).
+        """
+        mz, intensity, offsets = clean_spectra(
+            library.mz, library.intensity, library.offsets,
+            library.precursor_mz - ENTROPY_PRECURSOR_REMOVAL,
+            min_difference=max(0.05, 2.0 * tolerance),
+        )  # fmt: skip
+        weight = entropy_weights(intensity, offsets) if weighted else intensity
+        return cls(
+            mz=mz,
+            weight=weight,
+            offsets=offsets,
+            norm=(np.diff(offsets) > 0).astype(np.float64),
+            precursor_mz=np.ascontiguousarray(library.precursor_mz, dtype=np.float64),
+            mz_power=0.0,
+            intensity_power=1.0,
+            polarity=library.polarity(),
+        )
+
+    @classmethod
+    def for_search(cls, library: SpectrumLibrary, params: SearchParameters) -> PreparedSpectra:
+        """``library`` preprocessed and weighted as ``params`` ask (one per search side)."""
+        library = pipeline_from_spec(params.preprocess)(library)
+        if params.entropy:
+            return cls.for_entropy(
+                library, tolerance=params.tolerance, weighted=params.score == "entropy"
+            )
+        return cls.from_library(
+            library, mz_power=params.mz_power, intensity_power=params.intensity_power
         )
 
     def __len__(self) -> int:
@@ -71,8 +136,9 @@ class PreparedSpectra:
     def spectrum_set(self) -> SpectrumSet:
         """The arrays the kernels read, as one tuple."""
         return SpectrumSet(
-            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.ranks
-        )
+            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.ranks,
+            self.polarities,
+        )  # fmt: skip
 
     @cached_property
     def ranks(self) -> np.ndarray:
@@ -80,6 +146,13 @@ class PreparedSpectra:
         if self.index is not None:
             return self.index
         return np.arange(len(self), dtype=np.int64)
+
+    @cached_property
+    def polarities(self) -> np.ndarray:
+        """Ion mode of each spectrum (``polarity``, or all unknown)."""
+        if self.polarity is not None:
+            return np.ascontiguousarray(self.polarity, dtype=np.int8)
+        return np.zeros(len(self), dtype=np.int8)
 
     def reordered(self, order: np.ndarray) -> PreparedSpectra:
         """The same spectra in the order ``order`` (a permutation)."""
@@ -96,6 +169,7 @@ class PreparedSpectra:
             mz_power=self.mz_power,
             intensity_power=self.intensity_power,
             index=self.ranks[order],
+            polarity=self.polarities[order],
         )
 
     def with_index(self, index: np.ndarray) -> PreparedSpectra:
@@ -106,14 +180,27 @@ class PreparedSpectra:
 def search_options(params: SearchParameters) -> SearchOptions:
     """The kernels' options tuple of ``params`` (built once per batch run)."""
     return SearchOptions(
-        tolerance=float(params.tolerance),
-        modified=bool(params.modified),
+        tolerance=score_tolerance(params),
+        kind=score_kind(params),
         precursor_tolerance=float(params.precursor_tolerance or 0.0),
         ppm=params.precursor_unit == "ppm",
         min_matches=max(1, int(params.min_matches)),
         threshold=float(params.threshold),
         top_n=int(params.top_n),
+        same_polarity=bool(params.match_ion_mode),
     )
+
+
+def score_kind(params: SearchParameters) -> int:
+    """The kernels' score kind of ``params.score``."""
+    return ENTROPY if params.entropy else int(params.modified)
+
+
+def score_tolerance(params: SearchParameters) -> float:
+    """The fragment tolerance as the kernels compare it (float32 for entropy, as ms_entropy)."""
+    if params.entropy:
+        return float32_tolerance(params.tolerance)
+    return float(params.tolerance)
 
 
 @dataclass(frozen=True)

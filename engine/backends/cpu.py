@@ -8,7 +8,14 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from engine.backends.base import Backend, Batch, PreparedSpectra, search_options
+from engine.backends.base import (
+    Backend,
+    Batch,
+    PreparedSpectra,
+    score_kind,
+    score_tolerance,
+    search_options,
+)
 from engine.hits import HitTable
 from engine.kernels import dense_block, library_peak_index, search_block
 
@@ -87,5 +94,5 @@ class CpuBackend(Backend):
         with self._threads():
             return dense_block(
                 queries.spectrum_set, library.spectrum_set, 0, len(queries), 0, len(library),
-                params.tolerance, params.modified,
+                score_tolerance(params), kind=score_kind(params),
             )  # fmt: skip

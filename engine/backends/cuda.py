@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.backends.base import Backend, Batch, PreparedSpectra
+from engine.backends.base import Backend, Batch, PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, content_key
 from engine.backends.cuda_dense import DenseOnGpu
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
@@ -245,11 +245,14 @@ class CudaBackend(DenseOnGpu, Backend):
             mz_power=0.0,
             intensity_power=1.0,
         )
-        params = SearchParameters(top_n=1)
+        params = SearchParameters(mode="custom", top_n=1)
         self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), params)
         # threshold > 0 compiles the pruning precomputation too
         self.score_batch(
-            spectra, spectra, Batch(0, 2, 0, 2), SearchParameters(top_n=1, threshold=0.5)
+            spectra,
+            spectra,
+            Batch(0, 2, 0, 2),
+            SearchParameters(mode="custom", top_n=1, threshold=0.5),
         )
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)
@@ -280,6 +283,7 @@ class CudaBackend(DenseOnGpu, Backend):
                 "norm": np.ascontiguousarray(spectra.norm, np.float64),
                 "precursor_mz": np.ascontiguousarray(spectra.precursor_mz, np.float64),
                 "index": np.ascontiguousarray(spectra.ranks, np.int64),
+                "polarity": np.ascontiguousarray(spectra.polarities, np.int8),
             }
             nbytes = sum(a.nbytes for a in arrays.values())
             dev = {k: cuda.to_device(a) for k, a in arrays.items()}
@@ -398,7 +402,7 @@ class CudaBackend(DenseOnGpu, Backend):
         slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
-        prune = params.threshold > 0
+        prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
         self._score(slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune)
         self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
             slot.out_s,
@@ -445,10 +449,11 @@ class CudaBackend(DenseOnGpu, Backend):
         precursor_tolerance = float(params.precursor_tolerance or 0.0) if window else 0.0
         ppm = window and params.precursor_unit == "ppm"
         options = SearchOptions(
-            tolerance=float(params.tolerance),
-            modified=bool(params.modified),
+            tolerance=score_tolerance(params),
+            kind=score_kind(params),
             precursor_tolerance=precursor_tolerance,
             ppm=bool(ppm),
+            same_polarity=bool(window and params.match_ion_mode),
         )
         pruning = self._k.Pruning(
             bool(prune), threshold if prune else 0.0, heavy, hcnt, bool(qprune), qheavy, qhcnt
@@ -493,7 +498,12 @@ class CudaBackend(DenseOnGpu, Backend):
             for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
                     submit_rescore(
-                        queries, library, r[rows], c[rows], params.tolerance, params.modified
+                        queries,
+                        library,
+                        r[rows],
+                        c[rows],
+                        score_tolerance(params),
+                        score_kind(params),
                     )
                 )
         for b in tile.batches:

@@ -25,6 +25,7 @@ class Resident:
     norm: Any
     precursor_mz: Any
     index: Any  # original index of each spectrum (ties)
+    polarity: Any  # ion mode of each spectrum
     counts: np.ndarray  # host: peaks per spectrum
     nbytes: int
     host: PreparedSpectra | None = None
@@ -34,8 +35,9 @@ class Resident:
     def spectrum_set(self) -> SpectrumSet:
         """The device arrays as the kernels take them."""
         return SpectrumSet(
-            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.index
-        )
+            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.index,
+            self.polarity,
+        )  # fmt: skip
 
     def heavy_for(self, cuda: Any, threshold: float) -> tuple[Any, Any]:
         """Device arrays of :func:`heavy_peaks` for ``threshold`` (cached)."""
@@ -118,7 +120,7 @@ def content_key(spectra: PreparedSpectra) -> str:
     """Hash of everything the kernels read (so an equal library is not re-uploaded)."""
     h = hashlib.blake2b(digest_size=16)
     arrays = (spectra.offsets, spectra.mz, spectra.weight, spectra.norm, spectra.precursor_mz)
-    for a in (*arrays, spectra.ranks):
+    for a in (*arrays, spectra.ranks, spectra.polarities):
         a = np.ascontiguousarray(a)
         h.update(str((a.dtype, a.shape)).encode())
         h.update(memoryview(a).cast("B"))

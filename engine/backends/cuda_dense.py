@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.backends.base import PreparedSpectra
+from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident
 from engine.backends.rescore import PendingScores, submit_rescore
 from engine.kernels.heavy import copy_rows
@@ -118,4 +118,6 @@ class DenseOnGpu:
             s.synchronize()
         else:
             r, c = np.nonzero(matches[q0 : q0 + n] < 0)
-        return [submit_rescore(queries, library, r + q0, c, params.tolerance, params.modified)]
+        return [
+            submit_rescore(queries, library, r + q0, c, score_tolerance(params), score_kind(params))
+        ]

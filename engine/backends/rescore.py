@@ -70,7 +70,7 @@ def submit_rescore(
     q_index: np.ndarray,
     l_index: np.ndarray,
     tolerance: float,
-    modified: bool,
+    kind: int,
 ) -> PendingScores:
     """Start the exact CPU scoring of listed pairs on worker threads; return at once.
 
@@ -94,7 +94,7 @@ def submit_rescore(
             q,
             lib,
             float(tolerance),
-            bool(modified),
+            int(kind),
         )
         for k in range(0, len(q_index), RESCORE_CHUNK)
     ]
@@ -107,7 +107,7 @@ def rescore_pairs(
     q_index: np.ndarray,
     l_index: np.ndarray,
     tolerance: float,
-    modified: bool,
+    kind: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
 
@@ -117,16 +117,17 @@ def rescore_pairs(
     q_index, l_index : ndarray of int
         Pair ``k`` is query ``q_index[k]`` × library spectrum ``l_index[k]``.
     tolerance : float
-        Fragment tolerance (Da).
-    modified : bool
-        Modified cosine instead of cosine.
+        Fragment tolerance (Da; :func:`~engine.backends.base.score_tolerance`).
+    kind : int
+        Score kind (:func:`~engine.backends.base.score_kind`; ``True`` reads as
+        the modified cosine).
 
     Returns
     -------
     scores : ndarray of float64
     matches : ndarray of int32
     """
-    return submit_rescore(queries, library, q_index, l_index, tolerance, modified).result()
+    return submit_rescore(queries, library, q_index, l_index, tolerance, kind).result()
 
 
 def merge_batch_hits(

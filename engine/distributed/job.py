@@ -47,7 +47,6 @@ from engine.hits import HitTable
 from engine.io.cache import cache_path
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.preprocess import pipeline_from_spec
 from engine.search import CancelToken, SearchProgress, StreamingJob, library_window, query_blocks
 
 __all__ = ["DaskSearchJob", "search"]
@@ -166,10 +165,7 @@ class DaskSearchJob(StreamingJob):
     def _plan(self):
         p = self.params
         by_precursor = p.precursor_tolerance is not None
-        powers = {"mz_power": p.mz_power, "intensity_power": p.intensity_power}
-        queries = PreparedSpectra.from_library(
-            pipeline_from_spec(p.preprocess)(self.queries), **powers
-        )
+        queries = PreparedSpectra.for_search(self.queries, p)
         q_order = shard_order(queries.precursor_mz, by_precursor)
         if by_precursor:
             queries = queries.reordered(q_order)
@@ -237,7 +233,7 @@ class DaskSearchJob(StreamingJob):
         def spec(s: int, with_path: bool) -> ShardSpec:
             return ShardSpec(
                 fingerprint, path if with_path else None, p.preprocess, p.mz_power,
-                p.intensity_power, p.precursor_tolerance is not None,
+                p.intensity_power, p.score, p.tolerance, p.precursor_tolerance is not None,
                 int(bounds[s]), int(bounds[s + 1]),
             )  # fmt: skip
 

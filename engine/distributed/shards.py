@@ -21,7 +21,6 @@ from engine.backends import Batch, PreparedSpectra, cpu_fallback, get_backend
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.preprocess import pipeline_from_spec
 from engine.search import library_window, precursor_order
 
 __all__ = [
@@ -50,9 +49,20 @@ class ShardSpec:
     preprocess: str
     mz_power: float
     intensity_power: float
+    score: str
+    tolerance: float
     by_precursor: bool  # order: precursor m/z (stable) or the library's own
     start: int
     stop: int
+
+    @property
+    def preparation(self) -> SearchParameters:
+        """Parameters that decide how the shard's spectra are prepared."""
+        return SearchParameters(
+            mode="custom", tolerance=self.tolerance, score=self.score,
+            mz_power=self.mz_power, intensity_power=self.intensity_power,
+            preprocess=self.preprocess,
+        )  # fmt: skip
 
     @property
     def token(self) -> str:
@@ -156,11 +166,7 @@ def load_shard(spec: ShardSpec, payload: dict | None) -> Shard:
     else:
         index = payload["global_index"]
         raw, source = _shard_library(payload, np.arange(len(index))), "data"
-    prepared = PreparedSpectra.from_library(
-        pipeline_from_spec(spec.preprocess)(raw),
-        mz_power=spec.mz_power,
-        intensity_power=spec.intensity_power,
-    )
+    prepared = PreparedSpectra.for_search(raw, spec.preparation)
     global_index = np.asarray(index, dtype=np.int64)
     shard = Shard(prepared.with_index(global_index), global_index, source)
     with _LOCK:

@@ -10,6 +10,8 @@ import numpy as np
 from engine.export.columns import HIT_COLUMNS, MZ_COLUMNS, hit_columns
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
+from engine.params import SearchParameters
+from engine.search import evidence
 
 if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
     import pandas as pd
@@ -29,7 +31,11 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def delimited_rows(
-    hits: HitTable, queries: SpectrumLibrary, library: SpectrumLibrary, sep: str
+    hits: HitTable,
+    queries: SpectrumLibrary,
+    library: SpectrumLibrary,
+    sep: str,
+    params: SearchParameters | None = None,
 ) -> str:
     """The TSV/CSV rows of one chunk, one line each.
 
@@ -43,6 +49,10 @@ def delimited_rows(
                                               [0] * len(q_unique)), queries, queries)  # fmt: skip
     l_cols = hit_columns(HitTable.from_arrays(l_unique, l_unique, [0] * len(l_unique),
                                               [0] * len(l_unique)), library, library)  # fmt: skip
+    if params is not None:
+        reverse, explained = evidence(hits, queries, library, params)
+    else:
+        reverse = explained = np.full(len(hits), np.nan)
     fields: list[list[str]] = []
     for name in HIT_COLUMNS:
         if name == "query_index":
@@ -53,6 +63,10 @@ def delimited_rows(
             fields.append(floats(hits.score))
         elif name == "matches":
             fields.append(integers(hits.matches))
+        elif name == "reverse_score":
+            fields.append(floats(reverse))
+        elif name == "library_explained":
+            fields.append(floats(explained))
         elif name == "precursor_mz_delta":
             delta = (
                 library.precursor_mz[hits.library_index] - queries.precursor_mz[hits.query_index]

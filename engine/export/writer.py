@@ -135,7 +135,7 @@ class HitWriter:
         format: str | None = None,
         extra_provenance: Mapping[str, object] | None = None,
     ) -> None:
-        self.queries, self.library = queries, library
+        self.queries, self.library, self.params = queries, library, params
         self.rows = 0
         self._stream: IO[str] | None = None
         self._path: Path | None = None
@@ -170,9 +170,12 @@ class HitWriter:
                 self.write(hits.take(np.arange(start, stop)))
             return
         if self.format == "parquet":
-            self._write_parquet(frame_for_writing(hit_columns(hits, self.queries, self.library)))
+            columns = hit_columns(hits, self.queries, self.library, self.params)
+            self._write_parquet(frame_for_writing(columns))
         else:
-            self._emit_text(delimited_rows(hits, self.queries, self.library, self._sep))
+            self._emit_text(
+                delimited_rows(hits, self.queries, self.library, self._sep, self.params)
+            )
         self.rows += len(hits)
 
     def close(self, *, complete: bool = True, note: str = "") -> Path | None:

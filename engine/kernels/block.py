@@ -13,7 +13,12 @@ from engine.kernels.cancel import cancelled, new_flag
 from engine.kernels.pair import check_score_parameters
 from engine.kernels.peak_index import PeakIndex, indexed_kernel, library_peak_index
 from engine.kernels.rows import compact_rows, row_width, scan_kernel
-from engine.kernels.spectrum_set import SearchOptions, SpectrumSet, checked_block
+from engine.kernels.spectrum_set import (
+    MODIFIED_COSINE,
+    SearchOptions,
+    SpectrumSet,
+    checked_block,
+)
 
 __all__ = ["ALL_HITS_CHUNK", "checked_options", "search_block"]
 
@@ -34,12 +39,13 @@ def checked_options(options: SearchOptions) -> SearchOptions:
         raise ValueError("top_n must be >= 0")
     return SearchOptions(
         tolerance=float(options.tolerance),
-        modified=bool(options.modified),
+        kind=int(options.kind),
         precursor_tolerance=precursor_tolerance,
         ppm=bool(options.ppm),
         min_matches=max(1, int(options.min_matches)),
         threshold=float(options.threshold),
         top_n=top_n,
+        same_polarity=bool(options.same_polarity),
     )
 
 
@@ -119,7 +125,7 @@ def search_block(
         )
     width = row_width(options, l_start, l_stop)
     chunk = q_stop - q_start if options.top_n > 0 else ALL_HITS_CHUNK
-    pruned = prune and not options.modified
+    pruned = prune and options.kind != MODIFIED_COSINE
     if pruned and library_index is None:
         library_index = library_peak_index(library, l_start, l_stop)
     parts = []

@@ -10,7 +10,9 @@ products in the same order:
   merge pass; components of one or two candidates are resolved directly, those
   of up to :data:`K` candidates by an insertion sort in per-thread scratch;
 * modified cosine: when the shift exceeds the tolerance, all zero-shift and
-  shifted candidates of the pair (up to :data:`K`) are sorted in the scratch.
+  shifted candidates of the pair (up to :data:`K`) are sorted in the scratch;
+* entropy similarity: the two-pointer walk of
+  :func:`engine.kernels.entropy.entropy_core` (no scratch, never flagged).
 
 Anything larger is **never approximated**: the pair is flagged (after an exact
 upper-bound test, see :func:`score_kernel`) and the host rescores it exactly
@@ -30,11 +32,13 @@ from numba import cuda, float64, int32, uint8
 from engine.kernels.cuda_pair import (
     K3,
     K,
+    entropy_pair,
     heavy_matched,
     pair_score,
     precursor_ok,
     query_heavy_matched,
 )
+from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
 
 __all__ = [
     "FLAGGED",
@@ -102,7 +106,7 @@ def score_kernel(
 
     ``queries`` and ``library`` are :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s
     of device arrays, ``options`` a :class:`~engine.kernels.spectrum_set.SearchOptions`
-    (tolerance, modified, precursor window), ``pruning`` a :class:`Pruning` and
+    (tolerance, score kind, precursor window, ion mode), ``pruning`` a :class:`Pruning` and
     ``out`` a :class:`TileOutput`.  Grid ``(ceil(ncols / threads), rows)``.  Row ``r`` is query
     ``q_first + r``; thread ``c < ncols`` scores library spectrum ``cols[c]`` and
     writes ``out_s[r, cols[c] - l_first]`` / ``out_m[...]`` (so columns keep the
@@ -129,10 +133,11 @@ def score_kernel(
     query's heavy peaks ``qheavy[q, :qhcnt[q]]`` against the library spectrum
     (the bound is symmetric), with the merge's own float comparisons.
     """
-    q_mz, q_w, q_off, q_norm, q_prec, _ = queries
-    l_mz, l_w, l_off, l_norm, l_prec, _ = library
+    q_mz, q_w, q_off, q_norm, q_prec, _, q_pol = queries
+    l_mz, l_w, l_off, l_norm, l_prec, _, l_pol = library
     tol = options.tolerance
-    modified = options.modified
+    modified = options.kind == MODIFIED_COSINE
+    entropy = options.kind == ENTROPY
     ptol = options.precursor_tolerance
     ppm = options.ppm
     prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt = pruning
@@ -157,7 +162,7 @@ def score_kernel(
     col = l - l_first
     qp = q_prec[q]
     lp = l_prec[l]
-    if not precursor_ok(qp, lp, ptol, ppm):
+    if not precursor_ok(qp, lp, ptol, ppm) or (options.same_polarity and q_pol[q] * l_pol[l] < 0):
         out_s[r, col] = NOT_SCORED
         out_m[r, col] = 0
         return
@@ -165,6 +170,14 @@ def score_kernel(
     if den == 0.0:
         out_s[r, col] = 0.0
         out_m[r, col] = 0
+        return
+    if entropy:
+        if staged:
+            raw, nm = entropy_pair(sq_mz, sq_w, 0, nqp, l_mz, l_w, l_off[l], l_off[l + 1], tol)
+        else:
+            raw, nm = entropy_pair(q_mz, q_w, qa, qb, l_mz, l_w, l_off[l], l_off[l + 1], tol)
+        out_s[r, col] = raw if nm > 0 else 0.0
+        out_m[r, col] = nm
         return
     if prune:
         if staged:

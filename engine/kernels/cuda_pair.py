@@ -8,9 +8,19 @@ scratch of :data:`K` candidates is reported, never approximated.  Import through
 
 from __future__ import annotations
 
+import math
+
 from numba import cuda
 
-__all__ = ["K", "K3", "heavy_matched", "pair_score", "precursor_ok", "query_heavy_matched"]
+__all__ = [
+    "K",
+    "K3",
+    "entropy_pair",
+    "heavy_matched",
+    "pair_score",
+    "precursor_ok",
+    "query_heavy_matched",
+]
 
 #: Candidates a component (or a modified-cosine pair) may have to be resolved on chip.
 K = 32
@@ -293,6 +303,34 @@ def precursor_ok(qp, lp, ptol, ppm):  # pragma: no cover
         return True
     t = ptol * 1e-6 * qp if ppm else ptol
     return abs(qp - lp) <= t
+
+
+@cuda.jit(device=True)
+def _xlog2x(x):  # pragma: no cover
+    return x * math.log2(x)
+
+
+@cuda.jit(device=True)
+def entropy_pair(mzA, pA, a0, a1, mzB, pB, b0, b1, tol):  # pragma: no cover
+    """Entropy similarity and matches of query ``A`` and library ``B`` (as ``entropy_core``)."""
+    a = a0
+    b = b0
+    total = 0.0
+    nm = 0
+    while a < a1 and b < b1:
+        d = mzA[a] - mzB[b]
+        if d < -tol:
+            a += 1
+        elif d > tol:
+            b += 1
+        else:
+            x = pA[a]
+            y = pB[b]
+            total += (_xlog2x(x + y) - _xlog2x(x) - _xlog2x(y)) / 2.0
+            nm += 1
+            a += 1
+            b += 1
+    return min(max(total, 0.0), 1.0), nm
 
 
 @cuda.jit(device=True)

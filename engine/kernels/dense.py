@@ -20,7 +20,7 @@ __all__ = ["dense_block", "score_listed_pairs"]
 
 @njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
 def _dense_kernel(
-    queries, library, q_start, q_stop, l_start, l_stop, tolerance, modified
+    queries, library, q_start, q_stop, l_start, l_stop, tolerance, kind
 ):  # pragma: no cover
     nq = q_stop - q_start
     nl = l_stop - l_start
@@ -30,9 +30,7 @@ def _dense_kernel(
     for r in prange(nq):
         scratch = new_scratch(longest)
         for c in range(nl):
-            s, m = score_pair(
-                q_start + r, l_start + c, queries, library, tolerance, modified, scratch
-            )
+            s, m = score_pair(q_start + r, l_start + c, queries, library, tolerance, kind, scratch)
             scores[r, c] = s
             matches[r, c] = m
     return scores, matches
@@ -47,11 +45,13 @@ def dense_block(
     l_stop: int,
     tolerance: float = 0.1,
     modified: bool = False,
+    *,
+    kind: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dense score and match matrices of a (small) query block × library block.
 
     Same inputs and scoring convention as :func:`~engine.kernels.search_block`,
-    without filters.
+    without filters.  ``kind`` (a score kind, e.g. ``ENTROPY``) overrides ``modified``.
 
     Returns
     -------
@@ -61,16 +61,15 @@ def dense_block(
     check_score_parameters(tolerance, 0.0, 1.0)
     queries, q_start, q_stop = checked_block(queries, q_start, q_stop, "query")
     library, l_start, l_stop = checked_block(library, l_start, l_stop, "library")
-    return _dense_kernel(
-        queries, library, q_start, q_stop, l_start, l_stop, float(tolerance), bool(modified)
-    )
+    kind = int(bool(modified)) if kind is None else int(kind)
+    return _dense_kernel(queries, library, q_start, q_stop, l_start, l_stop, float(tolerance), kind)
 
 
 @njit(cache=True, nogil=True)
 def score_listed_pairs(
-    q_index, l_index, queries, library, tolerance, modified
+    q_index, l_index, queries, library, tolerance, kind
 ):  # pragma: no cover - numba
-    """Exact scores of pairs ``(q_index[k], l_index[k])``, serially.
+    """Exact scores of pairs ``(q_index[k], l_index[k])`` of score ``kind``, serially.
 
     Releases the GIL, so worker threads run several lists at once (the GPU's
     overflow pairs are rescored this way while it goes on).
@@ -85,6 +84,6 @@ def score_listed_pairs(
     scratch = new_scratch(longest)
     for k in range(n):
         scores[k], matches[k] = score_pair(
-            q_index[k], l_index[k], queries, library, tolerance, modified, scratch
+            q_index[k], l_index[k], queries, library, tolerance, kind, scratch
         )
     return scores, matches

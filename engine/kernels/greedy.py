@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.kernels.spectrum_set import SCRATCH_SIZE
+from engine.kernels.entropy import entropy_core
+from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE, SCRATCH_SIZE
 
 __all__ = [
     "SCRATCH_SIZE",
@@ -384,19 +385,27 @@ def modified_core(
 
 
 @njit(cache=True)
-def score_pair(q, l, queries, library, tolerance, modified, scratch):  # pragma: no cover
+def score_pair(q, l, queries, library, tolerance, kind, scratch):  # pragma: no cover
     r"""Exact score and match count of query ``q`` against library spectrum ``l``.
 
     ``queries`` and ``library`` are :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s
-    (the library spectrum is matchms' reference); ``scratch`` a
-    :class:`~engine.kernels.spectrum_set.Scratch`.  0, 0 when a norm is zero or
-    nothing matches.
+    (the library spectrum is matchms' reference; for entropy the query is
+    ms_entropy's ``peaks_a``); ``kind`` a score kind (0 cosine, 1 modified
+    cosine, 2 entropy); ``scratch`` a :class:`~engine.kernels.spectrum_set.Scratch`.
+    0, 0 when a norm is zero or nothing matches.
     """
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
+    if kind == ENTROPY:
+        raw, nm = entropy_core(
+            queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+            library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+            tolerance,
+        )  # fmt: skip
+        return (raw, nm) if nm > 0 else (0.0, 0)
     sp, si, sj, ua, ub = scratch
-    if modified:
+    if kind == MODIFIED_COSINE:
         raw, nm = modified_core(
             library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
             library.precursor_mz[l],

@@ -1,8 +1,9 @@
-"""The pruned plain-cosine search: an inverted index over a library block's peaks.
+"""The pruned search (cosine, entropy): an inverted index over a library block's peaks.
 
 For each query, the index gives every library spectrum of the block the number of
 (slightly widened) candidate peak pairs and the sum of all their products.  That
-sum bounds the greedy numerator from above and the count bounds the matches, so
+sum bounds the greedy numerator from above (for entropy similarity: the sum of
+every candidate pair's entropy term, all >= 0) and the count bounds the matches, so
 pairs that cannot reach ``threshold``, ``min_matches`` or (with ``top_n``) the
 current n-th best are never scored; all others are scored exactly.
 """
@@ -15,9 +16,10 @@ import numpy as np
 from numba import njit, prange
 
 from engine.kernels.cancel import cancelled
+from engine.kernels.entropy import pair_entropy
 from engine.kernels.greedy import score_pair
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
-from engine.kernels.spectrum_set import longest_in_block, new_scratch, precursor_ok
+from engine.kernels.spectrum_set import ENTROPY, longest_in_block, new_scratch, pair_allowed
 
 __all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
 
@@ -108,6 +110,7 @@ def _indexed_row(
     threshold = options.threshold
     top_n = options.top_n
     qn = queries.norm[q]
+    entropy = options.kind == ENTROPY
     bound = np.zeros(nl, dtype=np.float64)
     cnt = np.zeros(nl, dtype=np.int32)
     for j in range(queries.offsets[q], queries.offsets[q + 1]):
@@ -119,9 +122,11 @@ def _indexed_row(
         hi = np.searchsorted(index.mz, mq + tolerance + INDEX_EPS, side="right")
         for k in range(lo, hi):
             c = index.spectrum[k]
-            bound[c] += index.weight[k] * wq
+            if entropy:
+                bound[c] += pair_entropy(wq, index.weight[k])
+            else:
+                bound[c] += index.weight[k] * wq
             cnt[c] += 1
-    qp = queries.precursor_mz[q]
     n = 0
     if top_n == 0:
         for c in range(nl):
@@ -131,11 +136,11 @@ def _indexed_row(
                 continue
             l = l_start + c
             den = library.norm[l] * qn
-            if den == 0.0 or not precursor_ok(qp, library.precursor_mz[l], options):
+            if den == 0.0 or not pair_allowed(q, l, queries, library, options):
                 continue
             if _bound(bound[c], den) < threshold:
                 continue
-            s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
+            s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
             if m >= min_matches and s >= threshold:
                 hl[n] = l
                 hs[n] = s
@@ -153,7 +158,7 @@ def _indexed_row(
             continue
         l = l_start + c
         den = library.norm[l] * qn
-        if den == 0.0 or not precursor_ok(qp, library.precursor_mz[l], options):
+        if den == 0.0 or not pair_allowed(q, l, queries, library, options):
             bound[c] = -1.0
             continue
         u = _bound(bound[c], den)
@@ -168,7 +173,7 @@ def _indexed_row(
         c = cc[t]
         l = l_start + c
         bound[c] = -1.0
-        s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
+        s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
     # pass 2: everything whose bound can still reach the n-th best
@@ -182,7 +187,7 @@ def _indexed_row(
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
-        s, m = score_pair(q, l, queries, library, tolerance, False, scratch)
+        s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
             if n == top_n and hs[n - 1] > floor:

@@ -13,7 +13,7 @@ from numba import njit, prange
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.greedy import score_pair
-from engine.kernels.spectrum_set import longest_in_block, new_scratch, precursor_ok
+from engine.kernels.spectrum_set import longest_in_block, new_scratch, pair_allowed
 
 __all__ = [
     "better",
@@ -75,15 +75,14 @@ def _scan_row(
     q, queries, library, l_start, l_stop, options, scratch, hl, hs, hm, stop
 ):  # pragma: no cover
     """One query against library ``[l_start, l_stop)``: returns the number of hits written."""
-    qp = queries.precursor_mz[q]
     top_n = options.top_n
     n = 0
     for l in range(l_start, l_stop):
         if cancelled(stop):
             break
-        if not precursor_ok(qp, library.precursor_mz[l], options):
+        if not pair_allowed(q, l, queries, library, options):
             continue
-        s, m = score_pair(q, l, queries, library, options.tolerance, options.modified, scratch)
+        s, m = score_pair(q, l, queries, library, options.tolerance, options.kind, scratch)
         if m < options.min_matches or not (s >= options.threshold):
             continue
         if top_n > 0:

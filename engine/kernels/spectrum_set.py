@@ -15,6 +15,9 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "COSINE",
+    "ENTROPY",
+    "MODIFIED_COSINE",
     "SCRATCH_SIZE",
     "Scratch",
     "SearchOptions",
@@ -23,9 +26,13 @@ __all__ = [
     "longest_in_block",
     "longest_spectrum",
     "new_scratch",
+    "pair_allowed",
     "precursor_ok",
     "spectrum_set",
 ]
+
+#: Score kinds (``SearchOptions.kind``): greedy cosine, modified cosine, entropy similarity.
+COSINE, MODIFIED_COSINE, ENTROPY = 0, 1, 2
 
 #: Candidates a component may have to be resolved in the fixed scratch buffers.
 SCRATCH_SIZE = 64
@@ -51,6 +58,9 @@ class SpectrumSet(NamedTuple):
         precursor m/z); hits with equal scores are ranked by it, so a query's
         top-N is the same in any order.  None (the default) means ``0..n-1``;
         :func:`spectrum_set` fills it in.
+    polarity : ndarray of int8, optional
+        Ion mode of each spectrum: +1 positive, -1 negative, 0 unknown (matches
+        either).  None means all unknown; :func:`spectrum_set` fills it in.
     """
 
     mz: np.ndarray
@@ -59,6 +69,7 @@ class SpectrumSet(NamedTuple):
     norm: np.ndarray
     precursor_mz: np.ndarray
     index: np.ndarray | None = None
+    polarity: np.ndarray | None = None
 
 
 class SearchOptions(NamedTuple):
@@ -68,8 +79,10 @@ class SearchOptions(NamedTuple):
     ----------
     tolerance : float
         Fragment m/z tolerance (Da).
-    modified : bool
-        Modified cosine instead of the plain greedy cosine.
+    kind : int
+        :data:`COSINE` (0), :data:`MODIFIED_COSINE` (1; ``True`` reads as 1) or
+        :data:`ENTROPY` (2: spectral entropy similarity of cleaned peaks, whose
+        ``weight`` are the (entropy-weighted) intensities summing to 1).
     precursor_tolerance : float
         Precursor window when > 0 (Da, or ppm of the query precursor with ``ppm``).
     ppm : bool
@@ -80,15 +93,18 @@ class SearchOptions(NamedTuple):
         Hits need at least this score.
     top_n : int
         Keep each query's ``top_n`` best hits (all when 0).
+    same_polarity : bool
+        Skip pairs of opposite ion modes (an unknown mode matches either).
     """
 
     tolerance: float = 0.1
-    modified: bool = False
+    kind: int = COSINE
     precursor_tolerance: float = 0.0
     ppm: bool = False
     min_matches: int = 1
     threshold: float = 0.0
     top_n: int = 0
+    same_polarity: bool = False
 
 
 class Scratch(NamedTuple):
@@ -146,6 +162,14 @@ def precursor_ok(query_precursor, library_precursor, options):  # pragma: no cov
     return abs(query_precursor - library_precursor) <= t
 
 
+@njit(cache=True)
+def pair_allowed(q, l, queries, library, options):  # pragma: no cover - numba
+    """Whether query ``q`` and library spectrum ``l`` pass the precursor window and ion mode."""
+    if options.same_polarity and queries.polarity[q] * library.polarity[l] < 0:
+        return False
+    return precursor_ok(queries.precursor_mz[q], library.precursor_mz[l], options)
+
+
 def spectrum_set(
     mz: np.ndarray,
     weight: np.ndarray,
@@ -153,6 +177,7 @@ def spectrum_set(
     norm: np.ndarray,
     precursor_mz: np.ndarray,
     index: np.ndarray | None = None,
+    polarity: np.ndarray | None = None,
     name: str = "spectra",
 ) -> SpectrumSet:
     """A checked, contiguous :class:`SpectrumSet` (float64 arrays, int64 offsets and index).
@@ -179,7 +204,12 @@ def spectrum_set(
     index = np.ascontiguousarray(index, dtype=np.int64)
     if index.shape != (n,):
         raise ValueError(f"{name}: index must have one value per spectrum")
-    return SpectrumSet(mz, weight, offsets, norm, precursor_mz, index)
+    if polarity is None:
+        polarity = np.zeros(max(n, 0), dtype=np.int8)
+    polarity = np.ascontiguousarray(polarity, dtype=np.int8)
+    if polarity.shape != (n,):
+        raise ValueError(f"{name}: polarity must have one value per spectrum")
+    return SpectrumSet(mz, weight, offsets, norm, precursor_mz, index, polarity)
 
 
 def checked_block(

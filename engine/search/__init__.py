@@ -5,6 +5,8 @@ hit chunks as soon as they are final; :mod:`engine.distributed` builds on the sa
 :class:`StreamingJob`, :class:`CancelToken` and :class:`SearchProgress`.
 """
 
+from engine.search.annotate import SearchContext, hit_columns
+from engine.search.evidence import evidence
 from engine.search.job import SearchJob
 from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
@@ -15,7 +17,10 @@ __all__ = [
     "CancelToken",
     "SearchJob",
     "SearchProgress",
+    "SearchContext",
     "StreamingJob",
+    "evidence",
+    "hit_columns",
     "library_window",
     "precursor_order",
     "query_blocks",

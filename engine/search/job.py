@@ -32,7 +32,6 @@ from engine.backends import (
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.preprocess import pipeline_from_spec
 from engine.search.progress import CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order
@@ -186,10 +185,8 @@ class SearchJob(StreamingJob):
 
     def _plan(self) -> _Plan:
         p = self.params
-        pipeline = pipeline_from_spec(p.preprocess)
-        powers = {"mz_power": p.mz_power, "intensity_power": p.intensity_power}
-        queries = PreparedSpectra.from_library(pipeline(self.queries), **powers)
-        library = PreparedSpectra.from_library(pipeline(self.library), **powers)
+        queries = PreparedSpectra.for_search(self.queries, p)
+        library = PreparedSpectra.for_search(self.library, p)
         plan = _Plan(queries, library, None, None)
         nq, nl = len(queries), len(library)
         q_size, size = self.backend.block_shape(p.batch_size)

@@ -38,6 +38,7 @@ class HitViews:
             return
         row = model.row_of(view_row)
         self.show_pair(int(row["query_index"]), int(row["library_index"]))
+        self.pair_view.details.show_row(row)
 
     def show_pair(self, query_index: int, library_index: int) -> None:
         """Mirror plot of query ``query_index`` against library spectrum ``library_index``."""
@@ -192,4 +193,4 @@ class HitViews:
 
 def score_name(params: SearchParameters) -> str:
     """The score's name in words, for plot labels."""
-    return "modified cosine" if params.modified else "cosine"
+    return params.score_label

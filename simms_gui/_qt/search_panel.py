@@ -9,6 +9,7 @@ import math
 from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtGui import QStandardItemModel
 from PyQt6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -31,7 +32,17 @@ from simms_gui.pipelines import matching_preset, pipeline_summary
 
 __all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
 
-_SCORES = (("cosine", "Cosine (greedy)"), ("modified_cosine", "Modified cosine"))
+_SCORES = (
+    ("entropy", "Entropy similarity"),
+    ("unweighted_entropy", "Entropy similarity (unweighted)"),
+    ("cosine", "Cosine (greedy)"),
+    ("modified_cosine", "Modified cosine"),
+)
+_MODES = (
+    ("identity", "Identity: which compound is it?"),
+    ("analog", "Analog: related compounds (precursor shift)"),
+    ("custom", "Custom"),
+)
 _PRECURSOR_UNITS = (("off", "Off"), ("Da", "Da"), ("ppm", "ppm"))
 SETTINGS_KEY = "search/parameters"
 
@@ -95,6 +106,20 @@ class SearchPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None, *, persist_settings: bool = True) -> None:
         super().__init__(parent)
+        self.mode = QComboBox()
+        for key, text in _MODES:
+            self.mode.addItem(text, key)
+        self.mode.setToolTip(
+            "Identity: spectral entropy, precursor within 0.01 Da, same ion mode (the settings "
+            "that identify the most compounds with the fewest wrong answers on MassBank).\n"
+            "Analog: modified cosine with a precursor shift up to the window, GNPS-style "
+            "peaks, >= 6 matched peaks, score >= 0.7.\nCustom: every setting as you set it."
+        )
+        self.match_ion_mode = QCheckBox("Same ion mode only")
+        self.match_ion_mode.setToolTip(
+            "Skip library spectra of the opposite ion mode (from the file's ion mode, else "
+            "the adduct or charge sign; spectra of unknown mode match either)"
+        )
         self.tolerance = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=5.0, singleStep=0.005)
         self.tolerance.setSuffix(" Da")
         self.tolerance.setToolTip("Fragment peak m/z tolerance")
@@ -147,9 +172,11 @@ class SearchPanel(QWidget):
 
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.addRow("Mode", self.mode)
         form.addRow("Score", self.score)
         form.addRow("Tolerance", self.tolerance)
         form.addRow("Precursor", precursor)
+        form.addRow("", self.match_ion_mode)
         form.addRow("Min. matches", self.min_matches)
         form.addRow("Threshold", self.threshold)
         form.addRow("Top N", self.top_n)
@@ -189,6 +216,7 @@ class SearchPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(box)
 
+        self.mode.activated.connect(self._mode_chosen)
         self.precursor_unit.currentIndexChanged.connect(self._precursor_unit_changed)
         self.preprocess.currentIndexChanged.connect(self._preprocess_changed)
         self.preprocess_edit.clicked.connect(lambda: self.edit_preprocessing())
@@ -237,6 +265,12 @@ class SearchPanel(QWidget):
         self.form.setRowVisible(self.dask_address, dask)
         self.dask_address.setEnabled(dask)
 
+    def _mode_chosen(self) -> None:
+        """A mode picked by the user: show its preset (top N and backend stay)."""
+        self.set_parameters(
+            SearchParameters(mode=self.mode.currentData(), top_n=self.top_n.value())
+        )
+
     def _precursor_unit_changed(self) -> None:
         unit = self.precursor_unit.currentData()
         self.precursor_tolerance.setEnabled(unit != "off")
@@ -246,6 +280,8 @@ class SearchPanel(QWidget):
         """The parameters shown, with ``overrides`` applied (``SearchParameters``)."""
         unit = self.precursor_unit.currentData()
         values: dict[str, object] = {
+            "mode": self.mode.currentData(),
+            "match_ion_mode": self.match_ion_mode.isChecked(),
             "tolerance": self.tolerance.value(),
             "score": self.score.currentData(),
             "precursor_tolerance": None if unit == "off" else self.precursor_tolerance.value(),
@@ -259,6 +295,8 @@ class SearchPanel(QWidget):
 
     def set_parameters(self, params: SearchParameters) -> None:
         """Show ``params`` in the widgets (fields without a widget are remembered)."""
+        _select(self.mode, params.mode)
+        self.match_ion_mode.setChecked(params.match_ion_mode)
         self.tolerance.setValue(params.tolerance)
         _select(self.score, params.score)
         if params.precursor_tolerance is None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from PyQt6.QtCore import Qt
-from PyQt6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PyQt6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from simms_gui._qt.hit_details import HitDetails
 from simms_gui._qt.matched_peaks import MatchedPeaksView
 from simms_gui._qt.mirror_plot import MirrorPlotWidget
 from simms_gui.pairs import SpectrumPair
@@ -15,15 +16,20 @@ __all__ = ["PairView"]
 
 
 class PairView(QWidget):
-    """Mirror plot above its matched-peaks table."""
+    """Mirror plot beside its matched-peaks table and the hit's details (tabs)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.mirror = MirrorPlotWidget()
         self.peaks = MatchedPeaksView()
+        self.details = HitDetails()
+        self.side_tabs = QTabWidget()
+        self.side_tabs.setDocumentMode(True)
+        self.side_tabs.addTab(self.details, "Hit")
+        self.side_tabs.addTab(self.peaks, "Matched peaks")
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.mirror)
-        self.splitter.addWidget(self.peaks)
+        self.splitter.addWidget(self.side_tabs)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([900, 380])
@@ -52,6 +58,7 @@ class PairView(QWidget):
         self.pair = None
         self.mirror.clear()
         self.peaks.clear()
+        self.details.clear_row()
 
     def export_image(self, path: str | Path) -> Path:
         """Write the mirror plot to PNG or SVG."""

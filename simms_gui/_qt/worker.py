@@ -122,7 +122,7 @@ class SearchController(QObject):
             if self._cancel_requested:
                 self.job.cancel()
             for hits in self.job:
-                yield hits, hit_columns(hits, self.queries, self.library)
+                yield hits, hit_columns(hits, self.queries, self.library, self.params)
             self.progress.emit(SearchProgress(**self.job.progress.__dict__))
             self.cancelled = self.job.cancelled
         except Exception as exc:  # noqa: BLE001 - reported here: superqt drops RuntimeErrors

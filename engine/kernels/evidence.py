@@ -1,0 +1,128 @@
+"""What else a chemist judges a hit by: the reverse score and the library intensity explained.
+
+* **Reverse score** (library-centric, as NIST's and MS-DIAL's reverse search):
+  query peaks without any library peak within the tolerance are not
+  penalised.  For the (modified) cosine, the greedy numerator over the norm of
+  the library spectrum and of the query's partnered peaks only; for entropy
+  similarity, the similarity with the query reduced to its partnered peaks
+  (renormalised to a sum of 1).
+* **Explained**: the share of the library spectrum's peak weight (its
+  intensities, as scored) that has a query peak within the tolerance.
+
+A partner is any peak within the tolerance (for the modified cosine also at the
+precursor shift), so both numbers need no matching beyond the score's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from engine.kernels.entropy import entropy_core
+from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
+
+__all__ = ["hit_evidence"]
+
+
+@njit(cache=True)
+def _partners(mzA, a0, a1, mzB, b0, b1, tol, shift, flags_a, flags_b):  # pragma: no cover
+    """Mark peaks of A and B that have a partner within ``tol`` (B shifted by ``shift``)."""
+    lo = b0
+    for i in range(a0, a1):
+        low = mzA[i] - tol
+        high = mzA[i] + tol
+        while lo < b1 and mzB[lo] + shift < low:
+            lo += 1
+        j = lo
+        while j < b1 and mzB[j] + shift <= high:
+            flags_a[i - a0] = True
+            flags_b[j - b0] = True
+            j += 1
+
+
+@njit(cache=True)
+def _one(q, l, score, queries, library, tolerance, kind):  # pragma: no cover - numba
+    q0, q1 = queries.offsets[q], queries.offsets[q + 1]
+    l0, l1 = library.offsets[l], library.offsets[l + 1]
+    fq = np.zeros(q1 - q0, dtype=np.bool_)
+    fl = np.zeros(l1 - l0, dtype=np.bool_)
+    _partners(queries.mz, q0, q1, library.mz, l0, l1, tolerance, 0.0, fq, fl)
+    if kind == MODIFIED_COSINE:
+        shift = queries.precursor_mz[q] - library.precursor_mz[l]
+        if np.isfinite(shift) and abs(shift) > tolerance:
+            _partners(queries.mz, q0, q1, library.mz, l0, l1, tolerance, shift, fq, fl)
+    total = 0.0
+    part = 0.0
+    for i in range(l1 - l0):
+        total += library.weight[l0 + i]
+        if fl[i]:
+            part += library.weight[l0 + i]
+    explained = part / total if total > 0 else 0.0
+    if kind == ENTROPY:
+        m = 0
+        kept = 0.0
+        for j in range(q1 - q0):
+            if fq[j]:
+                m += 1
+                kept += queries.weight[q0 + j]
+        if m == 0 or not kept > 0:
+            return 0.0, explained
+        mz = np.empty(m, dtype=np.float64)
+        w = np.empty(m, dtype=np.float64)
+        k = 0
+        for j in range(q1 - q0):
+            if fq[j]:
+                mz[k] = queries.mz[q0 + j]
+                w[k] = queries.weight[q0 + j] / kept
+                k += 1
+        reverse, _ = entropy_core(mz, w, 0, m, library.mz, library.weight, l0, l1, tolerance)
+        return reverse, explained
+    partnered = 0.0
+    for j in range(q1 - q0):
+        if fq[j]:
+            partnered += queries.weight[q0 + j] ** 2
+    if not partnered > 0:
+        return 0.0, explained
+    return min(1.0, score * queries.norm[q] / np.sqrt(partnered)), explained
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _evidence(q_index, l_index, score, queries, library, tolerance, kind):  # pragma: no cover
+    n = q_index.shape[0]
+    reverse = np.zeros(n, dtype=np.float64)
+    explained = np.zeros(n, dtype=np.float64)
+    for k in prange(n):
+        reverse[k], explained[k] = _one(
+            q_index[k], l_index[k], score[k], queries, library, tolerance, kind
+        )
+    return reverse, explained
+
+
+def hit_evidence(q_index, l_index, score, queries, library, tolerance: float, kind: int):
+    """Reverse score and explained library intensity of hits ``(q_index[k], l_index[k])``.
+
+    Parameters
+    ----------
+    q_index, l_index : ndarray of int
+        Positions in ``queries`` and ``library`` (:class:`SpectrumSet`\\ s, prepared
+        as the search scored them).
+    score : ndarray of float64
+        The hits' scores (the cosine's reverse score is derived from it).
+    tolerance : float
+        Fragment tolerance as the kernels compare it.
+    kind : int
+        Score kind (``COSINE``, ``MODIFIED_COSINE``, ``ENTROPY``).
+
+    Returns
+    -------
+    reverse, explained : ndarray of float64
+    """
+    return _evidence(
+        np.ascontiguousarray(q_index, dtype=np.int64),
+        np.ascontiguousarray(l_index, dtype=np.int64),
+        np.ascontiguousarray(score, dtype=np.float64),
+        queries,
+        library,
+        float(tolerance),
+        int(kind),
+    )

@@ -1,0 +1,73 @@
+"""The hit-detail pane: what a chemist judges one hit by, with the data's attribution."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+
+from PyQt6.QtWidgets import QTextBrowser, QWidget
+
+__all__ = ["DETAIL_FIELDS", "HitDetails"]
+
+#: (hit column, label, number format) shown in the pane, in order.
+DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("library_name", "Compound", ""),
+    ("score", "Score", ".4f"),
+    ("reverse_score", "Reverse score", ".4f"),
+    ("matches", "Matched peaks", "d"),
+    ("library_explained", "Library intensity explained", ".0%"),
+    ("precursor_mz_delta", "Δ precursor m/z", "+.4f"),
+    ("library_adduct", "Adduct", ""),
+    ("library_formula", "Formula", ""),
+    ("library_smiles", "SMILES", ""),
+    ("library_inchikey", "InChIKey", ""),
+    ("library_ion_mode", "Ion mode (library)", ""),
+    ("query_ion_mode", "Ion mode (query)", ""),
+    ("library_instrument_type", "Instrument type", ""),
+    ("library_instrument", "Instrument", ""),
+    ("library_collision_energy", "Collision energy", ""),
+    ("library_fragmentation_mode", "Fragmentation", ""),
+    ("library_retention_time", "Retention time", ""),
+    ("library_splash", "SPLASH", ""),
+    ("library_id", "Library record", ""),
+    ("library_license", "Licence", ""),
+    ("library_authors", "Authors", ""),
+)
+
+
+def detail_html(row: Mapping[str, object]) -> str:
+    """The pane's HTML for one hit row (fields missing from ``row`` are left out)."""
+    lines = []
+    for key, label, fmt in DETAIL_FIELDS:
+        if key not in row:
+            continue
+        value = row[key]
+        if fmt:
+            number = float(value)
+            text = "" if math.isnan(number) else format(int(number) if fmt == "d" else number, fmt)
+        else:
+            text = str(value)
+        if text:
+            lines.append(f"<tr><th align='left'>{label}</th><td>{html.escape(text)}</td></tr>")
+    return "<table cellspacing='2'>" + "".join(lines) + "</table>"
+
+
+class HitDetails(QTextBrowser):
+    """Read-only pane listing the selected hit's metadata, licence and authors."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenExternalLinks(False)
+        self.setPlaceholderText("Select a hit to see its compound, evidence and attribution")
+        self.row: dict[str, object] = {}
+
+    def show_row(self, row: Mapping[str, object]) -> None:
+        """Show one hit (a row of the hit columns)."""
+        self.row = dict(row)
+        self.setHtml(detail_html(row))
+
+    def clear_row(self) -> None:
+        """Show nothing."""
+        self.row = {}
+        self.clear()
