@@ -10,6 +10,8 @@ from typing import Any, Protocol
 import numba
 import numpy as np
 
+from engine.kernels.threads import parallel_region
+
 __all__ = ["HitContext", "HitTable"]
 
 
@@ -258,11 +260,12 @@ def top_n_order(
     if len(query) == 0:
         return np.empty(0, dtype=np.int64)
     q_lo, q_hi = int(query.min()), int(query.max())
-    return _top_n_order(
-        np.ascontiguousarray(query, dtype=np.int64),
-        np.ascontiguousarray(library, dtype=np.int64),
-        np.ascontiguousarray(score, dtype=np.float64),
-        int(top_n),
-        q_lo,
-        q_hi - q_lo + 1,
-    )
+    with parallel_region():
+        return _top_n_order(
+            np.ascontiguousarray(query, dtype=np.int64),
+            np.ascontiguousarray(library, dtype=np.int64),
+            np.ascontiguousarray(score, dtype=np.float64),
+            int(top_n),
+            q_lo,
+            q_hi - q_lo + 1,
+        )

@@ -46,6 +46,8 @@ def warm_up(backend: str = "cpu") -> float:
     start = time.perf_counter()
     lib = _tiny_library()
     variants = [
+        SearchParameters(),  # identity: entropy, precursor window, ion mode
+        SearchParameters(mode="analog", min_matches=1, threshold=0.0),
         SearchParameters(mode="custom", top_n=1),
         SearchParameters(mode="custom", top_n=0, threshold=0.1),
         SearchParameters(mode="custom", top_n=2, score="modified_cosine"),
@@ -57,9 +59,8 @@ def warm_up(backend: str = "cpu") -> float:
         for params in variants:
             search(lib, lib, params, backend=name)
         score_matrix(lib, lib, backend=name)
-        score_matrix(
-            lib, lib, SearchParameters(mode="custom", score="modified_cosine"), backend=name
-        )
+        for score in ("modified_cosine", "entropy"):
+            score_matrix(lib, lib, SearchParameters(mode="custom", score=score), backend=name)
     return time.perf_counter() - start
 
 

@@ -72,6 +72,8 @@ PARAMS = {
     "all-hits": SearchParameters(
         mode="custom", top_n=0, threshold=0.6, min_matches=3, tolerance=0.02
     ),
+    "identity": SearchParameters(top_n=5),
+    "entropy-wide-window": SearchParameters(top_n=5, precursor_tolerance=50.0),
 }
 
 

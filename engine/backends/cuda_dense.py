@@ -10,6 +10,7 @@ from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident
 from engine.backends.rescore import PendingScores, submit_rescore
 from engine.kernels.heavy import copy_rows
+from engine.kernels.threads import parallel_region
 from engine.params import SearchParameters
 
 __all__ = ["DenseOnGpu"]
@@ -108,8 +109,9 @@ class DenseOnGpu:
         s = slot.stream
         s.synchronize()
         n_ovf = int(slot.counts_host[1])
-        copy_rows(scores[q0 : q0 + n], slot.host_s, n)
-        copy_rows(matches[q0 : q0 + n], slot.host_m, n)
+        with parallel_region():
+            copy_rows(scores[q0 : q0 + n], slot.host_s, n)
+            copy_rows(matches[q0 : q0 + n], slot.host_m, n)
         if not n_ovf:
             return []
         if n_ovf <= slot.ovf_r.shape[0]:

@@ -14,6 +14,7 @@ from engine.kernels.spectrum_set import (
     longest_spectrum,
     new_scratch,
 )
+from engine.kernels.threads import parallel_region
 
 __all__ = ["dense_block", "score_listed_pairs"]
 
@@ -62,7 +63,10 @@ def dense_block(
     queries, q_start, q_stop = checked_block(queries, q_start, q_stop, "query")
     library, l_start, l_stop = checked_block(library, l_start, l_stop, "library")
     kind = int(bool(modified)) if kind is None else int(kind)
-    return _dense_kernel(queries, library, q_start, q_stop, l_start, l_stop, float(tolerance), kind)
+    with parallel_region():
+        return _dense_kernel(
+            queries, library, q_start, q_stop, l_start, l_stop, float(tolerance), kind
+        )
 
 
 @njit(cache=True, nogil=True)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from engine.kernels.threads import parallel_region
+
 __all__ = [
     "clean_spectra",
     "entropy_similarity_pair",
@@ -233,14 +235,15 @@ def clean_spectra(
     if max_mz is None:
         max_mz = np.zeros(n, dtype=np.float32)
     limit = np.nan_to_num(np.asarray(max_mz, dtype=np.float64), nan=0.0).astype(np.float32)
-    return _clean_all(
-        np.ascontiguousarray(mz, dtype=np.float64),
-        np.ascontiguousarray(intensity, dtype=np.float64),
-        offsets,
-        limit,
-        np.float32(noise),
-        np.float32(min_difference),
-    )
+    with parallel_region():
+        return _clean_all(
+            np.ascontiguousarray(mz, dtype=np.float64),
+            np.ascontiguousarray(intensity, dtype=np.float64),
+            offsets,
+            limit,
+            np.float32(noise),
+            np.float32(min_difference),
+        )
 
 
 @njit(cache=True, parallel=True)
@@ -274,10 +277,11 @@ def _weights(intensity, offsets):  # pragma: no cover - numba
 
 def entropy_weights(intensity: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """ms_entropy's ``apply_weight_to_intensity`` on every spectrum of a cleaned CSR set."""
-    return _weights(
-        np.ascontiguousarray(intensity, dtype=np.float64),
-        np.ascontiguousarray(offsets, dtype=np.int64),
-    )
+    with parallel_region():
+        return _weights(
+            np.ascontiguousarray(intensity, dtype=np.float64),
+            np.ascontiguousarray(offsets, dtype=np.int64),
+        )
 
 
 @njit(cache=True, inline="always")

@@ -20,6 +20,7 @@ from numba import njit, prange
 
 from engine.kernels.entropy import entropy_core
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
+from engine.kernels.threads import parallel_region
 
 __all__ = ["hit_evidence"]
 
@@ -117,12 +118,13 @@ def hit_evidence(q_index, l_index, score, queries, library, tolerance: float, ki
     -------
     reverse, explained : ndarray of float64
     """
-    return _evidence(
-        np.ascontiguousarray(q_index, dtype=np.int64),
-        np.ascontiguousarray(l_index, dtype=np.int64),
-        np.ascontiguousarray(score, dtype=np.float64),
-        queries,
-        library,
-        float(tolerance),
-        int(kind),
-    )
+    with parallel_region():
+        return _evidence(
+            np.ascontiguousarray(q_index, dtype=np.int64),
+            np.ascontiguousarray(l_index, dtype=np.int64),
+            np.ascontiguousarray(score, dtype=np.float64),
+            queries,
+            library,
+            float(tolerance),
+            int(kind),
+        )

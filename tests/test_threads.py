@@ -1,0 +1,68 @@
+"""Searches from several threads at once on numba's workqueue layer (no libgomp, no TBB).
+
+workqueue aborts the process when two threads launch parallel kernels together;
+the engine must serialise them there instead (the window's worker, the warm-up
+thread and a notebook do run searches together).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = textwrap.dedent(
+    """
+    import threading
+    import numpy as np
+    import engine
+    from engine.kernels.threads import threadsafe_layer
+    from engine.warmup import warm_up_in_background
+
+    assert not threadsafe_layer(), "expected numba's workqueue layer"
+    lib = engine.load_library("resources/demo_library.mgf")
+    queries = engine.load_library("resources/demo_queries.mgf")
+    settings = [
+        engine.SearchParameters(top_n=5),
+        engine.SearchParameters(mode="custom", top_n=5),
+        engine.SearchParameters(mode="analog", top_n=5),
+    ]
+    alone = [engine.search(queries, lib, p, backend="cpu") for p in settings]
+    together = [None] * len(settings)
+
+    def run(k):
+        together[k] = engine.search(queries, lib, settings[k], backend="cpu")
+
+    warm_up = warm_up_in_background()
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(settings))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    warm_up.join()
+    for a, b in zip(alone, together):
+        assert len(a) > 0
+        np.testing.assert_array_equal(a.query_index, b.query_index)
+        np.testing.assert_array_equal(a.library_index, b.library_index)
+        np.testing.assert_array_equal(a.score, b.score)
+    print("OK", [len(a) for a in alone])
+    """
+)
+
+
+def test_concurrent_searches_on_the_workqueue_layer_take_turns_instead_of_aborting():
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    run = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.startswith("OK"), run.stdout + run.stderr
