@@ -75,3 +75,28 @@ def Qt_horizontal():  # noqa: N802 - a small helper keeps the test readable
     from PyQt6.QtCore import Qt
 
     return Qt.Orientation.Horizontal
+
+
+def test_viewer_search_takes_the_mode_and_reports_the_precursor_shift(qtbot, data_dir):
+    import simms_gui
+
+    viewer = simms_gui.Viewer(show=False)
+    qtbot.addWidget(viewer.window)
+    try:
+        lib = viewer.open_library(data_dir / "pesticides.mgf")
+        queries = viewer.open_queries(data_dir / "pesticides.mgf")
+        handle = viewer.search(mode="analog", top_n=3, backend="cpu")
+        assert handle.params == engine.SearchParameters(mode="analog", top_n=3)
+        hits = handle.wait(timeout=180)
+        assert viewer.window.search_panel.parameters().mode == "analog"
+        expected = engine.search(queries, lib, mode="analog", top_n=3, backend="cpu")
+        np.testing.assert_array_equal(hits.library_index, expected.library_index)
+        np.testing.assert_allclose(hits.score, expected.score, atol=1e-12)
+        table = viewer.hits.to_pandas()
+        shift = (
+            lib.precursor_mz[table["library_index"]] - queries.precursor_mz[table["query_index"]]
+        )
+        np.testing.assert_allclose(table["precursor_mz_delta"], shift)
+        assert np.abs(shift).max() <= 100.0 and np.abs(shift).max() > 1.0  # analogs found
+    finally:
+        viewer.close()
