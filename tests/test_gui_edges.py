@@ -15,7 +15,13 @@ from simms_gui._qt.settings import load_json, save_json
 from simms_gui.system_check import missing_libraries, missing_packages
 
 SAVED = {
-    "params": {"tolerance": 0.5, "precursor_tolerance": 2.0, "min_matches": 6, "top_n": 50},
+    "params": {
+        "mode": "custom",
+        "tolerance": 0.5,
+        "precursor_tolerance": 2.0,
+        "min_matches": 6,
+        "top_n": 50,
+    },
     "backend": "cpu",
     "dask_address": "",
     "custom_preprocess": None,
@@ -63,6 +69,19 @@ def test_the_interactive_window_still_restores_its_settings(qtbot):
     window = MainWindow()
     qtbot.addWidget(window)
     assert window.search_panel.parameters().min_matches == 6
+    window.close()
+
+
+def test_settings_saved_before_search_modes_start_in_identity_mode_and_say_so(qtbot):
+    """The former defaults (0.1 Da, no precursor window, either ion mode) were saved by
+    every earlier version without being a choice; they must not outlive the upgrade."""
+    legacy = {"params": {"tolerance": 0.1, "precursor_tolerance": 0.0, "top_n": 25}}
+    save_json(SETTINGS_KEY, legacy)
+    window = MainWindow()
+    qtbot.addWidget(window)
+    assert window.search_panel.parameters() == engine.SearchParameters(top_n=25)
+    assert "identity mode" in window.statusBar().currentMessage()
+    assert "identity mode" in window.log_view.toPlainText()
     window.close()
 
 

@@ -133,6 +133,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self._make_actions()
         self._connect()
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
+        if self.search_panel.settings_note:
+            self.log(self.search_panel.settings_note)
         self.resize(1600, 1000)
         self._restore_state()
         self.session.connect(self._on_session_event)

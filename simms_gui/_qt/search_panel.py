@@ -227,6 +227,8 @@ class SearchPanel(QWidget):
         self._backend_changed()
         #: Restore and save the user's last parameters (False for scripted windows).
         self.persist_settings = persist_settings
+        #: What restoring the settings changed, for the window to say ("" if nothing).
+        self.settings_note = ""
         if persist_settings:
             self.load_settings()
 
@@ -422,8 +424,17 @@ class SearchPanel(QWidget):
             if pipeline is not None and matching_preset(pipeline) is None:
                 self._set_custom(pipeline_spec(pipeline))
         self.set_dask_address(str(data.get("dask_address", "") or ""))
+        saved = data.get("params", {})
+        if isinstance(saved, dict) and "mode" not in saved:
+            # saved before search modes existed: the former defaults (no precursor
+            # window, either ion mode) were rarely a choice, so start identity-safe
+            saved = {"mode": "identity", "top_n": saved.get("top_n", SearchParameters().top_n)}
+            self.settings_note = (
+                "Search settings from an earlier version were replaced by identity mode "
+                "(entropy, precursor 0.01 Da, same ion mode); choose Custom for the former ones"
+            )
         try:
-            self.set_parameters(SearchParameters.from_dict(data.get("params", {})))
+            self.set_parameters(SearchParameters.from_dict(saved))
         except (TypeError, ValueError):
             return
         self.set_backend(str(data.get("backend", "auto")))
