@@ -4,12 +4,20 @@ numba compiles each kernel on its first call (about a minute on a 2-core laptop
 the very first time; later runs load the compiled code from numba's on-disk
 cache in about a second).  Calling :func:`warm_up` when an application starts
 keeps that wait out of the first search a user makes.
+
+The background warm-up stops between two kernels when asked, and the process
+asks at exit (``atexit``): a daemon thread still inside numba's compiler while
+the interpreter finalises can crash the process (a segfault that also loses
+whatever it had printed), which is what a quick script or smoke test that ends
+before the warm-up does would otherwise risk.
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,10 +25,11 @@ from engine.api import score_matrix, search
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 
-__all__ = ["warm_up", "warm_up_in_background"]
+__all__ = ["stop_warm_up", "warm_up", "warm_up_in_background"]
 
 _started = threading.Lock()
 _thread: threading.Thread | None = None
+_stop = threading.Event()
 
 
 def _tiny_library() -> SpectrumLibrary:
@@ -29,7 +38,7 @@ def _tiny_library() -> SpectrumLibrary:
     return SpectrumLibrary.from_peak_lists(mz, intensity, precursor_mz=[150.0, 160.0, 100.0])
 
 
-def warm_up(backend: str = "cpu") -> float:
+def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> float:
     """Run every search kernel once on three tiny spectra.
 
     Parameters
@@ -37,6 +46,8 @@ def warm_up(backend: str = "cpu") -> float:
     backend : {"cpu", "cuda", "auto"}
         Which backend's kernels to compile (the CPU's are always compiled, as
         every backend falls back to them).
+    stop : callable, optional
+        Asked before each kernel; when it returns True the warm-up ends there.
 
     Returns
     -------
@@ -55,12 +66,19 @@ def warm_up(backend: str = "cpu") -> float:
         SearchParameters(mode="custom", top_n=1, precursor_tolerance=20.0),
     ]
     backends = ["cpu"] if backend == "cpu" else ["cpu", backend]
+    steps = []
     for name in backends:
-        for params in variants:
-            search(lib, lib, params, backend=name)
-        score_matrix(lib, lib, backend=name)
-        for score in ("modified_cosine", "entropy"):
-            score_matrix(lib, lib, SearchParameters(mode="custom", score=score), backend=name)
+        steps += [lambda p=p, b=name: search(lib, lib, p, backend=b) for p in variants]
+        steps += [
+            lambda s=score, b=name: score_matrix(
+                lib, lib, SearchParameters(mode="custom", score=s), backend=b
+            )
+            for score in ("cosine", "modified_cosine", "entropy")
+        ]
+    for step in steps:
+        if stop is not None and stop():
+            break
+        step()
     return time.perf_counter() - start
 
 
@@ -78,6 +96,19 @@ def warm_up_in_background(backend: str = "cpu") -> threading.Thread:
 
 def _quiet_warm_up(backend: str) -> None:
     try:
-        warm_up(backend)
+        warm_up(backend, stop=_stop.is_set)
     except Exception:  # a failed warm-up only means the first search compiles instead
         pass
+
+
+@atexit.register
+def stop_warm_up(timeout: float | None = None) -> None:
+    """Stop the background warm-up after its current kernel and wait for it.
+
+    Registered with :mod:`atexit`, so a process never finalises while the
+    warm-up thread is inside numba's compiler.
+    """
+    _stop.set()
+    thread = _thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout)

@@ -66,7 +66,7 @@ def smoke_test() -> int:
 
         viewer = Viewer(show=False)
         if not viewer.window.load_demo(background=False):
-            print("simms-gui smoke test: FAILED: demo data not installed")
+            print("simms-gui smoke test: FAILED: demo data not installed", flush=True)
             return 1
         hits = viewer.search(backend="cpu", top_n=5).wait(timeout=300)
         queries, library = viewer.queries, viewer.library
@@ -75,14 +75,15 @@ def smoke_test() -> int:
         viewer.show_mirror(int(hits.query_index[0]), int(hits.library_index[0]))
         viewer.close()
     except Exception as exc:  # report and fail, never a traceback-only exit
-        print(f"simms-gui smoke test: FAILED: {type(exc).__name__}: {exc}")
+        print(f"simms-gui smoke test: FAILED: {type(exc).__name__}: {exc}", flush=True)
         return 1
     elapsed = time.perf_counter() - start
     status = "OK" if ok else "FAILED"
     print(
         f"simms-gui smoke test: {status}: {len(queries)} queries x {len(library)} library "
         f"spectra, {len(hits)} hits for {n_with_hits} queries, best score "
-        f"{float(hits.score.max()) if len(hits) else 0:.3f}, {elapsed:.1f} s (cpu)"
+        f"{float(hits.score.max()) if len(hits) else 0:.3f}, {elapsed:.1f} s (cpu)",
+        flush=True,
     )
     return 0 if ok else 1
 

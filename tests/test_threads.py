@@ -66,3 +66,50 @@ def test_concurrent_searches_on_the_workqueue_layer_take_turns_instead_of_aborti
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith("OK"), run.stdout + run.stderr
+
+
+EXIT_SCRIPT = textwrap.dedent(
+    """
+    import atexit
+    import threading
+
+    seen = {}
+    # registered before engine.warmup's own handler, so it runs after it (LIFO)
+    atexit.register(lambda: print("warm-up alive at exit:", seen["thread"].is_alive(), flush=True))
+
+    from engine.warmup import warm_up_in_background
+
+    seen["thread"] = warm_up_in_background()
+    print("started", flush=True)
+    """
+)
+
+
+def test_a_process_that_ends_during_the_warm_up_waits_for_its_kernel(tmp_path):
+    # A fresh numba cache: the warm-up is inside numba's compiler when the script
+    # ends.  A daemon thread left compiling while the interpreter finalises can
+    # segfault the process (the frozen app's smoke test did, losing its output).
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    run = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.split() == "started warm-up alive at exit: False".split(), run.stdout
+
+
+def test_warm_up_stops_between_kernels_when_asked():
+    from engine.warmup import warm_up
+
+    asked = []
+
+    def stop():
+        asked.append(True)
+        return True
+
+    warm_up(stop=stop)  # asked before the first kernel: nothing compiled or run
+    assert asked == [True]
