@@ -50,7 +50,11 @@ class LibrarySource:
 
 @dataclass(frozen=True, eq=False)
 class SpectrumLibrary:
-    """Spectra in columnar (CSR) form.
+    """Spectra in columnar (CSR) form, immutable.
+
+    The peak and per-spectrum arrays are read-only views: searches keep what
+    they derive from a library (prepared peaks, precursor order, pruning
+    indexes, device copies) with the library object and reuse it.
 
     Attributes
     ----------
@@ -86,6 +90,12 @@ class SpectrumLibrary:
     report: object | None = None
 
     def __post_init__(self) -> None:
+        # Read-only views: what is derived from a library (prepared peaks, indexes,
+        # GPU copies; see engine.memo) is kept with it and must never go stale.
+        for name in ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode"):
+            view = np.asarray(getattr(self, name)).view()
+            view.flags.writeable = False
+            object.__setattr__(self, name, view)
         n = len(self.offsets) - 1
         if n < 0 or self.offsets[0] != 0 or self.offsets[-1] != len(self.mz):
             raise ValueError("offsets must start at 0 and end at the number of peaks")

@@ -199,10 +199,8 @@ class SearchJob(StreamingJob):
             return plan
         # Precursor window: sort both sides by precursor m/z (unknown precursors last,
         # they can never match) and give each query block only its library window.
-        plan.query_order = precursor_order(queries.precursor_mz)
-        plan.library_order = precursor_order(library.precursor_mz)
-        plan.queries = queries.reordered(plan.query_order)
-        plan.library = library.reordered(plan.library_order)
+        plan.query_order, plan.queries = _by_precursor(queries)
+        plan.library_order, plan.library = _by_precursor(library)
         for q0, q1 in query_blocks(nq, q_size):
             l_lo, l_hi = library_window(
                 plan.queries.precursor_mz[q0:q1], plan.library.precursor_mz, p
@@ -211,3 +209,13 @@ class SearchJob(StreamingJob):
             if batches:
                 plan.blocks.append(((q0, q1), batches))
         return plan
+
+
+def _by_precursor(spectra: PreparedSpectra) -> tuple[np.ndarray, PreparedSpectra]:
+    """``spectra`` sorted by precursor m/z, and the order (built once per prepared set)."""
+
+    def build() -> tuple[np.ndarray, PreparedSpectra]:
+        order = precursor_order(spectra.precursor_mz)
+        return order, spectra.reordered(order)
+
+    return spectra.derived("by_precursor", build)
