@@ -27,7 +27,7 @@ from engine.library import SpectrumLibrary
 __all__ = ["READER_VERSION", "default_cache_dir", "cache_path", "load_library"]
 
 #: Version of the readers' output; part of the cache key.
-READER_VERSION = 2
+READER_VERSION = 3
 
 
 def default_cache_dir() -> Path:
