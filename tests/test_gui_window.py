@@ -384,3 +384,27 @@ def test_drop_files_opens_them(qtbot, window, monkeypatch):
     qtbot.waitUntil(lambda: s.library is not None, timeout=30_000)  # large: read in background
     assert s.library is not None and len(s.library) == 3000
     assert s.queries is not None and len(s.queries.spectra) == 40
+
+
+def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypatch):
+    from PyQt6.QtWidgets import QMessageBox
+
+    import simms_gui._qt.search_control as search_control
+
+    monkeypatch.setattr(search_control, "LARGE_RESULT_ROWS", 100_000)  # demo: 40 x 3,000
+    demo.search_panel.top_n.setValue(0)  # "all"
+    assert demo.start_search() is None  # the question was not answered "Yes"
+    assert [(kind, title) for kind, title, _ in boxes] == [("question", "Keep every hit?")]
+    assert "120,000 rows" in boxes[0][2]
+    monkeypatch.setattr(
+        QMessageBox, "question", staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes)
+    )
+    with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
+        assert demo.start_search() is not None
+    assert demo.results.model.rowCount() == len(demo.session.hits) > 0
+    # a top N never asks, nor does a scripted search with its own parameters
+    boxes.clear()
+    demo.search_panel.top_n.setValue(10)
+    with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
+        assert demo.start_search() is not None
+    assert boxes == []

@@ -18,6 +18,7 @@ import numpy as np
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
 
 from engine import HitTable
+from simms_gui._qt.growable import GrowableColumns, GrowableRows
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
 
@@ -87,6 +88,8 @@ class HitsTableModel(QAbstractTableModel):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self._store = GrowableColumns()
+        self._view_store = GrowableRows()
         self._cols: dict[str, np.ndarray] = {}
         self._n = 0
         self._view = np.empty(0, dtype=np.int64)
@@ -102,6 +105,8 @@ class HitsTableModel(QAbstractTableModel):
     def clear(self, library_name: str = "") -> None:
         """Remove all rows (a new search starts)."""
         self.beginResetModel()
+        self._store = GrowableColumns()
+        self._view_store = GrowableRows()
         self._cols = {}
         self._n = 0
         self._view = np.empty(0, dtype=np.int64)
@@ -131,12 +136,8 @@ class HitsTableModel(QAbstractTableModel):
             lib[:] = self._library_name
             columns["library"] = lib
         start = self._n
-        if not self._cols:
-            self._cols = {k: np.asarray(v) for k, v in columns.items()}
-        else:
-            self._cols = {
-                k: np.concatenate([v, np.asarray(columns[k])]) for k, v in self._cols.items()
-            }
+        self._store.append(columns)
+        self._cols = self._store.columns()
         self._n += n_new
         self._codes = {}
         new_rows = np.arange(start, self._n, dtype=np.int64)
@@ -148,7 +149,7 @@ class HitsTableModel(QAbstractTableModel):
         if len(keep):
             first = len(self._view)
             self.beginInsertRows(QModelIndex(), first, first + len(keep) - 1)
-            self._view = np.concatenate([self._view, keep])
+            self._view = self._view_store.extend(self._view, keep)
             self.endInsertRows()
         self.countsChanged.emit(len(self._view), self._n)
 
