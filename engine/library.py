@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.kernels.checks import INTENSITY_INVALID, MZ_INVALID, UNSORTED, peak_problems
+from engine.npz_mapped import load_npz_mapped
 from engine.report import ImportReport
 
 __all__ = ["LibrarySource", "SpectrumLibrary", "ION_MODE_CODES"]
@@ -305,11 +307,12 @@ class SpectrumLibrary:
     def _from_npz(cls, path: str | Path) -> tuple[SpectrumLibrary, dict]:
         """:meth:`load`, also returning the header (the cache reads its key there)."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh, np.load(fh, allow_pickle=False) as data:
-            if set(data.files) != {*_ARRAY_TYPES, "metadata_codes", "header"}:
-                raise ValueError(f"unexpected arrays {sorted(data.files)}")
-            header = json.loads(data["header"].tobytes().decode())
-            arrays = {k: data[k] for k in (*_ARRAY_TYPES, "metadata_codes")}
+        with os.fdopen(fd, "rb") as fh:
+            data = load_npz_mapped(fh)  # the maps stay valid after the file is closed
+        if set(data) != {*_ARRAY_TYPES, "metadata_codes", "header"}:
+            raise ValueError(f"unexpected arrays {sorted(data)}")
+        header = json.loads(np.asarray(data["header"]).tobytes().decode())
+        arrays = {k: data[k] for k in (*_ARRAY_TYPES, "metadata_codes")}
         codes = arrays["metadata_codes"]
         _check_arrays(arrays)
         if not isinstance(header, dict) or header.get("digest") != _digest(arrays):
@@ -364,17 +367,17 @@ def _check_arrays(arrays: Mapping[str, np.ndarray]) -> None:
     for name in ("precursor_mz", "charge", "ion_mode"):
         if len(arrays[name]) != n:
             raise ValueError(f"{name} does not have one value per spectrum")
-    if not np.isfinite(mz).all() or (mz < 0).any():
+    problems = peak_problems(mz, intensity, offsets)
+    if problems & MZ_INVALID:
         raise ValueError("m/z values that are not finite and >= 0")
-    if not np.isfinite(intensity).all() or (intensity <= 0).any():
+    if problems & INTENSITY_INVALID:
         raise ValueError("intensities that are not finite and > 0")
-    falls = np.flatnonzero(np.diff(mz) < 0) + 1  # peak positions where m/z goes down
-    if np.setdiff1d(falls, offsets[1:-1]).size:
+    if problems & UNSORTED:
         raise ValueError("m/z values not sorted within a spectrum")
     precursor = arrays["precursor_mz"]
     if (precursor[~np.isnan(precursor)] <= 0).any() or np.isinf(precursor).any():
         raise ValueError("precursor m/z values that are not NaN or positive")
-    if not np.isin(arrays["ion_mode"], (-1, 0, 1)).all():
+    if (np.abs(arrays["ion_mode"].astype(np.int16)) > 1).any():
         raise ValueError("ion modes other than -1, 0 and 1")
 
 
