@@ -70,7 +70,7 @@ def test_mixed_msp():
     issues = _issues(lib)
     assert issues[2] == (True, "unreadable peak line 'oops here'")
     assert issues[3][0] is False and "'Num Peaks: 3' but 2 peak(s) found" in issues[3][1]
-    assert issues[4] == (True, "no 'Num Peaks' line")
+    assert issues[4] == (True, "no peaks and no 'Num Peaks' line")
     np.testing.assert_array_equal(lib.peaks(0)[0], [10.0, 20.0, 30.0])  # pairs split by ';'
     np.testing.assert_array_equal(lib.peaks(1)[0], [12.5, 15.5])  # sorted, annotations dropped
     assert lib.charge[1] == -1 and lib.ion_mode[1] == -1  # from [M-H]-

@@ -37,7 +37,7 @@ FORMATS = ("mgf", "msp", "mzml")
 
 _EXTENSIONS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml"}
 _GZIP_MAGIC = b"\x1f\x8b"
-_MSP_RE = re.compile(rb"^[ \t]*name[ \t]*:", re.IGNORECASE | re.MULTILINE)
+_MSP_RE = re.compile(rb"^[ \t]*(?:name|num[ _]?peaks)[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _MGF_RE = re.compile(rb"^[ \t]*BEGIN IONS[ \t]*\r?$", re.MULTILINE)
 
 
