@@ -130,8 +130,8 @@ def _error(path: Path, **kwargs) -> SpectrumFileError:
         ("notes.mgf", b"just some text\nno spectra here\n", "not a valid MGF file"),
         ("notes.msp", b"just some text\n", "not a valid MSP file"),
         ("notes.txt", b"just some text\n", "unknown format"),
-        ("scan.mzML", b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n', "mzXML is not supported"),
-        ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but not mzML"),
+        ("scan.mzML", b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n', "no valid spectra"),
+        ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but neither mzML nor"),
         (
             "allbad.mgf",
             b"BEGIN IONS\nTITLE=a\n1 x\nEND IONS\nBEGIN IONS\nTITLE=b\n1 0\nEND IONS\n",
