@@ -80,7 +80,9 @@ def read_mzxml_bytes(data: bytes, builder: LibraryBuilder) -> None:
             _read_scan(element, number, converter, builder)
             _forget(element, nested=bool(open_scans))
     except etree.XMLSyntaxError as exc:
-        builder.skip(record + 1, "", f"XML broken here, rest of file not read ({first_line(exc)})")
+        # the scan last started, while still open, else the one that was starting
+        where = record if open_scans and open_scans[-1] == record else record + 1
+        builder.skip(where, "", f"XML broken here, rest of file not read ({first_line(exc)})")
     builder.records = record
 
 
