@@ -277,3 +277,25 @@ def test_msp_flavour_broken_record(tmp_path):
     assert len(lib) == 4 and "Cyclizine" not in list(lib.metadata["name"])
     (skipped,) = lib.report.skipped
     assert skipped.record == 3 and skipped.reason.startswith("unreadable peak line '99:x")
+
+
+def test_mzxml_without_namespace_and_precursor_attributes(tmp_path):
+    """mzXML 2.x writers: no namespace, a bare ``<precursorMz>``; matchms reads it the same."""
+    text = _mzxml_text().replace(
+        ' xmlns="http://sashimi.sourceforge.net/schema_revision/mzXML_3.2"', ""
+    )
+    text = re.sub(r"<precursorMz [^>]*>", "<precursorMz>", text)
+    text = _set_peaks(text, 7, "")  # an empty peak list
+    path = tmp_path / "plain.mzXML"
+    path.write_text(text, encoding="ISO-8859-1")
+    lib = read_library(path)
+    reference = read_library(FORMATS / "sample.mzXML")
+    assert len(lib) == 4 and _issues(lib) == {7: (True, "no peaks")}
+    np.testing.assert_array_equal(lib.precursor_mz, reference.precursor_mz[:4])
+    np.testing.assert_array_equal(lib.mz, reference.mz[: lib.offsets[-1]])
+    np.testing.assert_array_equal(lib.ion_mode, reference.ion_mode[:4])
+    assert list(lib.charge) == [0, 0, 0, 0]  # no precursorCharge given
+    spectra = _matchms(FORMATS / "sample.mzXML")[:4]
+    for i, spectrum in enumerate(spectra):
+        np.testing.assert_array_equal(lib.peaks(i)[0], spectrum.peaks.mz)
+        assert lib.precursor_mz[i] == spectrum.get("precursor_mz")

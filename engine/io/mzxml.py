@@ -126,6 +126,10 @@ def _read_scan(
     except ValueError:
         builder.skip(record, title, f"unreadable msLevel {level[:20]!r}")
         return
+    peaks = element.find("{*}peaks")
+    if peaks is None or not (peaks.text or "").strip():
+        builder.skip(record, title, "no peaks" if peaks is not None else "no <peaks> element")
+        return
     try:
         converter._simms_zlib.limit = _array_limit(element)  # noqa: SLF001
         info = converter._get_info_smart(element)  # noqa: SLF001 - pyteomics' scan conversion
@@ -133,6 +137,8 @@ def _read_scan(
         _add(info, record, title, builder)
     except (binascii.Error, zlib.error) as exc:
         builder.skip(record, title, f"corrupt peaks ({first_line(exc)})")
+    except KeyError as exc:
+        builder.skip(record, title, f"unreadable scan (no {exc.args[0]!r} given)")
     except PyteomicsError as exc:
         builder.skip(record, title, f"unreadable scan ({first_line(exc)})")
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
@@ -151,15 +157,18 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
     precursor, charge = math.nan, 0
     try:
         first = info["precursorMz"][0]
-        precursor = float(first.get("precursorMz", math.nan))
-        charge = int(first.get("precursorCharge", 0) or 0)
+        if isinstance(first, dict):
+            precursor = float(first.get("precursorMz", math.nan))
+            charge = int(first.get("precursorCharge", 0) or 0)
+        else:  # a <precursorMz> without attributes comes as its bare text
+            precursor = float(first)
     except (KeyError, IndexError, TypeError, ValueError, OverflowError):
         pass
     polarity = str(info.get("polarity", "")).strip()
     ion_mode = 1 if polarity == "+" else -1 if polarity == "-" else 0
     mz, intensity = info.get("m/z array"), info.get("intensity array")
     if mz is None or intensity is None:
-        builder.skip(record, title, "no peaks element")
+        builder.skip(record, title, "no <peaks> element")
         return
     try:
         mz, intensity = _decoded(mz), _decoded(intensity)
