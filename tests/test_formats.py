@@ -299,3 +299,15 @@ def test_mzxml_without_namespace_and_precursor_attributes(tmp_path):
     for i, spectrum in enumerate(spectra):
         np.testing.assert_array_equal(lib.peaks(i)[0], spectrum.peaks.mz)
         assert lib.precursor_mz[i] == spectrum.get("precursor_mz")
+
+
+def test_msp_blank_line_after_num_peaks_and_several_synonyms(tmp_path):
+    text = (FORMATS / "nist.msp").read_text(encoding="utf-8")
+    text = text.replace("Num Peaks: 3\n", "Num Peaks: 3\n\n")  # Cyclizine, Metoclopramide
+    path = tmp_path / "blank.msp"
+    path.write_text(text, encoding="utf-8")
+    lib = read_library(path)
+    plain = read_library(FORMATS / "nist.msp")
+    assert len(lib) == 5 and not lib.report.issues
+    np.testing.assert_array_equal(lib.mz, plain.mz)
+    assert lib.metadata["synon"][0] == "$:00in-source; spectrum 1"

@@ -79,8 +79,8 @@ def read_msp_text(text: str, builder: LibraryBuilder) -> None:
     for line in split_lines(text):
         stripped = line.strip()
         if not stripped:
-            if state.in_peaks:
-                finish()
+            if state.in_peaks and (state.peak_lines or not _expects_peaks(state.num_peaks)):
+                finish()  # a blank line straight after "Num Peaks: 5" is not the end yet
             continue
         match = None if stripped[0] in _PEAK_START else _KEY_RE.match(stripped)
         if match is None:
@@ -107,6 +107,13 @@ def read_msp_text(text: str, builder: LibraryBuilder) -> None:
             state.meta[key] = value
     finish()
     builder.records = record
+
+
+def _expects_peaks(num_peaks: str | None) -> bool:
+    try:
+        return num_peaks is not None and int(num_peaks) > 0
+    except ValueError:
+        return False
 
 
 class _Record:
