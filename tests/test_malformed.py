@@ -130,7 +130,11 @@ def _error(path: Path, **kwargs) -> SpectrumFileError:
         ("notes.mgf", b"just some text\nno spectra here\n", "not a valid MGF file"),
         ("notes.msp", b"just some text\n", "not a valid MSP file"),
         ("notes.txt", b"just some text\n", "unknown format"),
-        ("scan.mzML", b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n', "no valid spectra"),
+        (
+            "scan.mzXML",
+            b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n',
+            "no valid spectra (0 records",
+        ),
         ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but neither mzML nor"),
         (
             "allbad.mgf",
