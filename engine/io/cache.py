@@ -29,8 +29,9 @@ from engine.library import SpectrumLibrary
 
 __all__ = ["READER_VERSION", "default_cache_dir", "cache_path", "load_library"]
 
-#: Version of the readers' output; part of the cache key.
-READER_VERSION = 3
+#: Version of the readers' output; part of the cache key.  4: the MSP flavours, mzXML
+#: and JSON (main's 3 is another change, so both must not share a number).
+READER_VERSION = 4
 
 
 def default_cache_dir() -> Path:
