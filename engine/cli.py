@@ -35,18 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``simms`` (also used to document the CLI)."""
     parser = argparse.ArgumentParser(
         prog="simms",
-        description="Identify MS/MS spectra by exact library search (MGF, MSP, mzML): "
+        description="Identify MS/MS spectra by exact library search (MGF, MSP, mzML, mzXML, JSON): "
         "spectral entropy, greedy cosine and modified cosine.",
     )
     parser.add_argument("--version", action="version", version=f"simms {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("search", help="search query spectra against a library")
-    s.add_argument("queries", help="query spectra (MGF, MSP or mzML, optionally .gz)")
+    s.add_argument(
+        "queries", help="query spectra (MGF, MSP, mzML, mzXML or GNPS/MoNA JSON, optionally .gz)"
+    )
     s.add_argument(
         "library",
         nargs="+",
-        help="library spectra (MGF, MSP or mzML, optionally .gz); several files are "
+        help="library spectra (same formats); several files are "
         "searched as one library and each hit names its file (column library_file)",
     )
     s.add_argument(

@@ -159,7 +159,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
             "Open &library…",
             lambda: self.open_dialog("library"),
             QKeySequence.StandardKey.Open,
-            "Open an MGF, MSP or mzML spectral library",
+            "Open an MGF, MSP, mzML, mzXML or JSON spectral library",
         )
         self.open_queries_action = a(
             "Open &queries…",

@@ -132,9 +132,13 @@ class HitsTableModel(QAbstractTableModel):
             return
         columns = dict(columns)
         if "library" not in columns:
-            lib = np.empty(n_new, dtype=object)
-            lib[:] = self._library_name
-            columns["library"] = lib
+            named = columns.get("library_file")
+            if named is not None and len(named) and all(named[[0, -1]] != ""):
+                columns["library"] = named  # several libraries searched as one
+            else:
+                lib = np.empty(n_new, dtype=object)
+                lib[:] = self._library_name
+                columns["library"] = lib
         start = self._n
         self._store.append(columns)
         self._cols = self._store.columns()
