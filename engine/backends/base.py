@@ -279,6 +279,10 @@ class Backend(ABC):
     ) -> tuple[np.ndarray, np.ndarray]:
         """Full ``(scores, matches)`` matrices of a small block (heatmaps)."""
 
+    #: Pairs a batch costs even when it scores none (launch, transfer, merge): a
+    #: precursor-windowed search groups queries into blocks wasting at most about this.
+    block_overhead_pairs: int = 1 << 16
+
     def block_shape(self, batch_size: int) -> tuple[int, int]:
         """Queries and library spectra per batch for a requested ``batch_size``.
 

@@ -95,6 +95,7 @@ class CudaBackend(DenseOnGpu, Backend):
     """
 
     name = "cuda"
+    block_overhead_pairs = 1 << 18  # a tile launch, its selection and its copy back
 
     def __init__(
         self,
