@@ -408,3 +408,21 @@ def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypa
     with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
         assert demo.start_search() is not None
     assert boxes == []
+
+
+def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeypatch):
+    import simms_gui._qt.main_window as main_window
+    import simms_gui._qt.search_panel as search_panel
+
+    monkeypatch.setattr(search_panel, "warming_up", lambda: True)
+    monkeypatch.setattr(main_window, "warming_up", lambda: True)
+    demo._warm_up_started -= 30  # noqa: SLF001 - as if the warm-up had run for 30 s
+    demo._check_warm_up()  # noqa: SLF001
+    assert "Compiling the search kernels" in demo.statusBar().currentMessage()
+    demo.search_panel.set_running(True)
+    assert demo.search_panel.progress_bar.format() == "compiling search kernels…"
+    assert "numba compiles the search kernels once" in demo.search_panel.progress_label.text()
+    demo.search_panel.set_running(False)
+    monkeypatch.setattr(main_window, "warming_up", lambda: False)
+    demo._check_warm_up()  # noqa: SLF001
+    assert demo.statusBar().currentMessage() == "Search kernels compiled and cached"
