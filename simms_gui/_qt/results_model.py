@@ -18,6 +18,7 @@ import numpy as np
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
 
 from engine import HitTable
+from engine.hits import top_n_order
 from simms_gui._qt.growable import GrowableColumns, GrowableRows
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
@@ -304,11 +305,10 @@ class HitsTableModel(QAbstractTableModel):
 
     def _best_rows(self) -> np.ndarray:
         """Boolean over storage rows: the best hit of each query (canonical tie-break)."""
-        q = self._cols["query_index"]
-        order = np.lexsort((self._cols["library_index"], -self._cols["score"], q))
-        first = np.r_[True, q[order][1:] != q[order][:-1]]
+        c = self._cols
+        rows = top_n_order(c["query_index"], c["library_index"], c["score"], top_n=1)
         best = np.zeros(self._n, dtype=bool)
-        best[order[first]] = True
+        best[rows] = True
         return best
 
     def _source_key(self, key: str) -> str | None:
