@@ -26,6 +26,7 @@ from engine.preprocess.filters import (
     select_mz_range,
     window_filter,
 )
+from engine.preprocess.fused import compile_plan, run_plan
 
 __all__ = [
     "FILTERS",
@@ -88,6 +89,27 @@ class Pipeline:
     name: str = "custom"
 
     def __call__(self, lib: SpectrumLibrary) -> SpectrumLibrary:
+        plan = compile_plan(self.steps, FILTERS)
+        if plan is None:
+            return self.reference(lib)
+        return run_plan(plan, lib)
+
+    def reference(self, lib: SpectrumLibrary) -> SpectrumLibrary:
+        """The filters one after the other (what calling the pipeline fuses into one pass).
+
+        Calling the pipeline gives the same peaks, bit for bit, in one parallel
+        pass (:mod:`engine.preprocess.fused`); it falls back to this where a
+        step's parameters are not ones the fused pass takes.
+
+        Parameters
+        ----------
+        lib : SpectrumLibrary
+            Input library.
+
+        Returns
+        -------
+        SpectrumLibrary
+        """
         for step in self.steps:
             lib = FILTERS[step.name](lib, **step.params)
         return lib
