@@ -181,9 +181,7 @@ def _window_sorted(mz, intensity, a, n, k, window, mask):  # pragma: no cover - 
     """The same mask for m/z-sorted peaks: whole windows counted in loops LLVM vectorises.
 
     With m/z sorted, the window of peak ``i`` is a run of positions whose ends
-    only move right; peaks before ``i`` count as above it when at least as
-    intense, peaks after it when more intense.  Counting stops between blocks
-    once ``k`` peaks are above.
+    only move right.  Counting stops between blocks once ``k`` peaks are above.
     """
     stop = a + n
     lo = a
@@ -198,16 +196,12 @@ def _window_sorted(mz, intensity, a, n, k, window, mask):  # pragma: no cover - 
             continue
         x = intensity[i]
         above = 0
-        for start in range(lo, i, BLOCK):
-            if above >= k:
-                break
-            for j in range(start, min(start + BLOCK, i)):
-                above += intensity[j] >= x
-        for start in range(i + 1, hi, BLOCK):
+        for start in range(lo, hi, BLOCK):
             if above >= k:
                 break
             for j in range(start, min(start + BLOCK, hi)):
-                above += intensity[j] > x
+                y = intensity[j]
+                above += (y > x) | ((y == x) & (j < i))
         mask[i - a] = above < k
 
 
