@@ -33,7 +33,7 @@ from engine.kernels.peak_filters import (
 )
 from engine.library import SpectrumLibrary
 
-__all__ = ["FusedPlan", "KernelSegment", "compile_plan", "run_plan"]
+__all__ = ["FusedPlan", "KernelSegment", "compile_plan", "fusable", "run_plan"]
 
 #: Larger counts mean "every peak" (and stay exact as float64 plan parameters).
 _MAX_COUNT = 2**53
@@ -184,6 +184,19 @@ def compile_plan(
 
 def _segment(run: list[tuple[int, float, float]]) -> KernelSegment:
     return KernelSegment(tuple(c for c, _, _ in run), tuple((a, b) for _, a, b in run))
+
+
+def fusable(lib: SpectrumLibrary) -> bool:
+    """Whether the fused kernel reproduces the filters on ``lib``: float64 peaks, int64 offsets.
+
+    Readers always build such libraries; peaks of other types (a library made
+    by hand) keep their type through the filters, so they go step by step.
+    """
+    return (
+        lib.mz.dtype == np.float64
+        and lib.intensity.dtype == np.float64
+        and lib.offsets.dtype == np.int64
+    )
 
 
 def run_plan(plan: FusedPlan, lib: SpectrumLibrary) -> SpectrumLibrary:

@@ -26,7 +26,7 @@ from engine.preprocess.filters import (
     select_mz_range,
     window_filter,
 )
-from engine.preprocess.fused import compile_plan, run_plan
+from engine.preprocess.fused import compile_plan, fusable, run_plan
 
 __all__ = [
     "FILTERS",
@@ -90,7 +90,7 @@ class Pipeline:
 
     def __call__(self, lib: SpectrumLibrary) -> SpectrumLibrary:
         plan = compile_plan(self.steps, FILTERS)
-        if plan is None:
+        if plan is None or not fusable(lib):
             return self.reference(lib)
         return run_plan(plan, lib)
 
