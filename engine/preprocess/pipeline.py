@@ -71,6 +71,10 @@ class Step:
 class Pipeline:
     """A sequence of filters applied in order.
 
+    Calling a pipeline runs its filters as one fused parallel pass over the
+    peaks (:mod:`engine.preprocess.fused`), with the same result, bit for bit,
+    as :meth:`reference` (the filters one after the other).
+
     Parameters
     ----------
     steps : tuple of Step
@@ -95,11 +99,10 @@ class Pipeline:
         return run_plan(plan, lib)
 
     def reference(self, lib: SpectrumLibrary) -> SpectrumLibrary:
-        """The filters one after the other (what calling the pipeline fuses into one pass).
+        """The filters one after the other: the reference the fused pass equals.
 
-        Calling the pipeline gives the same peaks, bit for bit, in one parallel
-        pass (:mod:`engine.preprocess.fused`); it falls back to this where a
-        step's parameters are not ones the fused pass takes.
+        Calling the pipeline falls back to this where a step's parameters, or
+        the library's array types, are not ones the fused pass takes.
 
         Parameters
         ----------
