@@ -32,6 +32,11 @@ class _Store:
         self.total = 0
         self.lock = threading.Lock()
 
+    def __reduce__(self):
+        # derived structures belong to this process (GPU copies, indexes): a copy
+        # of the owner sent elsewhere (Dask, multiprocessing) starts with none
+        return (_Store, ())
+
 
 def nbytes(obj: object) -> int:
     """Bytes held in numpy arrays by ``obj`` (an array, a tuple of them, or a dataclass)."""

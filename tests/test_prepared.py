@@ -59,3 +59,18 @@ def test_derived_store_keeps_its_budget():
     assert list(kept) == [3, 4]  # the oldest dropped, the newest kept
     assert derived(owner, 4, lambda: None, budget=20_000) is kept[4][0]
     assert nbytes((block, [block])) == 16_000
+
+
+def test_a_library_with_derived_structures_pickles_without_them(pesticides):
+    import pickle
+
+    lib = pesticides.subset(np.arange(len(pesticides)))
+    engine.search(lib, lib, engine.SearchParameters(top_n=2), backend="cpu")
+    assert lib.__dict__["_derived"].items  # the prepared spectra are kept with it
+    copy = pickle.loads(pickle.dumps(lib))
+    assert not copy.__dict__["_derived"].items
+    np.testing.assert_array_equal(copy.mz, lib.mz)
+    hits = engine.search(copy, copy, engine.SearchParameters(top_n=2), backend="cpu")
+    np.testing.assert_array_equal(
+        hits.score, engine.search(lib, lib, engine.SearchParameters(top_n=2), backend="cpu").score
+    )
