@@ -7,13 +7,17 @@ from pathlib import Path
 
 from engine.io._build import LibraryBuilder
 from engine.io.mgf import read_mgf_text
+from engine.io.mgf_fast import read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.mzml import read_mzml_bytes
 from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
-__all__ = ["read_library", "read_raw"]
+__all__ = ["PARSERS", "read_library", "read_raw"]
+
+#: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
+PARSERS = ("fast", "reference")
 
 _NOT_FOUND_HINT = {
     "mgf": "no 'BEGIN IONS' line found",
@@ -22,7 +26,9 @@ _NOT_FOUND_HINT = {
 }
 
 
-def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibrary:
+def read_library(
+    path: str | Path, *, format: str | None = None, parser: str = "fast"
+) -> SpectrumLibrary:
     """Read a spectral library file.
 
     Parameters
@@ -33,6 +39,10 @@ def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibr
     format : {"mgf", "msp", "mzml"}, optional
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
+    parser : {"fast", "reference"}, default "fast"
+        For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
+        records to pyteomics; ``"reference"`` parses every record with
+        pyteomics.  Both give the same library.  Other formats ignore it.
 
     Returns
     -------
@@ -47,16 +57,20 @@ def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibr
         The file is missing, empty, binary, a truncated gzip, not in a
         supported format, or holds no valid spectrum.
     ValueError
-        ``format`` is not one of the supported names.
+        ``format`` or ``parser`` is not one of the supported names.
     """
-    return read_raw(open_raw(path), format=format)
+    return read_raw(open_raw(path), format=format, parser=parser)
 
 
-def read_raw(raw: RawFile, *, format: str | None = None) -> SpectrumLibrary:
+def read_raw(raw: RawFile, *, format: str | None = None, parser: str = "fast") -> SpectrumLibrary:
     """:func:`read_library` on bytes already read (used by the cache)."""
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
     fmt = _choose_format(raw, format)
     builder = LibraryBuilder(raw.path, fmt)
-    if fmt == "mzml":
+    if fmt == "mgf" and parser == "fast":
+        read_mgf_bytes(raw.data, builder)
+    elif fmt == "mzml":
         read_mzml_bytes(raw.data, builder)
     else:
         text, replaced = decode_text(raw.data)
