@@ -31,6 +31,10 @@ __all__ = ["read_mgf_bytes"]
 
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
+_CUT_REASONS = {
+    scan.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
+    scan.EVENT_EOF: "file ends inside the record (no END IONS)",
+}
 #: CHARGE texts seen so far and their charge; only short texts are kept.
 _CHARGES: dict[str, int] = {}
 _CHARGE_MEMO_LIMIT = 4096
@@ -64,41 +68,54 @@ def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
     kinds, first, last, header_end = scan.find_records(buf, start)
     reader = header_reader(split_lines(decode(data[start:header_end])), builder)
     header = dict(reader.header)
-    status, peak_lo, peak_hi, meta_lo, meta_hi, simple, mz, intensity, slow = scan.scan_records(
-        buf, first, last, kinds
-    )
+    scanned = scan.scan_records(buf, first, last, kinds)
+    status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
     _convert_slow(data, slow, mz, intensity)
-    for r, kind in enumerate(kinds.tolist()):
+    keys, values = _parameters(data, buf, spans, decode)
+    batch = _Batch(builder, mz, intensity)
+    fast = (status == scan.FAST).tolist()
+    simple_ = simple.tolist()
+    bounds = zip(first.tolist(), last.tolist(), param_lo.tolist(), param_hi.tolist(), strict=True)
+    peaks = zip(peak_lo.tolist(), peak_hi.tolist(), strict=True)
+    for r, (kind, (lo, hi, a, b), (p0, p1)) in enumerate(
+        zip(kinds.tolist(), bounds, peaks, strict=True)
+    ):
         record = r + 1
-        lo, hi = int(first[r]), int(last[r])
-        if kind == scan.EVENT_NO_END:
+        if kind != scan.EVENT_BLOCK:
+            batch.flush()
             lines = split_lines(decode(data[lo:hi]))
-            builder.skip(record, record_title(lines), "no END IONS before the next BEGIN IONS")
+            reason = _CUT_REASONS[kind]
+            builder.skip(record, record_title(lines), reason)
             continue
-        if kind == scan.EVENT_EOF:
-            lines = split_lines(decode(data[lo:hi]))
-            builder.skip(record, record_title(lines), "file ends inside the record (no END IONS)")
-            continue
-        if status[r] == scan.FAST:
+        if fast[r]:
             params = dict(header)
-            m_lo, m_hi = int(meta_lo[r]), int(meta_hi[r])
-            if m_lo >= 0 and simple[r]:
-                _simple_params(decode(data[m_lo:m_hi]), params)
-            elif m_lo >= 0:
+            if simple_[r]:
+                params.update(zip(keys[a:b], values[a:b], strict=True))
+            else:
                 _block_params(split_lines(decode(data[lo:hi])), params)
             try:
-                _add_fast(
-                    builder,
-                    record,
-                    params,
-                    mz[peak_lo[r] : peak_hi[r]],
-                    intensity[peak_lo[r] : peak_hi[r]],
-                )
+                batch.add(record, params, p0, p1)
                 continue
             except _Unsure:
                 pass
+        batch.flush()
         read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
+    batch.flush()
     builder.records = len(kinds)
+
+
+def _parameters(data: bytes, buf: np.ndarray, spans: np.ndarray, decode) -> tuple[list, list]:
+    """Keys (lower case) and values of the parameter lines in ``spans``, one each per line.
+
+    Values are decoded in one piece; each distinct key once.
+    """
+    if not len(spans):
+        return [], []
+    ids, first = scan.key_ids(buf, spans[:, 0], spans[:, 1])
+    names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
+    keys = [names[i] for i in ids.tolist()]
+    values = decode(scan.gather(buf, spans[:, 2], spans[:, 3]).tobytes()).split("\n")
+    return keys, values
 
 
 def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.ndarray) -> None:
@@ -122,13 +139,6 @@ def _decode(chunk: bytes) -> str:
     except UnicodeDecodeError:
         # the BOM makes decode_text drop exactly that one, never one of the chunk's
         return decode_text(_BOM + chunk)[0]
-
-
-def _simple_params(text: str, params: dict) -> None:
-    """Lines ``KEY=value`` (key first on its line) into ``params`` as pyteomics does."""
-    for line in text.split("\n"):
-        key, _, value = line.partition("=")
-        params[key.lower()] = value.strip()
 
 
 def _block_params(lines: list[str], params: dict) -> None:
@@ -155,31 +165,50 @@ def _charge(text: str) -> int:
     return value
 
 
-def _add_fast(
-    builder: LibraryBuilder,
-    record: int,
-    params: dict,
-    mz: np.ndarray,
-    intensity: np.ndarray,
-) -> None:
-    """One record whose peaks are parsed; raises :class:`_Unsure` to hand it back."""
+class _Batch:
+    """Records of the fast path, handed to the builder together (in file order)."""
+
+    def __init__(self, builder: LibraryBuilder, mz: np.ndarray, intensity: np.ndarray) -> None:
+        self.builder = builder
+        self.mz = mz
+        self.intensity = intensity
+        self.rows: list[tuple] = []
+
+    def add(self, record: int, params: dict, lo: int, hi: int) -> None:
+        """One record whose peaks are ``lo:hi``; raises :class:`_Unsure` to hand it back."""
+        self.rows.append((record, *_fields(params), lo, hi))
+
+    def flush(self) -> None:
+        """Give the records so far to the builder."""
+        if self.rows:
+            self.builder.add_many(self.rows, self.mz, self.intensity)
+            self.rows = []
+
+
+def _fields(params: dict) -> tuple[float, int, int, dict]:
+    """Precursor, charge, ion mode and metadata of a record, as the reference gives them.
+
+    ``params`` (the record's own dict) becomes the metadata.
+    """
     precursor = math.nan
-    pepmass = params.get("pepmass")
+    pepmass = params.pop("pepmass", None)
     if pepmass is not None:
-        tokens = pepmass.split()
-        if not 1 <= len(tokens) <= 2:
-            raise _Unsure
-        try:
-            values = [float(t) for t in tokens]
+        try:  # float() strips the blanks split() splits at: success means one token
+            precursor = float(pepmass)
         except ValueError:
-            raise _Unsure from None
-        precursor = values[0]
-    charges = params.get("charge")
+            tokens = pepmass.split()
+            if len(tokens) != 2:
+                raise _Unsure from None
+            try:
+                precursor, _ = float(tokens[0]), float(tokens[1])
+            except ValueError:
+                raise _Unsure from None
+    charges = params.pop("charge", None)
     if isinstance(charges, str):
         charge = _charge(charges)
     else:  # from the file header, already parsed by pyteomics
         charge = int(charges[0]) if charges else 0
-    metadata = {k: v for k, v in params.items() if k != "pepmass" and k != "charge"}
+    metadata = params
     if "rtinseconds" in metadata:
         try:
             metadata["rtinseconds"] = repr(float(metadata["rtinseconds"]))
@@ -187,17 +216,9 @@ def _add_fast(
             raise _Unsure from None
     ion_mode = 0
     for key in ION_MODE_KEYS:
-        if key in params:
-            ion_mode = parse_ion_mode(params[key])
+        if key in metadata:
+            ion_mode = parse_ion_mode(metadata[key])
             break
     metadata["id"] = metadata.get("spectrumid", "")
     metadata.setdefault("title", metadata.get("name", ""))
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-    )
+    return precursor, charge, ion_mode, metadata

@@ -27,6 +27,8 @@ __all__ = [
     "FAST",
     "REFERENCE",
     "find_records",
+    "gather",
+    "key_ids",
     "scan_records",
     "not_utf8",
 ]
@@ -245,11 +247,13 @@ def _scan_blocks(buf, first, last, kinds, pow10):
         ``FAST`` or ``REFERENCE`` (leave the record to the reference parser).
     peak_lo, peak_hi : ndarray of int64
         The record's peaks in ``mz`` / ``intensity``.
-    meta_lo, meta_hi : ndarray of int64
-        Span of the record's parameter lines (-1 when none).
+    param_lo, param_hi : ndarray of int64
+        The record's parameter lines in ``spans`` (none unless ``simple``).
+    spans : ndarray of int64, shape (n, 4)
+        Per parameter line: its key (start, end) and its value, stripped.
     simple : ndarray of bool
-        The span holds parameter lines only, each starting with its key, with
-        ``\\n`` or ``\\r\\n`` line ends.
+        ``spans`` give the record's parameters exactly as Python's ``strip`` and
+        ``lower`` would (ASCII keys, values not bounded by odd blanks).
     mz, intensity : ndarray of float64
         Peaks of the ``FAST`` records; numbers in ``slow`` are still to be converted.
     slow : ndarray of int64, shape (n, 3)
@@ -260,8 +264,10 @@ def _scan_blocks(buf, first, last, kinds, pow10):
     status = np.zeros(nb, np.int8)
     peak_lo = np.zeros(nb, np.int64)
     peak_hi = np.zeros(nb, np.int64)
-    meta_lo = np.full(nb, -1, np.int64)
-    meta_hi = np.full(nb, -1, np.int64)
+    param_lo = np.zeros(nb, np.int64)
+    param_hi = np.zeros(nb, np.int64)
+    spans = np.empty((64, 4), np.int64)
+    npl = 0
     simple = np.ones(nb, np.bool_)
     cap = 1024
     mz = np.empty(cap, np.float64)
@@ -283,8 +289,8 @@ def _scan_blocks(buf, first, last, kinds, pow10):
             ce -= 1
         peak_lo[b] = k
         ns_record = ns
+        param_lo[b] = npl
         ok = True
-        gap = False
         i = cs
         while i < ce and ok:
             j = i
@@ -292,36 +298,40 @@ def _scan_blocks(buf, first, last, kinds, pow10):
                 j += 1
             lone_cr = j < ce and buf[j] == 13 and not (j + 1 < ce and buf[j + 1] == 10)
             nxt = j + 2 if (j < ce and buf[j] == 13 and not lone_cr) else j + 1
-            if lone_cr:
-                simple[b] = False
             p = i
             while p < j and (buf[p] == 32 or buf[p] == 9):
                 p += 1
             if p == j:
-                if meta_lo[b] >= 0:
-                    gap = True
+                pass
             else:
                 c = buf[p]
                 if c < 32 or c >= 127:
                     ok = False
                 elif c == 35 or c == 59 or c == 33 or c == 47:  # comment: # ; ! /
-                    if meta_lo[b] >= 0:
-                        gap = True
+                    pass
                 else:
                     eq = p
                     while eq < j and buf[eq] != 61:
                         eq += 1
-                    if eq < j:  # parameter line
-                        if meta_lo[b] < 0:
-                            meta_lo[b] = i
-                        elif gap:
+                    if eq < j:  # parameter line: key [p, eq), value stripped
+                        v0 = eq + 1
+                        while v0 < j and (buf[v0] == 32 or buf[v0] == 9):
+                            v0 += 1
+                        v1 = j
+                        while v1 > v0 and (buf[v1 - 1] == 32 or buf[v1 - 1] == 9):
+                            v1 -= 1
+                        for t in range(p, eq):
+                            if not (32 <= buf[t] < 127 or buf[t] == 9):
+                                simple[b] = False
+                        if v1 > v0 and not (
+                            32 < buf[v0] < 127 and 32 < buf[v1 - 1] < 127
+                        ):  # Python's strip() may take more (NBSP, \x0b, ...)
                             simple[b] = False
-                        if p != i:
-                            simple[b] = False
-                        meta_hi[b] = j
+                        if npl == len(spans):
+                            spans = _grown2(spans, 2 * len(spans))
+                        spans[npl, 0], spans[npl, 1], spans[npl, 2], spans[npl, 3] = p, eq, v0, v1
+                        npl += 1
                     else:  # peak line: number, blanks, number, blanks
-                        if meta_lo[b] >= 0:
-                            gap = True
                         x, q, v1 = _number(buf, p, j, pow10)
                         lo1, hi1 = p, q
                         while q < j and (buf[q] == 32 or buf[q] == 9):
@@ -356,18 +366,80 @@ def _scan_blocks(buf, first, last, kinds, pow10):
             status[b] = REFERENCE
             k = peak_lo[b]
             ns = ns_record
+        if not (ok and simple[b]):
+            npl = param_lo[b]
         peak_hi[b] = k
+        param_hi[b] = npl
     return (
         status,
         peak_lo,
         peak_hi,
-        meta_lo,
-        meta_hi,
+        param_lo,
+        param_hi,
+        spans[:npl].copy(),
         simple,
         mz[:k].copy(),
         intensity[:k].copy(),
         slow[:ns].copy(),
     )
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(buf, lo, hi):
+    """The byte spans ``buf[lo[i]:hi[i]]`` joined by ``\\n``."""
+    total = 0
+    for i in range(len(lo)):
+        total += hi[i] - lo[i] + 1
+    out = np.empty(max(total - 1, 0), np.uint8)
+    k = 0
+    for i in range(len(lo)):
+        if i:
+            out[k] = 10
+            k += 1
+        out[k : k + hi[i] - lo[i]] = buf[lo[i] : hi[i]]
+        k += hi[i] - lo[i]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def key_ids(buf, lo, hi):
+    """Number the distinct byte strings ``buf[lo[i]:hi[i]]`` in order of appearance.
+
+    Returns
+    -------
+    ids : ndarray of int64
+        Per span, the number of its string.
+    first : ndarray of int64
+        Per number, the span where it first appears.
+    """
+    table = numba.typed.Dict.empty(numba.types.uint64, numba.types.int64)
+    ids = np.empty(len(lo), np.int64)
+    first = np.empty(len(lo), np.int64)
+    n = 0
+    for i in range(len(lo)):
+        h = np.uint64(14695981039346656037)
+        for t in range(lo[i], hi[i]):
+            h = (h ^ np.uint64(buf[t])) * np.uint64(1099511628211)
+        h = h ^ np.uint64(hi[i] - lo[i])
+        while True:  # open addressing over the hash, so colliding keys stay apart
+            if h not in table:
+                table[h] = n
+                first[n] = i
+                ids[i] = n
+                n += 1
+                break
+            at = table[h]
+            e = first[at]
+            same = hi[e] - lo[e] == hi[i] - lo[i]
+            t = 0
+            while same and t < hi[i] - lo[i]:
+                same = buf[lo[e] + t] == buf[lo[i] + t]
+                t += 1
+            if same:
+                ids[i] = at
+                break
+            h = h * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+    return ids, first[:n].copy()
 
 
 @numba.njit(cache=True, nogil=True)
