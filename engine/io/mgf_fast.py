@@ -4,9 +4,10 @@ It gives exactly what the reference reader (:func:`engine.io.mgf.read_mgf_text`,
 pyteomics on decoded text) gives: the same records, peaks bit for bit, metadata
 and import report.  It gets there by doing only what it can prove identical:
 
-- records and their lines are found in the bytes by :mod:`engine.io.mgf_scan`,
-  with the reference's own rules (markers, ``\\r\\n`` / ``\\r`` / ``\\n`` line
-  ends, comment characters, ``=`` makes a parameter line);
+- records and their lines are found in the bytes (:mod:`engine.io.mgf_records`,
+  :mod:`engine.io.mgf_scan`) with the reference's own rules (markers,
+  ``\\r\\n`` / ``\\r`` / ``\\n`` line ends, comment characters, ``=`` makes a
+  parameter line);
 - peak lines ``number<blank>number`` become float64 there, when the value is
   provably the one ``float()`` gives;
 - parameter lines are decoded and put in a dict per record, as pyteomics does;
@@ -22,6 +23,7 @@ import math
 import numpy as np
 from pyteomics import auxiliary as _aux
 
+from engine.io import mgf_records as records
 from engine.io import mgf_scan as scan
 from engine.io._build import LibraryBuilder, parse_ion_mode
 from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
@@ -32,8 +34,8 @@ __all__ = ["read_mgf_bytes"]
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
 _CUT_REASONS = {
-    scan.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
-    scan.EVENT_EOF: "file ends inside the record (no END IONS)",
+    records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
+    records.EVENT_EOF: "file ends inside the record (no END IONS)",
 }
 #: CHARGE texts seen so far and their charge; only short texts are kept.
 _CHARGES: dict[str, int] = {}
@@ -59,16 +61,18 @@ def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
     buf = np.frombuffer(data, dtype=np.uint8)
     is_ascii = data.isascii()
     if not is_ascii:
-        replaced = scan.not_utf8(buf, start)
+        replaced = records.not_utf8(buf, start)
         if replaced:
             builder.notes.append(
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
     decode = _decode_ascii if is_ascii else _decode
-    kinds, first, last, header_end = scan.find_records(buf, start)
+    newlines, line_end, line_next = records.lines(data, buf, start)
+    kinds, first, last, header_end = records.find_records(buf, start, newlines)
     reader = header_reader(split_lines(decode(data[start:header_end])), builder)
     header = dict(reader.header)
-    scanned = scan.scan_records(buf, first, last, kinds)
+    scanned = scan.scan_records(buf, first, last, kinds, line_end, line_next)
+    del newlines, line_end, line_next
     status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
     _convert_slow(data, slow, mz, intensity)
     keys, values = _parameters(data, buf, spans, decode)
@@ -81,7 +85,7 @@ def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
         zip(kinds.tolist(), bounds, peaks, strict=True)
     ):
         record = r + 1
-        if kind != scan.EVENT_BLOCK:
+        if kind != records.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))
             reason = _CUT_REASONS[kind]
@@ -111,10 +115,10 @@ def _parameters(data: bytes, buf: np.ndarray, spans: np.ndarray, decode) -> tupl
     """
     if not len(spans):
         return [], []
-    ids, first = scan.key_ids(buf, spans[:, 0], spans[:, 1])
+    ids, first = records.key_ids(buf, spans[:, 0], spans[:, 1])
     names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
     keys = [names[i] for i in ids.tolist()]
-    values = decode(scan.gather(buf, spans[:, 2], spans[:, 3]).tobytes()).split("\n")
+    values = decode(records.gather(buf, spans[:, 2], spans[:, 3]).tobytes()).split("\n")
     return keys, values
 
 

@@ -1,18 +1,15 @@
-"""numba byte scanners behind the fast MGF reader (:mod:`engine.io.mgf_fast`).
+"""numba scanner of the fast MGF reader: each record's lines, peak numbers exactly.
 
-They work on the file's bytes (``uint8``), never on decoded text, and decide
-only what they can decide exactly as the reference parser (pyteomics on
-decoded text, :mod:`engine.io.mgf`) would:
-
-- :func:`find_records` finds the ``BEGIN IONS`` / ``END IONS`` lines exactly as
-  the reference's regular expression does, and pairs them into records;
-- :func:`scan_records` classifies each record's lines (blank, comment,
-  parameter, peak) and converts peak lines of the plain form ``number number``
-  to float64.  A number is converted here only when the result is certainly
-  the correctly rounded value (Clinger's fast path: at most 2**53 as an
-  integer times or divided by an exact power of ten, one IEEE operation),
-  which is what Python's ``float()`` returns; any other record is flagged for
-  the reference parser.
+It works on the file's bytes (``uint8``) and decides only what it can decide
+exactly as the reference parser (pyteomics on decoded text, :mod:`engine.io.mgf`)
+would: :func:`scan_records` classifies each record's lines (blank, comment,
+parameter, peak) and converts peak lines of the plain form ``number number`` to
+float64.  A number is converted here only when the result is certainly the
+correctly rounded value (Clinger's fast path: at most 2**53 as an integer times
+or divided by an exact power of ten, one IEEE operation), which is what
+Python's ``float()`` returns; other plain decimal numbers are left to
+``float()``, and any record with something else in it is flagged for the
+reference parser.  Records and lines come from :mod:`engine.io.mgf_records`.
 """
 
 from __future__ import annotations
@@ -20,27 +17,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = [
-    "EVENT_BLOCK",
-    "EVENT_NO_END",
-    "EVENT_EOF",
-    "FAST",
-    "REFERENCE",
-    "find_records",
-    "gather",
-    "key_ids",
-    "scan_records",
-    "not_utf8",
-]
+from engine.io.mgf_records import EVENT_BLOCK
 
-#: Event kinds of :func:`find_records`: a complete record, a record cut by the next
-#: ``BEGIN IONS``, a record cut by the end of the file.
-EVENT_BLOCK, EVENT_NO_END, EVENT_EOF = 0, 1, 2
+__all__ = ["FAST", "REFERENCE", "scan_records"]
+
 #: Block status of :func:`scan_records`.
 FAST, REFERENCE = 0, 1
 
-_BEGIN = np.frombuffer(b"BEGIN IONS", dtype=np.uint8)
-_END = np.frombuffer(b"END IONS", dtype=np.uint8)
 _POW10 = np.array([10.0**k for k in range(23)])
 _TWO53 = 2**53
 #: Verdicts of :func:`_number`.
@@ -49,122 +32,80 @@ _EXACT, _SLOW, _BAD = 0, 1, 2
 MAX_SLOW_TOKEN = 1000
 
 
-def find_records(buf: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Records of the text ``buf[start:]`` (bytes as ``uint8``), as the reference splits them.
-
-    A marker is a line (lines end at ``\\n`` only) of the form
-    ``[ \\t]*(BEGIN IONS|END IONS)[ \\t]*\\r?``.
-
-    Returns
-    -------
-    kinds, first, last : ndarray of int64
-        One entry per record, in file order: its event kind and span.  For a
-        complete record, ``first`` is where its BEGIN line starts and ``last``
-        where its END marker ends (after the optional ``\\r``); for the others
-        the span of text the reference takes the title from.
-    header_end : int
-        Start of the first marker (the file header ends there).
-    """
-    return _find_markers(buf, start, _BEGIN, _END)
-
-
 def scan_records(
-    buf: np.ndarray, first: np.ndarray, last: np.ndarray, kinds: np.ndarray
+    buf: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    kinds: np.ndarray,
+    line_end: np.ndarray,
+    line_next: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
     """Lines of each complete record: peaks converted, parameter lines located.
 
-    See :func:`_scan_blocks` for the arrays returned.
+    Parameters
+    ----------
+    buf : ndarray of uint8
+    first, last, kinds : ndarray of int64
+        Records as :func:`find_records` returns them (only ``EVENT_BLOCK`` ones
+        are scanned).
+    line_end, line_next : ndarray of int64
+        Lines, from :func:`lines`.
+
+    Returns
+    -------
+    status : ndarray of int8
+        ``FAST`` or ``REFERENCE`` (leave the record to the reference parser).
+    peak_lo, peak_hi : ndarray of int64
+        The record's peaks in ``mz`` / ``intensity``.
+    param_lo, param_hi : ndarray of int64
+        The record's parameter lines in ``spans`` (none unless ``simple``).
+    spans : ndarray of int64, shape (n, 4)
+        Per parameter line: its key (start, end) and its value, stripped.
+    simple : ndarray of bool
+        ``spans`` give the record's parameters exactly as Python's ``strip`` and
+        ``lower`` would (ASCII keys, values not bounded by odd blanks).
+    mz, intensity : ndarray of float64
+        Peaks of the ``FAST`` records; numbers in ``slow`` are still to be converted.
+    slow : ndarray of int64, shape (n, 3)
+        Numbers left to ``float()``: ``2 * peak + column`` (0 m/z, 1 intensity),
+        and the span of their text.
     """
-    return _scan_blocks(buf, first, last, kinds, _POW10)
+    nb = len(first)
+    status = np.zeros(nb, np.int8)
+    peak_lo, peak_hi, param_lo, param_hi = (np.zeros(nb, np.int64) for _ in range(4))
+    simple = np.ones(nb, np.bool_)
+    guess = max(1024, len(line_end) // 2)
+    peaks = np.empty((2, guess), np.float64)
+    spans = np.empty((guess, 4), np.int64)
+    slow = np.empty((1024, 3), np.int64)
+    state = np.zeros(4, np.int64)
+    b = 0
+    while True:
+        b = _scan_blocks(
+            buf, first, last, kinds, _POW10, line_end, line_next, b, state,
+            status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
+        )  # fmt: skip
+        if b == nb:
+            break
+        peaks = _grown_rows(peaks, 1)
+        spans = _grown_rows(spans, 0)
+        slow = _grown_rows(slow, 0)
+    k, npl, ns = state[:3].tolist()
+    return (
+        status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl].copy(), simple,
+        peaks[0, :k].copy(), peaks[1, :k].copy(), slow[:ns].copy(),
+    )  # fmt: skip
 
 
-@numba.njit(cache=True, nogil=True)
-def _starts_with(buf, pos, word) -> bool:
-    if pos + len(word) > len(buf):
-        return False
-    for k in range(len(word)):
-        if buf[pos + k] != word[k]:
-            return False
-    return True
-
-
-@numba.njit(cache=True, nogil=True)
-def _find_markers(buf, start, begin_word, end_word):
-    """:func:`find_records` (the markers are passed in as arrays)."""
-    n = len(buf)
-    cap = 1024
-    kinds = np.empty(cap, np.int64)
-    first = np.empty(cap, np.int64)
-    last = np.empty(cap, np.int64)
-    count = 0
-    header_end = n
-    open_at = -1
-    ls = start
-    while ls <= n:
-        le = ls
-        while le < n and buf[le] != 10:
-            le += 1
-        p = ls
-        while p < le and (buf[p] == 32 or buf[p] == 9):
-            p += 1
-        kind = -1
-        q = p
-        if _starts_with(buf, p, begin_word):
-            kind, q = 0, p + len(begin_word)
-        elif _starts_with(buf, p, end_word):
-            kind, q = 1, p + len(end_word)
-        if kind >= 0:
-            while q < le and (buf[q] == 32 or buf[q] == 9):
-                q += 1
-            if q < le and buf[q] == 13:
-                q += 1
-            if q != le:
-                kind = -1
-        if kind >= 0:
-            if header_end == n:
-                header_end = ls
-            event = -1
-            span_end = 0
-            if kind == 0 and open_at >= 0:
-                event, span_end = EVENT_NO_END, ls
-            elif kind == 1 and open_at >= 0:
-                event, span_end = EVENT_BLOCK, q
-            if event >= 0:
-                if count == cap:
-                    cap *= 2
-                    kinds = _grown(kinds, cap)
-                    first = _grown(first, cap)
-                    last = _grown(last, cap)
-                kinds[count], first[count], last[count] = event, open_at, span_end
-                count += 1
-            open_at = ls if kind == 0 else -1
-        ls = le + 1
-    if open_at >= 0:
-        if count == cap:
-            cap += 1
-            kinds = _grown(kinds, cap)
-            first = _grown(first, cap)
-            last = _grown(last, cap)
-        kinds[count], first[count], last[count] = EVENT_EOF, open_at, n
-        count += 1
-    return kinds[:count].copy(), first[:count].copy(), last[:count].copy(), header_end
-
-
-@numba.njit(cache=True, nogil=True)
-def _grown(a, cap):
-    out = np.empty(cap, a.dtype)
-    out[: len(a)] = a
+def _grown_rows(a: np.ndarray, axis: int) -> np.ndarray:
+    shape = list(a.shape)
+    shape[axis] *= 2
+    out = np.empty(shape, a.dtype)
+    out[tuple(slice(0, m) for m in a.shape)] = a
     return out
 
 
-@numba.njit(cache=True, nogil=True)
-def _grown2(a, rows):
-    out = np.empty((rows, a.shape[1]), a.dtype)
-    out[: len(a)] = a
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _number(buf, i, end, pow10):
     """Parse one number at ``buf[i]``: (value, position after it, verdict).
 
@@ -231,54 +172,43 @@ def _number(buf, i, end, pow10):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scan_blocks(buf, first, last, kinds, pow10):
-    """Lines of each complete record: peaks converted, parameter lines located.
+def _scan_blocks(
+    buf,
+    first,
+    last,
+    kinds,
+    pow10,
+    line_end,
+    line_next,
+    b0,
+    state,
+    status,
+    peak_lo,
+    peak_hi,
+    param_lo,
+    param_hi,
+    simple,
+    peaks,
+    spans,
+    slow,
+):
+    """Scan records ``b0, b0 + 1, ...`` until one does not fit in the arrays.
 
-    Parameters
-    ----------
-    buf : ndarray of uint8
-    first, last, kinds : ndarray of int64
-        Records as :func:`find_records` returns them (only ``EVENT_BLOCK`` ones
-        are scanned).
-
-    Returns
-    -------
-    status : ndarray of int8
-        ``FAST`` or ``REFERENCE`` (leave the record to the reference parser).
-    peak_lo, peak_hi : ndarray of int64
-        The record's peaks in ``mz`` / ``intensity``.
-    param_lo, param_hi : ndarray of int64
-        The record's parameter lines in ``spans`` (none unless ``simple``).
-    spans : ndarray of int64, shape (n, 4)
-        Per parameter line: its key (start, end) and its value, stripped.
-    simple : ndarray of bool
-        ``spans`` give the record's parameters exactly as Python's ``strip`` and
-        ``lower`` would (ASCII keys, values not bounded by odd blanks).
-    mz, intensity : ndarray of float64
-        Peaks of the ``FAST`` records; numbers in ``slow`` are still to be converted.
-    slow : ndarray of int64, shape (n, 3)
-        Numbers left to ``float()``: ``2 * peak + column`` (0 m/z, 1 intensity),
-        and the span of their text.
+    ``state`` holds the counts (peaks, parameter lines, slow numbers) and the
+    current line; ``peaks`` the m/z and intensity rows.  The arrays are never
+    replaced inside the loop (numba would then count references on every
+    pass); when one is full the scan stops before that record and returns its
+    number, and :func:`scan_records` grows the arrays and goes on.
     """
     nb = len(first)
-    status = np.zeros(nb, np.int8)
-    peak_lo = np.zeros(nb, np.int64)
-    peak_hi = np.zeros(nb, np.int64)
-    param_lo = np.zeros(nb, np.int64)
-    param_hi = np.zeros(nb, np.int64)
-    spans = np.empty((64, 4), np.int64)
-    npl = 0
-    simple = np.ones(nb, np.bool_)
-    cap = 1024
-    mz = np.empty(cap, np.float64)
-    intensity = np.empty(cap, np.float64)
-    k = 0
-    slow = np.empty((64, 3), np.int64)
-    ns = 0
-    for b in range(nb):
+    k, npl, ns, t = state[0], state[1], state[2], state[3]
+    for b in range(b0, nb):
         if kinds[b] != EVENT_BLOCK:
             status[b] = REFERENCE
+            peak_lo[b], peak_hi[b], param_lo[b], param_hi[b] = k, k, npl, npl
             continue
+        t_record = t
+        full = False
         # content: after the BEGIN line's "\n" up to the END line's start
         cs = first[b]
         while buf[cs] != 10:
@@ -291,13 +221,11 @@ def _scan_blocks(buf, first, last, kinds, pow10):
         ns_record = ns
         param_lo[b] = npl
         ok = True
-        i = cs
-        while i < ce and ok:
-            j = i
-            while j < ce and buf[j] != 10 and buf[j] != 13:
-                j += 1
-            lone_cr = j < ce and buf[j] == 13 and not (j + 1 < ce and buf[j + 1] == 10)
-            nxt = j + 2 if (j < ce and buf[j] == 13 and not lone_cr) else j + 1
+        while line_next[t] < cs:
+            t += 1
+        while ok and line_next[t] < ce:
+            i, j = line_next[t], line_end[t]
+            t += 1
             p = i
             while p < j and (buf[p] == 32 or buf[p] == 9):
                 p += 1
@@ -320,15 +248,16 @@ def _scan_blocks(buf, first, last, kinds, pow10):
                         v1 = j
                         while v1 > v0 and (buf[v1 - 1] == 32 or buf[v1 - 1] == 9):
                             v1 -= 1
-                        for t in range(p, eq):
-                            if not (32 <= buf[t] < 127 or buf[t] == 9):
+                        for u in range(p, eq):
+                            if not (32 <= buf[u] < 127 or buf[u] == 9):
                                 simple[b] = False
                         if v1 > v0 and not (
                             32 < buf[v0] < 127 and 32 < buf[v1 - 1] < 127
                         ):  # Python's strip() may take more (NBSP, \x0b, ...)
                             simple[b] = False
                         if npl == len(spans):
-                            spans = _grown2(spans, 2 * len(spans))
+                            full = True
+                            break
                         spans[npl, 0], spans[npl, 1], spans[npl, 2], spans[npl, 3] = p, eq, v0, v1
                         npl += 1
                     else:  # peak line: number, blanks, number, blanks
@@ -346,14 +275,11 @@ def _scan_blocks(buf, first, last, kinds, pow10):
                         elif max(hi1 - lo1, hi2 - lo2) > MAX_SLOW_TOKEN:
                             ok = False
                         else:
-                            if k == cap:
-                                cap *= 2
-                                mz = _grown(mz, cap)
-                                intensity = _grown(intensity, cap)
-                            mz[k] = x
-                            intensity[k] = y
-                            if ns + 2 > len(slow):
-                                slow = _grown2(slow, 2 * len(slow))
+                            if k == peaks.shape[1] or ns + 2 > len(slow):
+                                full = True
+                                break
+                            peaks[0, k] = x
+                            peaks[1, k] = y
                             if v1 == _SLOW:
                                 slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k, lo1, hi1
                                 ns += 1
@@ -361,7 +287,10 @@ def _scan_blocks(buf, first, last, kinds, pow10):
                                 slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k + 1, lo2, hi2
                                 ns += 1
                             k += 1
-            i = nxt
+        if full:
+            state[0], state[1], state[2], state[3] = peak_lo[b], param_lo[b], ns_record, t_record
+            simple[b] = True
+            return b
         if not ok:
             status[b] = REFERENCE
             k = peak_lo[b]
@@ -370,121 +299,5 @@ def _scan_blocks(buf, first, last, kinds, pow10):
             npl = param_lo[b]
         peak_hi[b] = k
         param_hi[b] = npl
-    return (
-        status,
-        peak_lo,
-        peak_hi,
-        param_lo,
-        param_hi,
-        spans[:npl].copy(),
-        simple,
-        mz[:k].copy(),
-        intensity[:k].copy(),
-        slow[:ns].copy(),
-    )
-
-
-@numba.njit(cache=True, nogil=True)
-def gather(buf, lo, hi):
-    """The byte spans ``buf[lo[i]:hi[i]]`` joined by ``\\n``."""
-    total = 0
-    for i in range(len(lo)):
-        total += hi[i] - lo[i] + 1
-    out = np.empty(max(total - 1, 0), np.uint8)
-    k = 0
-    for i in range(len(lo)):
-        if i:
-            out[k] = 10
-            k += 1
-        out[k : k + hi[i] - lo[i]] = buf[lo[i] : hi[i]]
-        k += hi[i] - lo[i]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def key_ids(buf, lo, hi):
-    """Number the distinct byte strings ``buf[lo[i]:hi[i]]`` in order of appearance.
-
-    Returns
-    -------
-    ids : ndarray of int64
-        Per span, the number of its string.
-    first : ndarray of int64
-        Per number, the span where it first appears.
-    """
-    table = numba.typed.Dict.empty(numba.types.uint64, numba.types.int64)
-    ids = np.empty(len(lo), np.int64)
-    first = np.empty(len(lo), np.int64)
-    n = 0
-    for i in range(len(lo)):
-        h = np.uint64(14695981039346656037)
-        for t in range(lo[i], hi[i]):
-            h = (h ^ np.uint64(buf[t])) * np.uint64(1099511628211)
-        h = h ^ np.uint64(hi[i] - lo[i])
-        while True:  # open addressing over the hash, so colliding keys stay apart
-            if h not in table:
-                table[h] = n
-                first[n] = i
-                ids[i] = n
-                n += 1
-                break
-            at = table[h]
-            e = first[at]
-            same = hi[e] - lo[e] == hi[i] - lo[i]
-            t = 0
-            while same and t < hi[i] - lo[i]:
-                same = buf[lo[e] + t] == buf[lo[i] + t]
-                t += 1
-            if same:
-                ids[i] = at
-                break
-            h = h * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
-    return ids, first[:n].copy()
-
-
-@numba.njit(cache=True, nogil=True)
-def not_utf8(buf, start):
-    """Number of bytes of ``buf[start:]`` that Python's strict UTF-8 decoder rejects.
-
-    Each rejected byte becomes one escaped character under ``surrogateescape``;
-    a lead byte whose sequence is cut short or malformed is rejected alone and
-    the scan goes on at the next byte (a continuation byte never starts a
-    valid sequence, so this counts exactly what the decoder escapes).
-    """
-    n = len(buf)
-    bad = 0
-    i = start
-    while i < n:
-        c = buf[i]
-        if c < 0x80:
-            i += 1
-            continue
-        size = 0
-        lo, hi = 0x80, 0xBF
-        if 0xC2 <= c <= 0xDF:
-            size = 2
-        elif 0xE0 <= c <= 0xEF:
-            size = 3
-            if c == 0xE0:
-                lo = 0xA0
-            elif c == 0xED:
-                hi = 0x9F
-        elif 0xF0 <= c <= 0xF4:
-            size = 4
-            if c == 0xF0:
-                lo = 0x90
-            elif c == 0xF4:
-                hi = 0x8F
-        valid = size > 0 and i + size <= n
-        if valid:
-            valid = lo <= buf[i + 1] <= hi
-            for t in range(2, size):
-                if not valid:
-                    break
-                valid = 0x80 <= buf[i + t] <= 0xBF
-        if valid:
-            i += size
-        else:
-            bad += 1
-            i += 1
-    return bad
+    state[0], state[1], state[2], state[3] = k, npl, ns, t
+    return nb
