@@ -18,6 +18,7 @@ and import report.  It gets there by doing only what it can prove identical:
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -37,9 +38,10 @@ _CUT_REASONS = {
     records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
     records.EVENT_EOF: "file ends inside the record (no END IONS)",
 }
-#: CHARGE texts seen so far and their charge; only short texts are kept.
+#: CHARGE and IONMODE texts seen so far and what they mean; only short texts are kept.
 _CHARGES: dict[str, int] = {}
-_CHARGE_MEMO_LIMIT = 4096
+_ION_MODES: dict[str, int] = {}
+_MEMO_LIMIT = 4096
 
 
 class _Unsure(Exception):
@@ -57,6 +59,18 @@ def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
     builder : LibraryBuilder
         Receives every record (kept or skipped).
     """
+    # tens of thousands of new dicts would set off the cycle collector again and
+    # again, each time walking every object made so far; none of them forms a cycle
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _read(data, builder)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read(data: bytes, builder: LibraryBuilder) -> None:
     start = len(_BOM) if data.startswith(_BOM) else 0
     buf = np.frombuffer(data, dtype=np.uint8)
     is_ascii = data.isascii()
@@ -92,10 +106,13 @@ def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
             builder.skip(record, record_title(lines), reason)
             continue
         if fast[r]:
-            params = dict(header)
-            if simple_[r]:
+            if simple_[r] and not header:
+                params = dict(zip(keys[a:b], values[a:b], strict=True))
+            elif simple_[r]:
+                params = dict(header)
                 params.update(zip(keys[a:b], values[a:b], strict=True))
             else:
+                params = dict(header)
                 _block_params(split_lines(decode(data[lo:hi])), params)
             try:
                 batch.add(record, params, p0, p1)
@@ -164,7 +181,7 @@ def _charge(text: str) -> int:
         value = int(charges[0]) if charges else 0
     except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
         raise _Unsure from exc
-    if len(text) <= 32 and len(_CHARGES) < _CHARGE_MEMO_LIMIT:
+    if len(text) <= 32 and len(_CHARGES) < _MEMO_LIMIT:
         _CHARGES[text] = value
     return value
 
@@ -221,7 +238,12 @@ def _fields(params: dict) -> tuple[float, int, int, dict]:
     ion_mode = 0
     for key in ION_MODE_KEYS:
         if key in metadata:
-            ion_mode = parse_ion_mode(metadata[key])
+            text = metadata[key]
+            ion_mode = _ION_MODES.get(text)
+            if ion_mode is None:
+                ion_mode = parse_ion_mode(text)
+                if len(_ION_MODES) < _MEMO_LIMIT and len(text) <= 32:
+                    _ION_MODES[text] = ion_mode
             break
     metadata["id"] = metadata.get("spectrumid", "")
     metadata.setdefault("title", metadata.get("name", ""))

@@ -28,6 +28,8 @@ _POW10 = np.array([10.0**k for k in range(23)])
 _TWO53 = 2**53
 #: Verdicts of :func:`_number`.
 _EXACT, _SLOW, _BAD = 0, 1, 2
+#: Room first made for numbers left to ``float()`` (grown when a file has more).
+SLOW_ROWS = 1 << 16
 #: Longest number handed to ``float()``; a longer one sends its record to the reference.
 MAX_SLOW_TOKEN = 1000
 
@@ -74,10 +76,12 @@ def scan_records(
     status = np.zeros(nb, np.int8)
     peak_lo, peak_hi, param_lo, param_hi = (np.zeros(nb, np.int64) for _ in range(4))
     simple = np.ones(nb, np.bool_)
-    guess = max(1024, len(line_end) // 2)
-    peaks = np.empty((2, guess), np.float64)
-    spans = np.empty((guess, 4), np.int64)
-    slow = np.empty((1024, 3), np.int64)
+    # a record line is a peak or a parameter line at most; pages never written
+    # are never touched, so these cost what is used
+    most = len(line_end)
+    peaks = np.empty((2, most), np.float64)
+    spans = np.empty((most, 4), np.int64)
+    slow = np.empty((SLOW_ROWS, 3), np.int64)
     state = np.zeros(4, np.int64)
     b = 0
     while True:
@@ -87,9 +91,7 @@ def scan_records(
         )  # fmt: skip
         if b == nb:
             break
-        peaks = _grown_rows(peaks, 1)
-        spans = _grown_rows(spans, 0)
-        slow = _grown_rows(slow, 0)
+        slow = _grown_rows(slow, 0)  # the only one that can be full
     k, npl, ns = state[:3].tolist()
     return (
         status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl].copy(), simple,
