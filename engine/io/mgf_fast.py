@@ -135,7 +135,17 @@ def _parameters(data: bytes, buf: np.ndarray, spans: np.ndarray, decode) -> tupl
     ids, first = records.key_ids(buf, spans[:, 0], spans[:, 1])
     names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
     keys = [names[i] for i in ids.tolist()]
-    values = decode(records.gather(buf, spans[:, 2], spans[:, 3]).tobytes()).split("\n")
+    lo, hi = spans[:, 2], spans[:, 3]
+    plain = records.ascii_spans(buf, lo, hi)
+    # ASCII values are decoded apart: text of one-byte characters is much quicker
+    # to split than text holding a few wider ones
+    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0)).tobytes()
+    values = text.decode("ascii").split("\n")
+    wide = np.flatnonzero(~plain)
+    if len(wide):
+        text = records.gather(buf, lo[wide], hi[wide]).tobytes()
+        for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
+            values[i] = value
     return keys, values
 
 

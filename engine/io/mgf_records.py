@@ -17,6 +17,7 @@ __all__ = [
     "EVENT_BLOCK",
     "EVENT_NO_END",
     "EVENT_EOF",
+    "ascii_spans",
     "find_records",
     "gather",
     "key_ids",
@@ -203,6 +204,18 @@ def gather(buf, lo, hi):
             k += 1
         out[k : k + hi[i] - lo[i]] = buf[lo[i] : hi[i]]
         k += hi[i] - lo[i]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def ascii_spans(buf, lo, hi):
+    """Whether each byte span ``buf[lo[i]:hi[i]]`` is ASCII."""
+    out = np.ones(len(lo), np.bool_)
+    for i in range(len(lo)):
+        for t in range(lo[i], hi[i]):
+            if buf[t] >= 128:
+                out[i] = False
+                break
     return out
 
 
