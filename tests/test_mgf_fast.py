@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.io import SpectrumFileError, mgf_fast, mgf_scan, read_library
+from engine.io import (
+    LoadCancelled,
+    SpectrumFileError,
+    load_library,
+    mgf_fast,
+    mgf_scan,
+    read_library,
+)
 from engine.library import SpectrumLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -247,3 +254,49 @@ def test_real_spectra_with_edge_formatting(tmp_path, monkeypatch, seed):
         monkeypatch.setattr(mgf_scan, "SLOW_ROWS", 2)
     lib = _assert_same(path)
     assert lib is not None and len(lib) > 60
+
+
+# -- progress and cancelling ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("parser", ["fast", "reference"])
+def test_progress_reports_bytes_up_to_the_total(tmp_path, parser):
+    path = tmp_path / "many.mgf"
+    path.write_bytes(GOOD * 5000)
+    calls = []
+    lib = read_library(
+        path, parser=parser, progress=lambda done, total: calls.append((done, total))
+    )
+    assert len(lib) == 5000
+    total = len(GOOD) * 5000
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
+    assert all(t == total for _, t in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    if parser == "fast":
+        assert len(calls) > 3  # reports while reading, not only at both ends
+
+
+def test_progress_returning_false_cancels(tmp_path):
+    path = tmp_path / "many.mgf"
+    path.write_bytes(GOOD * 5000)
+    seen = []
+
+    def stop_half_way(done: int, total: int) -> bool:
+        seen.append(done)
+        return done < total // 2
+
+    with pytest.raises(LoadCancelled, match="cancelled"):
+        read_library(path, progress=stop_half_way)
+    assert 0 < seen[-1] < len(GOOD) * 5000
+    assert len(read_library(path)) == 5000  # nothing left behind
+
+
+def test_progress_through_the_cache(tmp_path):
+    path = tmp_path / "small.mgf"
+    path.write_bytes(GOOD * 10)
+    calls = []
+    for _ in range(2):  # parsed, then from the cache
+        load_library(path, cache_dir=tmp_path / "cache", progress=lambda *a: calls.append(a))
+    assert calls[-1] == (len(GOOD) * 10, len(GOOD) * 10)
+    with pytest.raises(LoadCancelled):
+        load_library(path, cache_dir=tmp_path / "cache", progress=lambda *a: False)

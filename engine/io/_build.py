@@ -18,7 +18,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
 
 import numpy as np
@@ -28,6 +28,9 @@ from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
 __all__ = [
     "LibraryBuilder",
+    "LoadCancelled",
+    "Progress",
+    "report_progress",
     "OTHER_METADATA",
     "parse_ion_mode",
     "parse_charge_text",
@@ -54,6 +57,20 @@ MAX_CHARGE = 100
 #: rarer keys go, per record, into the JSON text of the ``other_metadata`` column, so
 #: memory follows the file's size even when every record has keys of its own.
 COLUMN_SHARE = 0.02
+
+#: ``progress(done_bytes, total_bytes)``; returning ``False`` cancels the load.
+Progress = Callable[[int, int], object]
+
+
+class LoadCancelled(Exception):
+    """A load stopped because its progress callback returned ``False``."""
+
+
+def report_progress(progress: Progress | None, done: int, total: int, path: str) -> None:
+    """Call ``progress(done, total)``; raise :class:`LoadCancelled` when it returns False."""
+    if progress is not None and progress(done, total) is False:
+        raise LoadCancelled(f"{path}: loading cancelled")
+
 
 _CHARGE_RE = re.compile(r"^\s*([+-]?)\s*(\d+)\s*([+-]?)\s*$")
 

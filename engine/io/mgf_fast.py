@@ -26,7 +26,7 @@ from pyteomics import auxiliary as _aux
 
 from engine.io import mgf_records as records
 from engine.io import mgf_scan as scan
-from engine.io._build import LibraryBuilder, parse_ion_mode
+from engine.io._build import LibraryBuilder, Progress, parse_ion_mode, report_progress
 from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
 from engine.io.sniff import decode_text, split_lines
 
@@ -42,13 +42,15 @@ _CUT_REASONS = {
 _CHARGES: dict[str, int] = {}
 _ION_MODES: dict[str, int] = {}
 _MEMO_LIMIT = 4096
+#: Records between two progress reports.
+_PROGRESS_EVERY = 2048
 
 
 class _Unsure(Exception):
     """The record holds something only the reference parser should judge."""
 
 
-def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
+def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
     """Parse MGF ``data`` (the file's bytes, un-gzipped) into ``builder``.
 
     Parameters
@@ -58,19 +60,23 @@ def read_mgf_bytes(data: bytes, builder: LibraryBuilder) -> None:
         a file note, as :func:`engine.io.sniff.decode_text` does.
     builder : LibraryBuilder
         Receives every record (kept or skipped).
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)``, called now and then while the
+        records are read (bytes of ``data``); returning ``False`` stops the
+        load with :class:`~engine.io._build.LoadCancelled`.
     """
     # tens of thousands of new dicts would set off the cycle collector again and
     # again, each time walking every object made so far; none of them forms a cycle
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _read(data, builder)
+        _read(data, builder, progress)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(data: bytes, builder: LibraryBuilder) -> None:
+def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> None:
     start = len(_BOM) if data.startswith(_BOM) else 0
     buf = np.frombuffer(data, dtype=np.uint8)
     is_ascii = data.isascii()
@@ -99,6 +105,8 @@ def _read(data: bytes, builder: LibraryBuilder) -> None:
         zip(kinds.tolist(), bounds, peaks, strict=True)
     ):
         record = r + 1
+        if progress is not None and not r % _PROGRESS_EVERY:
+            report_progress(progress, lo, len(data), builder.path)
         if kind != records.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))

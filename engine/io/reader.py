@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from engine.io._build import LibraryBuilder
+from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
 from engine.io.mgf import read_mgf_text
 from engine.io.mgf_fast import read_mgf_bytes
 from engine.io.msp import read_msp_text
@@ -14,7 +14,7 @@ from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, ope
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
-__all__ = ["PARSERS", "read_library", "read_raw"]
+__all__ = ["PARSERS", "LoadCancelled", "read_library", "read_raw"]
 
 #: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
 PARSERS = ("fast", "reference")
@@ -27,7 +27,11 @@ _NOT_FOUND_HINT = {
 
 
 def read_library(
-    path: str | Path, *, format: str | None = None, parser: str = "fast"
+    path: str | Path,
+    *,
+    format: str | None = None,
+    parser: str = "fast",
+    progress: Progress | None = None,
 ) -> SpectrumLibrary:
     """Read a spectral library file.
 
@@ -43,6 +47,11 @@ def read_library(
         For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
         records to pyteomics; ``"reference"`` parses every record with
         pyteomics.  Both give the same library.  Other formats ignore it.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)`` (bytes of the uncompressed
+        content): called at the start, now and then while the fast MGF parser
+        reads records, and at the end.  Returning ``False`` cancels the load
+        (:class:`LoadCancelled` is raised).
 
     Returns
     -------
@@ -58,18 +67,28 @@ def read_library(
         supported format, or holds no valid spectrum.
     ValueError
         ``format`` or ``parser`` is not one of the supported names.
+    LoadCancelled
+        ``progress`` returned ``False``.
     """
-    return read_raw(open_raw(path), format=format, parser=parser)
+    return read_raw(open_raw(path), format=format, parser=parser, progress=progress)
 
 
-def read_raw(raw: RawFile, *, format: str | None = None, parser: str = "fast") -> SpectrumLibrary:
+def read_raw(
+    raw: RawFile,
+    *,
+    format: str | None = None,
+    parser: str = "fast",
+    progress: Progress | None = None,
+) -> SpectrumLibrary:
     """:func:`read_library` on bytes already read (used by the cache)."""
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
     fmt = _choose_format(raw, format)
     builder = LibraryBuilder(raw.path, fmt)
+    total = len(raw.data)
+    report_progress(progress, 0, total, raw.path)
     if fmt == "mgf" and parser == "fast":
-        read_mgf_bytes(raw.data, builder)
+        read_mgf_bytes(raw.data, builder, progress)
     elif fmt == "mzml":
         read_mzml_bytes(raw.data, builder)
     else:
@@ -79,7 +98,9 @@ def read_raw(raw: RawFile, *, format: str | None = None, parser: str = "fast") -
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
         (read_mgf_text if fmt == "mgf" else read_msp_text)(text, builder)
-    return builder.build(LibrarySource(raw.path, raw.sha256, fmt))
+    library = builder.build(LibrarySource(raw.path, raw.sha256, fmt))
+    report_progress(progress, total, total, raw.path)
+    return library
 
 
 def _choose_format(raw: RawFile, requested: str | None) -> str:
