@@ -19,6 +19,7 @@ from engine.io import (
     SpectrumFileError,
     load_library,
     mgf_fast,
+    mgf_records,
     mgf_scan,
     read_library,
 )
@@ -250,8 +251,8 @@ def test_real_spectra_with_edge_formatting(tmp_path, monkeypatch, seed):
     newline = ["\n", "\r\n", "\n", "\r\n"][seed % 4]
     path = tmp_path / "edge.mgf"
     path.write_bytes(text.replace("\n", newline).encode("utf-8"))
-    if seed % 2:  # the scanner stops and goes on whenever its room for slow numbers is full
-        monkeypatch.setattr(mgf_scan, "SLOW_ROWS", 2)
+    if seed % 2:  # the scanner stops and goes on whenever its room is full
+        monkeypatch.setattr(mgf_scan, "FIRST_ROWS", 2)
     lib = _assert_same(path)
     assert lib is not None and len(lib) > 60
 
@@ -300,3 +301,22 @@ def test_progress_through_the_cache(tmp_path):
     assert calls[-1] == (len(GOOD) * 10, len(GOOD) * 10)
     with pytest.raises(LoadCancelled):
         load_library(path, cache_dir=tmp_path / "cache", progress=lambda *a: False)
+
+
+def test_wide_line_positions_give_the_same_records():
+    """Files past 2 GiB hold line positions as int64; the scanners read both widths."""
+    data = MIXED.replace(b"\n", b"\r\n") + GOOD
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines, split = mgf_records.lines(data, buf, 0)
+    assert newlines.dtype == np.int32 and split is None
+    wide = newlines.astype(np.int64)
+    narrow_records = mgf_records.find_records(buf, 0, newlines)
+    wide_records = mgf_records.find_records(buf, 0, wide)
+    for a, b in zip(narrow_records[:3], wide_records[:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+    kinds, first, last, _ = narrow_records
+    narrow = mgf_scan.scan_records(buf, first, last, kinds, 0, newlines, None)
+    for a, b in zip(
+        narrow, mgf_scan.scan_records(buf, first, last, kinds, 0, wide, None), strict=True
+    ):
+        np.testing.assert_array_equal(a, b)

@@ -87,12 +87,12 @@ def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> No
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
     decode = _decode_ascii if is_ascii else _decode
-    newlines, line_end, line_next = records.lines(data, buf, start)
+    newlines, split = records.lines(data, buf, start)
     kinds, first, last, header_end = records.find_records(buf, start, newlines)
     reader = header_reader(split_lines(decode(data[start:header_end])), builder)
     header = dict(reader.header)
-    scanned = scan.scan_records(buf, first, last, kinds, line_end, line_next)
-    del newlines, line_end, line_next
+    scanned = scan.scan_records(buf, first, last, kinds, start, newlines, split)
+    del newlines, split
     status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
     _convert_slow(data, slow, mz, intensity)
     keys, values = _parameters(data, buf, spans, decode)

@@ -33,32 +33,30 @@ _BEGIN = np.frombuffer(b"BEGIN IONS", dtype=np.uint8)
 _END = np.frombuffer(b"END IONS", dtype=np.uint8)
 
 
-def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, tuple | None]:
     """Line ends of ``buf[start:]``.
 
     Returns
     -------
-    newlines : ndarray of int64
-        Positions of ``\\n``, then ``len(buf)``.
-    line_end, line_next : ndarray of int64
-        Lines as ``split_lines`` cuts them (at ``\\r\\n``, ``\\r``, ``\\n``): line
-        ``t`` is ``buf[line_next[t]:line_end[t]]``; a line starting after the
-        end closes the arrays.
+    newlines : ndarray of int32 or int64
+        Positions of ``\\n``, then ``len(buf)``.  Where no ``\\r`` stands alone,
+        these are also the lines ``split_lines`` cuts (a ``\\r`` before the
+        ``\\n`` ends the line).
+    split : tuple of two ndarrays, or None
+        Only for text with ``\\r`` line ends: ``(ends, nexts)``, line ``t``
+        being ``buf[nexts[t]:ends[t]]``, a line starting after the end last.
     """
     n = len(buf)
+    dtype = np.int32 if n < 2**31 - 8 else np.int64  # 4 bytes a line where they do
     step = 1 << 23  # bounds the temporary mask
-    parts = [np.flatnonzero(buf[a : a + step] == 10) + a for a in range(start, n, step)]
-    newlines = np.concatenate([*parts, np.array([n], dtype=np.int64)])
+    parts = [
+        (np.flatnonzero(buf[a : a + step] == 10) + a).astype(dtype) for a in range(start, n, step)
+    ]
+    newlines = np.concatenate([*parts, np.array([n], dtype=dtype)])
     crs = data.count(b"\r", start)
     if crs and crs != data.count(b"\r\n", start):  # lone "\r" line ends
-        line_end, line_next = _split_lines(buf, start)
-        return newlines, line_end, line_next
-    line_next = np.concatenate([np.array([start], dtype=np.int64), newlines + 1, [n + 2]])
-    line_end = np.concatenate([newlines, [n + 1, n + 2]])
-    if crs:
-        at = newlines[:-1]
-        line_end[:-3][buf[at - 1] == 13] -= 1
-    return newlines, line_end, line_next
+        return newlines, _split_lines(buf, start)
+    return newlines, None
 
 
 @numba.njit(cache=True, nogil=True)

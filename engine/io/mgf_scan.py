@@ -30,6 +30,8 @@ _TWO53 = 2**53
 _EXACT, _SLOW, _BAD = 0, 1, 2
 #: Room first made for numbers left to ``float()`` (grown when a file has more).
 SLOW_ROWS = 1 << 16
+#: Room first made for every output (tests set it small to exercise the growing).
+FIRST_ROWS = 0
 #: Longest number handed to ``float()``; a longer one sends its record to the reference.
 MAX_SLOW_TOKEN = 1000
 
@@ -39,8 +41,9 @@ def scan_records(
     first: np.ndarray,
     last: np.ndarray,
     kinds: np.ndarray,
-    line_end: np.ndarray,
-    line_next: np.ndarray,
+    start: int,
+    newlines: np.ndarray,
+    split: tuple | None,
 ) -> tuple[np.ndarray, ...]:
     """Lines of each complete record: peaks converted, parameter lines located.
 
@@ -50,8 +53,10 @@ def scan_records(
     first, last, kinds : ndarray of int64
         Records as :func:`find_records` returns them (only ``EVENT_BLOCK`` ones
         are scanned).
-    line_end, line_next : ndarray of int64
-        Lines, from :func:`lines`.
+    start : int
+        Where the text starts (after a byte order mark).
+    newlines, split
+        Lines, from :func:`engine.io.mgf_records.lines`.
 
     Returns
     -------
@@ -76,26 +81,29 @@ def scan_records(
     status = np.zeros(nb, np.int8)
     peak_lo, peak_hi, param_lo, param_hi = (np.zeros(nb, np.int64) for _ in range(4))
     simple = np.ones(nb, np.bool_)
-    # a record line is a peak or a parameter line at most; pages never written
-    # are never touched, so these cost what is used
-    most = len(line_end)
-    peaks = np.empty((2, most), np.float64)
-    spans = np.empty((most, 4), np.int64)
-    slow = np.empty((SLOW_ROWS, 3), np.int64)
+    # room for one peak and one parameter per line, or per 16 bytes (real files have
+    # about 25 bytes a line; denser ones make it grow); untouched pages cost nothing
+    rows = FIRST_ROWS or min(len(newlines) + 1, len(buf) // 16 + 4096)
+    peaks = np.empty((2, rows), np.float64)
+    spans = np.empty((rows, 4), np.int64)
+    slow = np.empty((FIRST_ROWS or SLOW_ROWS, 3), np.int64)
+    ends, nexts = split if split is not None else (newlines, newlines)
     state = np.zeros(4, np.int64)
     b = 0
     while True:
         b = _scan_blocks(
-            buf, first, last, kinds, _POW10, line_end, line_next, b, state,
+            buf, first, last, kinds, _POW10, ends, nexts, split is not None, start, b, state,
             status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
         )  # fmt: skip
         if b == nb:
             break
-        slow = _grown_rows(slow, 0)  # the only one that can be full
+        peaks = _grown_rows(peaks, 1)
+        spans = _grown_rows(spans, 0)
+        slow = _grown_rows(slow, 0)
     k, npl, ns = state[:3].tolist()
     return (
-        status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl].copy(), simple,
-        peaks[0, :k].copy(), peaks[1, :k].copy(), slow[:ns].copy(),
+        status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl], simple,
+        peaks[0, :k], peaks[1, :k], slow[:ns],
     )  # fmt: skip
 
 
@@ -173,6 +181,14 @@ def _number(buf, i, end, pow10):
     return (-value if neg else value), i, _EXACT
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _line_start(t, ends, nexts, split, start):
+    """Where line ``t`` starts (see :func:`engine.io.mgf_records.lines`)."""
+    if split:
+        return nexts[t]
+    return start if t == 0 else ends[t - 1] + 1
+
+
 @numba.njit(cache=True, nogil=True)
 def _scan_blocks(
     buf,
@@ -180,8 +196,10 @@ def _scan_blocks(
     last,
     kinds,
     pow10,
-    line_end,
-    line_next,
+    ends,
+    nexts,
+    split,
+    start,
     b0,
     state,
     status,
@@ -223,10 +241,15 @@ def _scan_blocks(
         ns_record = ns
         param_lo[b] = npl
         ok = True
-        while line_next[t] < cs:
+        while _line_start(t, ends, nexts, split, start) < cs:
             t += 1
-        while ok and line_next[t] < ce:
-            i, j = line_next[t], line_end[t]
+        while ok:
+            i = _line_start(t, ends, nexts, split, start)
+            if i >= ce:
+                break
+            j = ends[t]
+            if not split and j > i and buf[j - 1] == 13:  # "\r\n"
+                j -= 1
             t += 1
             p = i
             while p < j and (buf[p] == 32 or buf[p] == 9):
