@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import math
+from collections.abc import Callable
 
 import numpy as np
 from pyteomics import auxiliary as _aux
@@ -133,7 +134,9 @@ def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> No
     builder.records = len(kinds)
 
 
-def _parameters(data: bytes, buf: np.ndarray, spans: np.ndarray, decode) -> tuple[list, list]:
+def _parameters(
+    data: bytes, buf: np.ndarray, spans: np.ndarray, decode: Callable[[bytes], str]
+) -> tuple[list, list]:
     """Keys (lower case) and values of the parameter lines in ``spans``, one each per line.
 
     Values are decoded in one piece; each distinct key once.

@@ -217,6 +217,17 @@ def ascii_spans(buf, lo, hi):
     return out
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same(buf, lo1, hi1, lo2, hi2):
+    """Whether ``buf[lo1:hi1]`` and ``buf[lo2:hi2]`` hold the same bytes."""
+    if hi1 - lo1 != hi2 - lo2:
+        return False
+    for t in range(hi1 - lo1):
+        if buf[lo1 + t] != buf[lo2 + t]:
+            return False
+    return True
+
+
 @numba.njit(cache=True, nogil=True)
 def key_ids(buf, lo, hi):
     """Number the distinct byte strings ``buf[lo[i]:hi[i]]`` in order of appearance.
@@ -231,8 +242,17 @@ def key_ids(buf, lo, hi):
     table = numba.typed.Dict.empty(numba.types.uint64, numba.types.int64)
     ids = np.empty(len(lo), np.int64)
     first = np.empty(len(lo), np.int64)
+    # records mostly repeat their keys in one order: guess the key that followed
+    # the previous one last time, and look up only when the guess is wrong
+    follows = np.full(len(lo) + 1, -1, np.int64)
+    previous = len(lo)
     n = 0
     for i in range(len(lo)):
+        guess = follows[previous]
+        if guess >= 0 and _same(buf, lo[first[guess]], hi[first[guess]], lo[i], hi[i]):
+            ids[i] = guess
+            previous = guess
+            continue
         h = np.uint64(14695981039346656037)
         for t in range(lo[i], hi[i]):
             h = (h ^ np.uint64(buf[t])) * np.uint64(1099511628211)
@@ -245,16 +265,12 @@ def key_ids(buf, lo, hi):
                 n += 1
                 break
             at = table[h]
-            e = first[at]
-            same = hi[e] - lo[e] == hi[i] - lo[i]
-            t = 0
-            while same and t < hi[i] - lo[i]:
-                same = buf[lo[e] + t] == buf[lo[i] + t]
-                t += 1
-            if same:
+            if _same(buf, lo[first[at]], hi[first[at]], lo[i], hi[i]):
                 ids[i] = at
                 break
             h = h * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+        follows[previous] = ids[i]
+        previous = ids[i]
     return ids, first[:n].copy()
 
 
