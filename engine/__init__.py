@@ -8,6 +8,7 @@ and Python scripts all use this same API.
 
 from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
+from engine.collection import combine_libraries, filter_library
 from engine.hits import HitTable
 from engine.io import load_library, read_library
 from engine.kernels import cosine_greedy_pair, entropy_similarity_pair, modified_cosine_pair
@@ -31,6 +32,8 @@ __all__ = [
     "SpectrumFileError",
     "SpectrumLibrary",
     "__version__",
+    "combine_libraries",
+    "filter_library",
     "available_backends",
     "cosine_greedy_pair",
     "entropy_similarity_pair",

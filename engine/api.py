@@ -143,7 +143,7 @@ def search(
     Parameters
     ----------
     queries, library : SpectrumLibrary or path
-        Spectra, or spectrum files (MGF, MSP, mzML, optionally gzipped; read
+        Spectra, or spectrum files (MGF, MSP, mzML, mzXML, JSON, optionally gzipped; read
         through the library cache with :func:`~engine.io.load_library`).
     params : SearchParameters, optional
         Base parameters (default: identity mode).

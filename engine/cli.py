@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 from engine.api import search_job
 from engine.backends import available_backends
+from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client
 from engine.export import HitWriter, check_output
 from engine.io import load_library
@@ -34,15 +35,22 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``simms`` (also used to document the CLI)."""
     parser = argparse.ArgumentParser(
         prog="simms",
-        description="Identify MS/MS spectra by exact library search (MGF, MSP, mzML): "
+        description="Identify MS/MS spectra by exact library search (MGF, MSP, mzML, mzXML, JSON): "
         "spectral entropy, greedy cosine and modified cosine.",
     )
     parser.add_argument("--version", action="version", version=f"simms {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("search", help="search query spectra against a library")
-    s.add_argument("queries", help="query spectra (MGF, MSP or mzML, optionally .gz)")
-    s.add_argument("library", help="library spectra (MGF, MSP or mzML, optionally .gz)")
+    s.add_argument(
+        "queries", help="query spectra (MGF, MSP, mzML, mzXML or GNPS/MoNA JSON, optionally .gz)"
+    )
+    s.add_argument(
+        "library",
+        nargs="+",
+        help="library spectra (same formats); several files are "
+        "searched as one library and each hit names its file (column library_file)",
+    )
     s.add_argument(
         "-o", "--output", help="hit list: .tsv, .csv or .parquet (default: TSV on stdout)"
     )
@@ -85,6 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="preset (none, gnps, msas), a JSON pipeline spec, or @FILE.json holding one "
         "[analog: gnps, else none]",
     )
+    f = s.add_argument_group("library filters (search only the library spectra that pass)")
+    f.add_argument("--library-ion-mode", choices=["positive", "negative"])
+    f.add_argument(
+        "--instrument-type",
+        action="append",
+        metavar="TEXT",
+        help="instrument type contains TEXT, any case (repeatable: any of them)",
+    )
+    f.add_argument(
+        "--license",
+        action="append",
+        metavar="LICENSE",
+        help="licence is exactly LICENSE (repeatable: any of them)",
+    )
+    f.add_argument("--has-structure", action="store_true", help="spectra with SMILES/InChI(Key)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
     s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
@@ -177,11 +200,15 @@ def _search(args: argparse.Namespace) -> int:
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
     say(f"reading {args.queries}")
     queries = load_library(args.queries, cache=not args.no_cache)
-    say(f"reading {args.library}")
-    library = load_library(args.library, cache=not args.no_cache)
-    for lib in (queries, library):
+    libraries = []
+    for path in args.library:
+        say(f"reading {path}")
+        libraries.append(load_library(path, cache=not args.no_cache))
+    for lib in (queries, *libraries):
         if lib.report is not None and lib.report.issues:
             say(lib.report.summary() + "  (simms info FILE lists them)")
+    library = libraries[0] if len(libraries) == 1 else combine_libraries(libraries)
+    library, filters = _filtered(library, args, say)
     progress = _ProgressPrinter(args.quiet)
     token = CancelToken()
     job = search_job(
@@ -190,8 +217,9 @@ def _search(args: argparse.Namespace) -> int:
     )  # fmt: skip
     backend, device = job.backend.name, job.backend.device
     writer = HitWriter(
-        args.output or sys.stdout, queries, library, params, backend=backend, device=device
-    )
+        args.output or sys.stdout, queries, library, params, backend=backend, device=device,
+        extra_provenance=filters,
+    )  # fmt: skip
     say(f"searching {len(queries)} × {len(library)} spectra on {device}")
     with _cancel_on_interrupt(token, say):
         error = _run_into(job, writer)
@@ -222,6 +250,27 @@ def _search(args: argparse.Namespace) -> int:
 
 class _WriteFailed(Exception):
     """The output could not be written (its cause is the real error)."""
+
+
+def _filtered(library, args: argparse.Namespace, say):
+    """``library`` narrowed by the command line's library filters, and a provenance line."""
+    filters = {
+        "ion_mode": args.library_ion_mode,
+        "instrument_type": args.instrument_type,
+        "license": args.license,
+        "has_structure": True if args.has_structure else None,
+    }
+    filters = {k: v for k, v in filters.items() if v is not None}
+    if not filters:
+        return library, {}
+    kept = filter_library(library, **filters)
+    say(f"library filters keep {len(kept):,} of {len(library):,} spectra")
+    if not len(kept):
+        raise SpectrumFileError(
+            " + ".join(args.library), "no library spectrum passes the library filters"
+        )
+    described = " ".join(f"{k}={v}" for k, v in filters.items())
+    return kept, {"library filters": f"{described} ({len(kept)} of {len(library)} spectra)"}
 
 
 def _run_into(job, writer) -> BaseException | None:

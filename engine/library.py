@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.kernels.checks import INTENSITY_INVALID, MZ_INVALID, UNSORTED, peak_problems
+from engine.npz_mapped import load_npz_mapped
 from engine.report import ImportReport
 
 __all__ = ["LibrarySource", "SpectrumLibrary", "ION_MODE_CODES"]
@@ -50,7 +52,11 @@ class LibrarySource:
 
 @dataclass(frozen=True, eq=False)
 class SpectrumLibrary:
-    """Spectra in columnar (CSR) form.
+    """Spectra in columnar (CSR) form, immutable.
+
+    The peak and per-spectrum arrays are read-only views: searches keep what
+    they derive from a library (prepared peaks, precursor order, pruning
+    indexes, device copies) with the library object and reuse it.
 
     Attributes
     ----------
@@ -86,6 +92,12 @@ class SpectrumLibrary:
     report: object | None = None
 
     def __post_init__(self) -> None:
+        # Read-only views: what is derived from a library (prepared peaks, indexes,
+        # GPU copies; see engine.memo) is kept with it and must never go stale.
+        for name in ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode"):
+            view = np.asarray(getattr(self, name)).view()
+            view.flags.writeable = False
+            object.__setattr__(self, name, view)
         n = len(self.offsets) - 1
         if n < 0 or self.offsets[0] != 0 or self.offsets[-1] != len(self.mz):
             raise ValueError("offsets must start at 0 and end at the number of peaks")
@@ -259,9 +271,11 @@ class SpectrumLibrary:
         """
         path = Path(path)
         arrays = self._arrays()
+        columns, codes = _encode_metadata(self.metadata, len(self))
+        arrays["metadata_codes"] = codes
         header = {
             "source": None if self.source is None else self.source.__dict__,
-            "metadata": {k: list(map(str, v)) for k, v in self.metadata.items()},
+            "metadata": columns,
             "report": None if self.report is None else _report_to_json(self.report),
             "digest": _digest(arrays),
             **(extra or {}),
@@ -293,24 +307,20 @@ class SpectrumLibrary:
     def _from_npz(cls, path: str | Path) -> tuple[SpectrumLibrary, dict]:
         """:meth:`load`, also returning the header (the cache reads its key there)."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh, np.load(fh, allow_pickle=False) as data:
-            if set(data.files) != {*_ARRAY_TYPES, "header"}:
-                raise ValueError(f"unexpected arrays {sorted(data.files)}")
-            header = json.loads(data["header"].tobytes().decode())
-            arrays = {k: data[k] for k in _ARRAY_TYPES}
+        with os.fdopen(fd, "rb") as fh:
+            data = load_npz_mapped(fh)  # the maps stay valid after the file is closed
+        if set(data) != {*_ARRAY_TYPES, "metadata_codes", "header"}:
+            raise ValueError(f"unexpected arrays {sorted(data)}")
+        header = json.loads(np.asarray(data["header"]).tobytes().decode())
+        arrays = {k: data[k] for k in (*_ARRAY_TYPES, "metadata_codes")}
+        codes = arrays["metadata_codes"]
         _check_arrays(arrays)
         if not isinstance(header, dict) or header.get("digest") != _digest(arrays):
             raise ValueError("contents do not match the digest in the header")
-        metadata = header.get("metadata")
-        n = len(arrays["offsets"]) - 1
-        if not isinstance(metadata, dict) or not all(
-            isinstance(v, list) and len(v) == n and all(isinstance(x, str) for x in v)
-            for v in metadata.values()
-        ):
-            raise ValueError("metadata columns are not lists of one string per spectrum")
+        del arrays["metadata_codes"]
+        metadata = _decode_metadata(header.get("metadata"), codes, len(arrays["offsets"]) - 1)
         source = LibrarySource(**header["source"]) if header.get("source") else None
         report = _report_from_json(header["report"]) if header.get("report") else None
-        metadata = {str(k): _object_column(v) for k, v in metadata.items()}
         library = cls(**arrays, metadata=metadata, source=source, report=report)
         return library, header
 
@@ -357,18 +367,59 @@ def _check_arrays(arrays: Mapping[str, np.ndarray]) -> None:
     for name in ("precursor_mz", "charge", "ion_mode"):
         if len(arrays[name]) != n:
             raise ValueError(f"{name} does not have one value per spectrum")
-    if not np.isfinite(mz).all() or (mz < 0).any():
+    problems = peak_problems(mz, intensity, offsets)
+    if problems & MZ_INVALID:
         raise ValueError("m/z values that are not finite and >= 0")
-    if not np.isfinite(intensity).all() or (intensity <= 0).any():
+    if problems & INTENSITY_INVALID:
         raise ValueError("intensities that are not finite and > 0")
-    falls = np.flatnonzero(np.diff(mz) < 0) + 1  # peak positions where m/z goes down
-    if np.setdiff1d(falls, offsets[1:-1]).size:
+    if problems & UNSORTED:
         raise ValueError("m/z values not sorted within a spectrum")
     precursor = arrays["precursor_mz"]
     if (precursor[~np.isnan(precursor)] <= 0).any() or np.isinf(precursor).any():
         raise ValueError("precursor m/z values that are not NaN or positive")
-    if not np.isin(arrays["ion_mode"], (-1, 0, 1)).all():
+    if (np.abs(arrays["ion_mode"].astype(np.int16)) > 1).any():
         raise ValueError("ion modes other than -1, 0 and 1")
+
+
+def _encode_metadata(
+    metadata: Mapping[str, np.ndarray], n: int
+) -> tuple[dict[str, list[str]], np.ndarray]:
+    """Metadata as each column's distinct strings and one row of codes per column.
+
+    Library metadata repeats a lot (licences, authors, instruments, adducts,
+    the compound of every replicate spectrum), and the codes load as one array:
+    a million-spectrum library's metadata reads in a fraction of a second.
+    """
+    import pandas as pd  # only when saving; a runtime dependency (hit tables)
+
+    columns: dict[str, list[str]] = {}
+    codes = np.zeros((len(metadata), n), dtype=np.int32)
+    for row, (name, column) in enumerate(metadata.items()):
+        values = ["" if v is None else str(v) for v in column]
+        codes[row], uniques = pd.factorize(pd.Series(values, dtype=object), sort=False)
+        columns[str(name)] = [str(u) for u in uniques]
+    return columns, codes
+
+
+def _decode_metadata(columns: object, codes: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Inverse of :func:`_encode_metadata`, checking every code before use."""
+    if (
+        not isinstance(columns, dict)
+        or codes.dtype != np.int32
+        or codes.shape != (len(columns), n)
+        or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in columns.values()
+        )
+    ):
+        raise ValueError("metadata columns do not match their codes")
+    metadata = {}
+    for row, (name, uniques) in enumerate(columns.items()):
+        if n and (codes[row].min() < 0 or codes[row].max() >= len(uniques)):
+            raise ValueError(f"metadata column {name!r} has codes out of range")
+        table = np.empty(len(uniques), dtype=object)
+        table[:] = uniques
+        metadata[str(name)] = table[codes[row]]
+    return metadata
 
 
 def _empty_column(n: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from engine.api import score_matrix, search
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 
-__all__ = ["stop_warm_up", "warm_up", "warm_up_in_background"]
+__all__ = ["stop_warm_up", "warm_up", "warm_up_in_background", "warming_up"]
 
 _started = threading.Lock()
 _thread: threading.Thread | None = None
@@ -92,6 +92,12 @@ def warm_up_in_background(backend: str = "cpu") -> threading.Thread:
             )
             _thread.start()
     return _thread
+
+
+def warming_up() -> bool:
+    """Whether the background warm-up is still compiling or loading kernels."""
+    thread = _thread
+    return thread is not None and thread.is_alive()
 
 
 def _quiet_warm_up(backend: str) -> None:

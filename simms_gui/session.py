@@ -33,7 +33,11 @@ __all__ = [
 ]
 
 #: File name endings the readers understand.
-SUPPORTED_SUFFIXES = (".mgf", ".msp", ".mzml", ".mgf.gz", ".msp.gz", ".mzml.gz")
+SUPPORTED_SUFFIXES = tuple(
+    f"{stem}{gz}"
+    for stem in (".mgf", ".msp", ".msl", ".mzml", ".mzxml", ".json")
+    for gz in ("", ".gz")
+)
 
 
 def is_spectrum_file(path: str | Path) -> bool:

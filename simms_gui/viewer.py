@@ -168,7 +168,7 @@ class Viewer:
 
     # -- data -------------------------------------------------------------------------
     def open_library(self, path: str | Path) -> SpectrumLibrary:
-        """Read a library file (MGF, MSP, mzML, optionally gzipped) and make it active.
+        """Read a library file (MGF, MSP, mzML, mzXML, JSON, optionally gzipped) and make it active.
 
         Parameters
         ----------

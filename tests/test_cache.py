@@ -143,3 +143,36 @@ def test_entry_records_its_key(tmp_path):
     _, header = SpectrumLibrary._from_npz(cache_path(lib.source.sha256, tmp_path))
     assert header["cache_key"] == lib.source.sha256
     assert header["reader_version"] == cache_module.READER_VERSION
+
+
+def test_saved_library_is_mapped_read_only_and_equal(tmp_path, massbank_queries):
+    path = tmp_path / "q.npz"
+    massbank_queries.save(path)
+    again = SpectrumLibrary.load(path)
+    for name in ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(massbank_queries, name))
+        assert not getattr(again, name).flags.writeable
+    for key, column in massbank_queries.metadata.items():
+        assert list(again.metadata[key]) == list(column)
+    # the arrays stay valid after the file is replaced (a cache entry rewritten)
+    path.unlink()
+    assert float(again.mz.sum()) == float(massbank_queries.mz.sum())
+
+
+def test_mapped_reader_takes_compressed_members_and_refuses_cut_files(tmp_path):
+    from engine.npz_mapped import load_npz_mapped
+
+    plain, packed = tmp_path / "plain.npz", tmp_path / "packed.npz"
+    arrays = {"a": np.arange(10.0), "b": np.array([1, 2, 3], dtype=np.int8)}
+    np.savez(plain, **arrays)
+    np.savez_compressed(packed, **arrays)
+    for path in (plain, packed):
+        with open(path, "rb") as fh:
+            got = load_npz_mapped(fh)
+        assert set(got) == {"a", "b"}
+        np.testing.assert_array_equal(got["a"], arrays["a"])
+        np.testing.assert_array_equal(got["b"], arrays["b"])
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(plain.read_bytes()[:200])
+    with open(cut, "rb") as fh, pytest.raises(ValueError):
+        load_npz_mapped(fh)

@@ -384,3 +384,45 @@ def test_drop_files_opens_them(qtbot, window, monkeypatch):
     qtbot.waitUntil(lambda: s.library is not None, timeout=30_000)  # large: read in background
     assert s.library is not None and len(s.library) == 3000
     assert s.queries is not None and len(s.queries.spectra) == 40
+
+
+def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypatch):
+    from PyQt6.QtWidgets import QMessageBox
+
+    import simms_gui._qt.search_control as search_control
+
+    monkeypatch.setattr(search_control, "LARGE_RESULT_ROWS", 100_000)  # demo: 40 x 3,000
+    demo.search_panel.top_n.setValue(0)  # "all"
+    assert demo.start_search() is None  # the question was not answered "Yes"
+    assert [(kind, title) for kind, title, _ in boxes] == [("question", "Keep every hit?")]
+    assert "120,000 rows" in boxes[0][2]
+    monkeypatch.setattr(
+        QMessageBox, "question", staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes)
+    )
+    with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
+        assert demo.start_search() is not None
+    assert demo.results.model.rowCount() == len(demo.session.hits) > 0
+    # a top N never asks, nor does a scripted search with its own parameters
+    boxes.clear()
+    demo.search_panel.top_n.setValue(10)
+    with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
+        assert demo.start_search() is not None
+    assert boxes == []
+
+
+def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeypatch):
+    import simms_gui._qt.main_window as main_window
+    import simms_gui._qt.search_panel as search_panel
+
+    monkeypatch.setattr(search_panel, "warming_up", lambda: True)
+    monkeypatch.setattr(main_window, "warming_up", lambda: True)
+    demo._warm_up_started -= 30  # noqa: SLF001 - as if the warm-up had run for 30 s
+    demo._check_warm_up()  # noqa: SLF001
+    assert "Compiling the search kernels" in demo.statusBar().currentMessage()
+    demo.search_panel.set_running(True)
+    assert demo.search_panel.progress_bar.format() == "compiling search kernels…"
+    assert "numba compiles the search kernels once" in demo.search_panel.progress_label.text()
+    demo.search_panel.set_running(False)
+    monkeypatch.setattr(main_window, "warming_up", lambda: False)
+    demo._check_warm_up()  # noqa: SLF001
+    assert demo.statusBar().currentMessage() == "Search kernels compiled and cached"

@@ -70,7 +70,7 @@ def test_mixed_msp():
     issues = _issues(lib)
     assert issues[2] == (True, "unreadable peak line 'oops here'")
     assert issues[3][0] is False and "'Num Peaks: 3' but 2 peak(s) found" in issues[3][1]
-    assert issues[4] == (True, "no 'Num Peaks' line")
+    assert issues[4] == (True, "no peaks and no 'Num Peaks' line")
     np.testing.assert_array_equal(lib.peaks(0)[0], [10.0, 20.0, 30.0])  # pairs split by ';'
     np.testing.assert_array_equal(lib.peaks(1)[0], [12.5, 15.5])  # sorted, annotations dropped
     assert lib.charge[1] == -1 and lib.ion_mode[1] == -1  # from [M-H]-
@@ -130,8 +130,12 @@ def _error(path: Path, **kwargs) -> SpectrumFileError:
         ("notes.mgf", b"just some text\nno spectra here\n", "not a valid MGF file"),
         ("notes.msp", b"just some text\n", "not a valid MSP file"),
         ("notes.txt", b"just some text\n", "unknown format"),
-        ("scan.mzML", b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n', "mzXML is not supported"),
-        ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but not mzML"),
+        (
+            "scan.mzXML",
+            b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n',
+            "no valid spectra (0 records",
+        ),
+        ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but neither mzML nor"),
         (
             "allbad.mgf",
             b"BEGIN IONS\nTITLE=a\n1 x\nEND IONS\nBEGIN IONS\nTITLE=b\n1 0\nEND IONS\n",

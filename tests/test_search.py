@@ -9,6 +9,7 @@ import pytest
 
 from engine import CancelToken, SearchJob, SearchParameters, search
 from engine.backends import Backend, CpuBackend
+from engine.hits import HitTable
 from engine.matching import greedy_matches
 
 
@@ -256,3 +257,50 @@ def test_kernel_top_n_ranks_ties_by_original_index(pesticides, prune):
     )
     hits = CpuBackend().score_batch(query, reordered, Batch(0, 1, 0, n), params)
     assert reordered.ranks[hits.library_index].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "unit"),
+    [(0.5, "Da"), (0.01, "Da"), (20.0, "ppm")],
+    ids=["0.5Da", "0.01Da", "ppm"],
+)
+def test_windowed_blocks_give_the_hits_of_scoring_every_pair(
+    massbank_library, massbank_queries, tolerance, unit
+):
+    """Queries grouped by their own windows: every pair inside a window is still scored."""
+    from engine.search.window import _windows, windowed_query_blocks
+
+    library = massbank_library.subset(np.arange(0, len(massbank_library), 4))
+    queries = massbank_queries
+    windowed = SearchParameters(
+        mode="custom", tolerance=0.02, top_n=5, precursor_tolerance=tolerance, precursor_unit=unit
+    )
+    hits = search(queries, library, windowed, backend="cpu")
+    # the same search with no window, keeping every hit, then the window applied by hand
+    every = search(
+        queries, library, SearchParameters(mode="custom", tolerance=0.02, top_n=0), backend="cpu"
+    )
+    qp = queries.precursor_mz[every.query_index]
+    lp = library.precursor_mz[every.library_index]
+    allowed = tolerance * (qp * 1e-6 if unit == "ppm" else 1.0)
+    inside = np.abs(qp - lp) <= allowed
+    keep = np.flatnonzero(inside)
+    expected = HitTable(
+        every.query_index[keep], every.library_index[keep], every.score[keep], every.matches[keep]
+    ).top_per_query(5)
+    a, b = hits.sorted(), expected.sorted()
+    np.testing.assert_array_equal(a.query_index, b.query_index)
+    np.testing.assert_array_equal(a.library_index, b.library_index)
+    np.testing.assert_array_equal(a.matches, b.matches)
+    np.testing.assert_allclose(a.score, b.score, atol=1e-12, rtol=0)
+    # the blocks cover every query with a precursor once, and save pairs
+    q_sorted = np.sort(queries.precursor_mz)
+    l_sorted = np.sort(library.precursor_mz)
+    blocks = windowed_query_blocks(q_sorted, l_sorted, windowed, 256)
+    assert blocks[0][0] == 0 and blocks[-1][1] == np.count_nonzero(~np.isnan(q_sorted))
+    assert all(b0 == a1 for (_, a1), (b0, _) in zip(blocks, blocks[1:], strict=False))
+    lo, hi = _windows(q_sorted, l_sorted, windowed)
+    scored = sum((q1 - q0) * (hi[q1 - 1] - lo[q0]) for q0, q1 in blocks)
+    fixed = sum((min(q0 + 256, len(lo)) - q0) * (hi[min(q0 + 256, len(lo)) - 1] - lo[q0])
+                for q0 in range(0, len(lo), 256))  # fmt: skip
+    assert scored <= fixed

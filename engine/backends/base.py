@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TypeVar
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from engine.kernels import (
     prepare_weights,
 )
 from engine.library import SpectrumLibrary
+from engine.memo import derived, nbytes
 from engine.params import SearchParameters
 from engine.preprocess import pipeline_from_spec
 
@@ -28,10 +30,13 @@ __all__ = [
     "Backend",
     "Batch",
     "PreparedSpectra",
+    "preparation_key",
     "score_kind",
     "score_tolerance",
     "search_options",
 ]
+
+T = TypeVar("T")
 
 #: Entropy search removes peaks above the precursor m/z minus this (Da), as Flash does.
 ENTROPY_PRECURSOR_REMOVAL = 1.6
@@ -119,7 +124,19 @@ class PreparedSpectra:
 
     @classmethod
     def for_search(cls, library: SpectrumLibrary, params: SearchParameters) -> PreparedSpectra:
-        """``library`` preprocessed and weighted as ``params`` ask (one per search side)."""
+        """``library`` preprocessed and weighted as ``params`` ask (one per search side).
+
+        Built once per library object and preparation (see :func:`preparation_key`)
+        and reused by later searches, which then also reuse everything derived
+        from it (precursor order, pruning indexes, GPU copies).
+        """
+        budget = 2 * (library.mz.nbytes + library.intensity.nbytes) + (1 << 20)
+        return derived(
+            library, preparation_key(params), lambda: cls._prepare(library, params), budget=budget
+        )
+
+    @classmethod
+    def _prepare(cls, library: SpectrumLibrary, params: SearchParameters) -> PreparedSpectra:
         library = pipeline_from_spec(params.preprocess)(library)
         if params.entropy:
             return cls.for_entropy(
@@ -128,6 +145,10 @@ class PreparedSpectra:
         return cls.from_library(
             library, mz_power=params.mz_power, intensity_power=params.intensity_power
         )
+
+    def derived(self, key: Hashable, build: Callable[[], T]) -> T:
+        """A structure built once from these spectra (precursor order, pruning index)."""
+        return derived(self, key, build, budget=2 * nbytes(self) + (1 << 20))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -175,6 +196,13 @@ class PreparedSpectra:
     def with_index(self, index: np.ndarray) -> PreparedSpectra:
         """The same spectra, ranked on ties by ``index`` (e.g. global library indexes)."""
         return replace(self, index=np.ascontiguousarray(index, dtype=np.int64))
+
+
+def preparation_key(params: SearchParameters) -> tuple:
+    """What :meth:`PreparedSpectra.for_search` depends on in ``params``."""
+    if params.entropy:
+        return ("entropy", params.preprocess, params.score, max(0.05, 2.0 * params.tolerance))
+    return ("weights", params.preprocess, params.mz_power, params.intensity_power)
 
 
 def search_options(params: SearchParameters) -> SearchOptions:
@@ -250,6 +278,10 @@ class Backend(ABC):
         self, queries: PreparedSpectra, library: PreparedSpectra, params: SearchParameters
     ) -> tuple[np.ndarray, np.ndarray]:
         """Full ``(scores, matches)`` matrices of a small block (heatmaps)."""
+
+    #: Pairs a batch costs even when it scores none (launch, transfer, merge): a
+    #: precursor-windowed search groups queries into blocks wasting at most about this.
+    block_overhead_pairs: int = 1 << 16
 
     def block_shape(self, batch_size: int) -> tuple[int, int]:
         """Queries and library spectra per batch for a requested ``batch_size``.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from contextlib import contextmanager
 
 import numba
@@ -53,8 +52,6 @@ class CpuBackend(Backend):
         #: Cancellation flag polled by the kernels (``SearchJob`` binds its token's).
         self.stop: np.ndarray | None = None
         # peak indexes of the library blocks of the current library (pruned search)
-        self._indexes: dict[tuple[int, int], tuple] = {}
-        self._indexed: weakref.ref | None = None
 
     @contextmanager
     def _threads(self):
@@ -70,15 +67,10 @@ class CpuBackend(Backend):
             numba.set_num_threads(before)
 
     def _library_index(self, library: PreparedSpectra, batch: Batch):
-        if self._indexed is None or self._indexed() is not library:
-            self._indexes.clear()
-            self._indexed = weakref.ref(library)
-        key = (batch.l_start, batch.l_stop)
-        if key not in self._indexes:
-            self._indexes[key] = library_peak_index(
-                library.spectrum_set, batch.l_start, batch.l_stop
-            )
-        return self._indexes[key]
+        l0, l1 = batch.l_start, batch.l_stop
+        return library.derived(
+            ("peak_index", l0, l1), lambda: library_peak_index(library.spectrum_set, l0, l1)
+        )
 
     def score_batch(self, queries, library, batch, params) -> HitTable:
         index = None if params.modified else self._library_index(library, batch)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from engine.backends.base import Backend, Batch, PreparedSpectra, score_kind, score_tolerance
-from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, content_key
+from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, resident_key
 from engine.backends.cuda_dense import DenseOnGpu
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.gpu import cuda_status, numba_cuda
@@ -95,6 +95,7 @@ class CudaBackend(DenseOnGpu, Backend):
     """
 
     name = "cuda"
+    block_overhead_pairs = 1 << 18  # a tile launch, its selection and its copy back
 
     def __init__(
         self,
@@ -264,12 +265,12 @@ class CudaBackend(DenseOnGpu, Backend):
 
     # -- residency ----------------------------------------------------------------
     def _upload(self, spectra: PreparedSpectra) -> Resident:
-        """Device copy of ``spectra``: by identity, then by content, else uploaded."""
+        """Device copy of ``spectra``: the resident one, else uploaded."""
         hit = self._by_id.get(id(spectra))
         if hit is not None and hit[0]() is spectra and hit[1] in self._resident:
             self._resident.move_to_end(hit[1])
             return self._resident[hit[1]]
-        key = content_key(spectra)
+        key = resident_key(spectra)
         res = self._resident.get(key)
         if res is None:
             cuda = self._cuda

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,7 @@ from engine.backends.base import PreparedSpectra
 from engine.kernels import SpectrumSet
 from engine.kernels.heavy import HEAVY_MAX, heavy_peaks
 
-__all__ = ["DenseSlot", "Resident", "TileSlot", "content_key"]
+__all__ = ["DenseSlot", "Resident", "TileSlot", "resident_key"]
 
 
 @dataclass
@@ -116,12 +116,11 @@ class DenseSlot:
         self.zeros_host[:] = 0
 
 
-def content_key(spectra: PreparedSpectra) -> str:
-    """Hash of everything the kernels read (so an equal library is not re-uploaded)."""
-    h = hashlib.blake2b(digest_size=16)
-    arrays = (spectra.offsets, spectra.mz, spectra.weight, spectra.norm, spectra.precursor_mz)
-    for a in (*arrays, spectra.ranks, spectra.polarities):
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype, a.shape)).encode())
-        h.update(memoryview(a).cast("B"))
-    return h.hexdigest()
+def resident_key(spectra: PreparedSpectra) -> str:
+    """The key of ``spectra``'s device copy: one token per prepared set, never a hash.
+
+    Prepared sets are built once per library and preparation and reused by every
+    search (:meth:`PreparedSpectra.for_search`), so identity is the key: hashing a
+    1.5 M-spectrum library's arrays took longer than uploading them.
+    """
+    return spectra.derived("resident_key", lambda: uuid.uuid4().hex)

@@ -1,4 +1,6 @@
-"""Spectrum file readers (MGF, MSP, mzML; plain or gzip), import report and library cache.
+"""Spectrum file readers, import report and library cache.
+
+Formats: MGF, MSP (and MSL), mzML, mzXML, GNPS and MoNA library JSON; plain or gzip.
 
 Public entry points: :func:`read_library` (read a file) and :func:`load_library`
 (read through the on-disk cache).

@@ -3,7 +3,10 @@
 A library read once is saved as ``<sha256>-r<READER_VERSION>.npz`` (no pickles,
 see :meth:`SpectrumLibrary.save`) in the cache directory; reading the same bytes
 again, under any path, loads that file instead of parsing.  Bump
-:data:`READER_VERSION` whenever the readers' output changes.
+:data:`READER_VERSION` whenever the readers' output changes.  The format needs
+no place in the key: it is told from the content (a ``format=`` that disagrees
+with the content is an error, never another parse), so equal bytes always give
+the same format; the entry records it in ``library.source.format``.
 
 The cache trusts nothing it reads: an entry is used only when it is a regular
 file (never a link), its arrays pass every check the kernels rely on, they match
@@ -27,8 +30,9 @@ from engine.library import SpectrumLibrary
 
 __all__ = ["READER_VERSION", "default_cache_dir", "cache_path", "load_library"]
 
-#: Version of the readers' output; part of the cache key.
-READER_VERSION = 2
+#: Version of the readers' output and the entries' layout; part of the cache key.
+#: 5: the MSP flavours, mzXML and JSON readers; metadata stored dictionary-encoded.
+READER_VERSION = 5
 
 
 def default_cache_dir() -> Path:
@@ -59,12 +63,12 @@ def load_library(
     Parameters
     ----------
     path : str or Path
-        MGF, MSP or mzML file, plain or gzip (see :func:`engine.io.read_library`).
+        MGF, MSP, mzML, mzXML or JSON file, plain or gzip (see :func:`engine.io.read_library`).
     cache : bool, default True
         Use the cache; False always parses the file (and writes nothing).
     cache_dir : str or Path, optional
         Cache directory (default :func:`default_cache_dir`).
-    format : {"mgf", "msp", "mzml"}, optional
+    format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format, as in :func:`engine.io.read_library`.
     progress : callable, optional
         ``progress(done_bytes, total_bytes)``, as in :func:`engine.io.read_library`;

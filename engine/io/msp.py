@@ -1,11 +1,16 @@
-"""MSP (NIST-style) reader.
+"""MSP reader for the NIST, MoNA, MassBank, RIKEN/MS-DIAL and GOLM flavours (and AMDIS MSL).
 
-pyteomics 5.0.1 has no MSP reader, so this is a small parser.  A record starts
-at a ``Name:`` line; ``Key: value`` lines are metadata (keys lowercased); the
-``Num Peaks:`` line starts the peak list, which runs to the next blank line or
-``Name:`` line.  Peak lines hold ``m/z intensity`` separated by whitespace,
-comma or colon, optionally followed by a quoted annotation; several pairs on one
-line are separated by ``;``.  A peak line that is not numeric skips its record.
+pyteomics 5.0.1 has no MSP reader, so this is a small parser.  ``Key: value``
+lines are metadata (keys lowercased; several ``Synon:`` lines are joined with
+``; ``; ``"key=value"`` pairs of a ``Comments:`` line fill keys the record does
+not have).  The peak list starts at the ``Num Peaks:`` line or at the first line
+starting with a digit (so a missing ``Num Peaks`` is fine) and runs to the next
+blank line or key line (``Name:`` or, in RIKEN files, whatever key comes first);
+a wrong ``Num Peaks`` is a note in the import report.  Peak lines hold
+``m/z intensity`` separated by whitespace, comma, colon or MSL's parentheses,
+optionally followed by a quoted annotation; several pairs on one line are
+separated by ``;`` or simply follow each other (``85:201 86:55``).  A peak line
+that is not numeric skips its record.
 """
 
 from __future__ import annotations
@@ -22,13 +27,25 @@ __all__ = ["read_msp_text"]
 
 _KEY_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _QUOTED_RE = re.compile(r'"[^"]*"')
-_SPLIT_RE = re.compile(r"[\s,:]+")
+_SPLIT_RE = re.compile(r"[\s,:()]+")
 _INNER_COMMA_RE = re.compile(r"\d,\d")
 _DECIMAL_COMMA_RE = re.compile(r"^[+-]?\d+,\d+$")
 _NUMBER_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
 _PRECURSOR_KEYS = ("precursormz", "precursor_mz", "precursor m/z", "pepmass", "precursormass")
-_ION_MODE_KEYS = ("ion_mode", "ionmode", "ion mode", "polarity")
+_ION_MODE_KEYS = (
+    "ion_mode",
+    "ionmode",
+    "ion mode",
+    "polarity",
+    "ionization mode",
+    "ionization_mode",
+)
+_NUM_PEAKS_KEYS = ("num peaks", "num_peaks", "numpeaks")
+#: A line starting with one of these is a peak line (GOLM's ``85:201`` included).
+_PEAK_START = frozenset("0123456789.(")
+#: ``"key=value"`` and ``key="value"`` pairs of a MoNA / GNPS ``Comments:`` line.
+_COMMENT_PAIR_RE = re.compile(r'"([^"=]+)=([^"]*)"|([\w-]+)="([^"]*)"')
 _ID_KEYS = ("db#", "accession", "spectrumid", "id")
 
 
@@ -46,62 +63,85 @@ def read_msp_text(text: str, builder: LibraryBuilder) -> None:
     builder : LibraryBuilder
         Receives every record (kept or skipped).
     """
+    state = _Record()
     record = 0
-    meta: dict[str, str] | None = None
-    peak_lines: list[str] = []
-    num_peaks: str | None = None
-    in_peaks = False
 
     def finish() -> None:
-        nonlocal record
-        if meta is None:
-            return
-        record += 1
-        try:
-            _emit(record, meta, peak_lines, num_peaks, builder)
-        except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-            builder.skip(record, meta.get("name", ""), f"unreadable record ({exc})")
+        nonlocal record, state
+        if state.meta is not None:
+            record += 1
+            try:
+                _emit(record, state, builder)
+            except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+                builder.skip(record, state.meta.get("name", ""), f"unreadable record ({exc})")
+        state = _Record()
 
     for line in split_lines(text):
         stripped = line.strip()
         if not stripped:
-            if in_peaks:
-                finish()
-                meta, peak_lines, num_peaks, in_peaks = None, [], None, False
+            if state.in_peaks and (state.peak_lines or not _expects_peaks(state.num_peaks)):
+                finish()  # a blank line straight after "Num Peaks: 5" is not the end yet
             continue
-        match = None if (in_peaks and stripped[0] not in "Nn") else _KEY_RE.match(stripped)
-        if match is not None and match.group(1).lower() == "name":
-            finish()
-            meta, peak_lines, num_peaks, in_peaks = {}, [], None, False
-        if in_peaks:
-            peak_lines.append(stripped)
-            continue
-        if meta is None:
-            if match is None:
-                continue  # text outside any record
-            meta = {}
+        match = None if stripped[0] in _PEAK_START else _KEY_RE.match(stripped)
         if match is None:
-            continue  # stray line in the metadata block
+            if state.in_peaks or stripped[0] in _PEAK_START:
+                if state.meta is None:
+                    state.meta = {}
+                state.in_peaks = True
+                state.peak_lines.append(stripped)
+            continue  # else: a stray line in the metadata block, or outside any record
         key, value = match.group(1).lower(), match.group(2)
-        if key == "num peaks":
-            num_peaks, in_peaks = value, True
-        elif key not in meta:
-            meta[key] = value
+        # A key line after the peaks, or a second Name:, starts the next record.
+        if state.in_peaks or (key == "name" and state.meta is not None and "name" in state.meta):
+            finish()
+        if state.meta is None:
+            state.meta = {}
+        if key in _NUM_PEAKS_KEYS:
+            state.num_peaks, state.in_peaks = value, True
+        elif key == "synon":
+            state.synonyms.append(value)
+        elif key in ("comment", "comments"):
+            state.meta.setdefault(key, value)
+            state.comment_pairs.extend(_COMMENT_PAIR_RE.findall(value))
+        elif key not in state.meta:
+            state.meta[key] = value
     finish()
     builder.records = record
 
 
-def _emit(
-    record: int,
-    meta: dict[str, str],
-    peak_lines: list[str],
-    num_peaks: str | None,
-    builder: LibraryBuilder,
-) -> None:
+def _expects_peaks(num_peaks: str | None) -> bool:
+    try:
+        return num_peaks is not None and int(num_peaks) > 0
+    except ValueError:
+        return False
+
+
+class _Record:
+    """The lines of one record while it is being read."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, str] | None = None
+        self.peak_lines: list[str] = []
+        self.num_peaks: str | None = None
+        self.in_peaks = False
+        self.synonyms: list[str] = []
+        self.comment_pairs: list[tuple[str, str, str, str]] = []
+
+
+def _emit(record: int, state: _Record, builder: LibraryBuilder) -> None:
+    meta = dict(state.meta or {})
     title = meta.get("name", "")
-    if num_peaks is None:
-        builder.skip(record, title, "no 'Num Peaks' line")
+    num_peaks = state.num_peaks
+    if state.synonyms:
+        meta.setdefault("synon", "; ".join(state.synonyms))
+    for key_a, value_a, key_b, value_b in state.comment_pairs:
+        key, value = (key_a or key_b).strip().lower(), (value_a or value_b).strip()
+        if key and value:
+            meta.setdefault(key, value)
+    if num_peaks is None and not state.peak_lines:
+        builder.skip(record, title, "no peaks and no 'Num Peaks' line")
         return
+    peak_lines = state.peak_lines
     try:
         mz, intensity, decimal_commas = _parse_peaks(peak_lines)
     except _PeakLineError as exc:
@@ -109,7 +149,7 @@ def _emit(
         return
     notes = ["decimal commas in peaks read as decimal points"] if decimal_commas else []
     try:
-        expected = int(num_peaks)
+        expected = int(num_peaks) if num_peaks is not None else None
     except ValueError:
         expected = None
     if expected is not None and expected != len(mz):
@@ -173,8 +213,8 @@ def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:
                 intensity.append(float(words[1].replace(",", ".")))
                 decimal_commas = True
                 continue
-            tokens = _SPLIT_RE.split(pair.strip())
-            if tokens == [""]:
+            tokens = [t for t in _SPLIT_RE.split(pair) if t]
+            if not tokens:
                 continue
             try:
                 values = [float(t) for t in tokens]

@@ -22,6 +22,7 @@ from pyteomics import mzml as _mzml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
+from engine.io._xml import CappedZlib, first_line
 from engine.report import SpectrumFileError
 
 __all__ = ["read_mzml_bytes"]
@@ -31,23 +32,6 @@ _ROOT_RE = re.compile(rb"<(?:indexedmzML|mzML)[\s>]")
 #: Bytes one decompressed array may hold per declared value (float64), plus slack.
 _BYTES_PER_VALUE = 8
 _ARRAY_SLACK = 64
-
-
-class _CappedZlib:
-    """zlib decompression refusing more bytes than the spectrum's arrays can hold."""
-
-    def __init__(self) -> None:
-        self.limit = 0
-
-    def __call__(self, data: bytes) -> bytes:
-        stream = zlib.decompressobj()
-        out = stream.decompress(data, self.limit + 1)
-        if len(out) > self.limit:
-            raise ValueError(
-                f"binary array decompresses past the {self.limit:,} bytes "
-                "its defaultArrayLength allows"
-            )
-        return out + stream.flush()
 
 
 def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
@@ -73,7 +57,7 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
     reader = _mzml.MzML(
         io.BytesIO(data), use_index=False, read_schema=False, decode_binary=False, huge_tree=True
     )
-    capped = _CappedZlib()
+    capped = CappedZlib("defaultArrayLength")
     reader.compression_type_map = {
         name: capped if name == "zlib compression" else function
         for name, function in reader.compression_type_map.items()
@@ -86,7 +70,7 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
             break
         except (etree.XMLSyntaxError, PyteomicsError, ValueError, KeyError) as exc:
             builder.skip(
-                record + 1, "", f"XML broken here, rest of file not read ({_first_line(exc)})"
+                record + 1, "", f"XML broken here, rest of file not read ({first_line(exc)})"
             )
             break
         record += 1
@@ -97,7 +81,7 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
             _add(spectrum, record, builder)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             title = str(spectrum.get("spectrum title", "") or spectrum.get("id", ""))
-            builder.skip(record, title, f"unreadable spectrum ({_first_line(exc)})")
+            builder.skip(record, title, f"unreadable spectrum ({first_line(exc)})")
     builder.records = record
 
 
@@ -130,7 +114,7 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
     try:
         mz, intensity = _decoded(mz), _decoded(intensity)
     except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
-        builder.skip(record, title, f"corrupt binary array ({_first_line(exc)})")
+        builder.skip(record, title, f"corrupt binary array ({first_line(exc)})")
         return
     metadata = {"id": native_id, "title": title, "ms_level": "2"}
     scans = spectrum.get("scanList", {}).get("scan") or [{}]
@@ -152,8 +136,3 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
 def _decoded(array) -> np.ndarray:
     """A binary array record (``decode_binary=False``) as numbers."""
     return np.asarray(array.decode() if hasattr(array, "decode") else array, dtype=np.float64)
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:100]

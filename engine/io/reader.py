@@ -1,4 +1,4 @@
-"""``read_library``: one entry point for MGF, MSP and mzML files, plain or gzip."""
+"""``read_library``: one entry point for MGF, MSP, mzML, mzXML and JSON files, plain or gzip."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from engine.io.mgf import read_mgf_text
 from engine.io.mgf_fast import read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.mzml import read_mzml_bytes
+from engine.io.mzxml import read_mzxml_bytes
 from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
+from engine.io.spectra_json import read_json_text
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
@@ -23,7 +25,11 @@ _NOT_FOUND_HINT = {
     "mgf": "no 'BEGIN IONS' line found",
     "msp": "no 'Name:' line found",
     "mzml": "no <mzML> element found",
+    "mzxml": "no <mzXML> element found",
+    "json": "no JSON list or object found",
 }
+_TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_text}
+_BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
 
 
 def read_library(
@@ -38,9 +44,10 @@ def read_library(
     Parameters
     ----------
     path : str or Path
-        An MGF, MSP or mzML file, optionally gzip-compressed (detected from the
-        content, not the name).
-    format : {"mgf", "msp", "mzml"}, optional
+        An MGF, MSP (NIST, MoNA, MassBank, RIKEN, GOLM flavours; AMDIS MSL),
+        mzML, mzXML or library JSON (GNPS or MoNA, told apart per record) file,
+        optionally gzip-compressed (detected from the content, not the name).
+    format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
     parser : {"fast", "reference"}, default "fast"
@@ -58,7 +65,8 @@ def read_library(
     SpectrumLibrary
         The valid spectra, with ``library.report`` (an :class:`ImportReport` of
         skipped and repaired records) and ``library.source`` (path, sha256 of
-        the bytes on disk, format).  For mzML only MS2 scans are read.
+        the bytes on disk, format).  For mzML and mzXML only MS2 scans are read,
+        and MoNA JSON records of another MS level are skipped.
 
     Raises
     ------
@@ -89,15 +97,15 @@ def read_raw(
     report_progress(progress, 0, total, raw.path)
     if fmt == "mgf" and parser == "fast":
         read_mgf_bytes(raw.data, builder, progress)
-    elif fmt == "mzml":
-        read_mzml_bytes(raw.data, builder)
+    elif fmt in _BYTES_READERS:
+        _BYTES_READERS[fmt](raw.data, builder)
     else:
         text, replaced = decode_text(raw.data)
         if replaced:
             builder.notes.append(
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
-        (read_mgf_text if fmt == "mgf" else read_msp_text)(text, builder)
+        _TEXT_READERS[fmt](text, builder)
     library = builder.build(LibrarySource(raw.path, raw.sha256, fmt))
     report_progress(progress, total, total, raw.path)
     return library
@@ -109,11 +117,9 @@ def _choose_format(raw: RawFile, requested: str | None) -> str:
     detected = sniff_format(raw.data)
     named = format_from_name(raw.path)
     if detected == "binary":
-        raise SpectrumFileError(raw.path, "binary content, not an MGF, MSP or mzML text file")
-    if detected == "mzxml":
-        raise SpectrumFileError(raw.path, "mzXML is not supported (convert it to mzML)")
+        raise SpectrumFileError(raw.path, "binary content, not a spectrum text file")
     if detected == "xml":
-        raise SpectrumFileError(raw.path, "XML but not mzML")
+        raise SpectrumFileError(raw.path, "XML but neither mzML nor mzXML")
     if requested is not None:
         fmt = requested.lower()
         if detected is not None and detected != fmt:
@@ -130,7 +136,9 @@ def _choose_format(raw: RawFile, requested: str | None) -> str:
             raise SpectrumFileError(
                 raw.path, f"not a valid {named.upper()} file: {_NOT_FOUND_HINT[named]}"
             )
-        raise SpectrumFileError(raw.path, "unknown format: the content is not MGF, MSP or mzML")
+        raise SpectrumFileError(
+            raw.path, "unknown format: the content is not MGF, MSP, mzML, mzXML or JSON"
+        )
     if named is not None and named != detected:
         warnings.warn(
             f"{raw.path}: named as {named.upper()} but the content is {detected.upper()}; "

@@ -33,11 +33,18 @@ MAX_GZIP_RATIO = 100
 MIN_GZIP_CAP = 64 * 1024 * 1024
 
 #: Formats the readers understand.
-FORMATS = ("mgf", "msp", "mzml")
+FORMATS = ("mgf", "msp", "mzml", "mzxml", "json")
 
-_EXTENSIONS = {".mgf": "mgf", ".msp": "msp", ".mzml": "mzml"}
+_EXTENSIONS = {
+    ".mgf": "mgf",
+    ".msp": "msp",
+    ".msl": "msp",
+    ".mzml": "mzml",
+    ".mzxml": "mzxml",
+    ".json": "json",
+}
 _GZIP_MAGIC = b"\x1f\x8b"
-_MSP_RE = re.compile(rb"^[ \t]*name[ \t]*:", re.IGNORECASE | re.MULTILINE)
+_MSP_RE = re.compile(rb"^[ \t]*(?:name|num[ _]?peaks)[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _MGF_RE = re.compile(rb"^[ \t]*BEGIN IONS[ \t]*\r?$", re.MULTILINE)
 
 
@@ -129,7 +136,8 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def format_from_name(path: str | Path) -> str | None:
-    """Format implied by the file name (``.mgf``, ``.msp``, ``.mzML``, each optionally ``.gz``)."""
+    """Format implied by the file name (``.mgf``, ``.msp``, ``.msl``, ``.mzML``, ``.mzXML``,
+    ``.json``, each optionally ``.gz``)."""
     name = Path(path).name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
@@ -137,7 +145,11 @@ def format_from_name(path: str | Path) -> str | None:
 
 
 def sniff_format(data: bytes) -> str | None:
-    """Format told by the content: ``"mgf"``, ``"msp"``, ``"mzml"``, ``"binary"`` or None."""
+    """Format told by the content.
+
+    One of ``"mgf"``, ``"msp"``, ``"mzml"``, ``"mzxml"``, ``"json"`` (first
+    non-blank character ``[`` or ``{``), ``"xml"`` (another XML), ``"binary"`` or None.
+    """
     head = data[:65536]
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
@@ -150,6 +162,8 @@ def sniff_format(data: bytes) -> str | None:
         if b"<mzXML" in head:
             return "mzxml"
         return "xml"
+    if stripped[:1] in (b"[", b"{"):
+        return "json"
     if _MGF_RE.search(head):
         return "mgf"
     if _MSP_RE.search(head):

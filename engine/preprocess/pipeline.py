@@ -26,6 +26,7 @@ from engine.preprocess.filters import (
     select_mz_range,
     window_filter,
 )
+from engine.preprocess.fused import compile_plan, fusable, run_plan
 
 __all__ = [
     "FILTERS",
@@ -70,6 +71,10 @@ class Step:
 class Pipeline:
     """A sequence of filters applied in order.
 
+    Calling a pipeline runs its filters as one fused parallel pass over the
+    peaks (:mod:`engine.preprocess.fused`), with the same result, bit for bit,
+    as :meth:`reference` (the filters one after the other).
+
     Parameters
     ----------
     steps : tuple of Step
@@ -88,6 +93,26 @@ class Pipeline:
     name: str = "custom"
 
     def __call__(self, lib: SpectrumLibrary) -> SpectrumLibrary:
+        plan = compile_plan(self.steps, FILTERS)
+        if plan is None or not fusable(lib):
+            return self.reference(lib)
+        return run_plan(plan, lib)
+
+    def reference(self, lib: SpectrumLibrary) -> SpectrumLibrary:
+        """The filters one after the other: the reference the fused pass equals.
+
+        Calling the pipeline falls back to this where a step's parameters, or
+        the library's array types, are not ones the fused pass takes.
+
+        Parameters
+        ----------
+        lib : SpectrumLibrary
+            Input library.
+
+        Returns
+        -------
+        SpectrumLibrary
+        """
         for step in self.steps:
             lib = FILTERS[step.name](lib, **step.params)
         return lib

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.collection import LIBRARY_FILE_KEY, library_label
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -49,6 +50,7 @@ HIT_COLUMNS = (
     "library_splash",
     "library_license",
     "library_authors",
+    "library_file",
 )
 
 #: Metadata keys read for a column, the first present (files name them differently).
@@ -117,6 +119,10 @@ def hit_columns(
     }
     for name, keys in METADATA_KEYS.items():
         columns[name] = _first_present(lm, keys, l)
+    if LIBRARY_FILE_KEY in lm:  # several libraries searched as one
+        columns["library_file"] = lm[LIBRARY_FILE_KEY][l]
+    else:
+        columns["library_file"] = np.full(len(l), library_label(library), dtype=object)
     return columns
 
 

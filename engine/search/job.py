@@ -32,9 +32,9 @@ from engine.backends import (
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search.progress import CancelToken, SearchProgress, query_blocks
+from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
-from engine.search.window import library_window, precursor_order
+from engine.search.window import library_window, precursor_order, windowed_query_blocks
 
 __all__ = ["SearchJob"]
 
@@ -199,11 +199,13 @@ class SearchJob(StreamingJob):
             return plan
         # Precursor window: sort both sides by precursor m/z (unknown precursors last,
         # they can never match) and give each query block only its library window.
-        plan.query_order = precursor_order(queries.precursor_mz)
-        plan.library_order = precursor_order(library.precursor_mz)
-        plan.queries = queries.reordered(plan.query_order)
-        plan.library = library.reordered(plan.library_order)
-        for q0, q1 in query_blocks(nq, q_size):
+        plan.query_order, plan.queries = _by_precursor(queries)
+        plan.library_order, plan.library = _by_precursor(library)
+        blocks = windowed_query_blocks(
+            plan.queries.precursor_mz, plan.library.precursor_mz, p, q_size,
+            first_block=FIRST_QUERY_BLOCK, overhead_pairs=self.backend.block_overhead_pairs,
+        )  # fmt: skip
+        for q0, q1 in blocks:
             l_lo, l_hi = library_window(
                 plan.queries.precursor_mz[q0:q1], plan.library.precursor_mz, p
             )
@@ -211,3 +213,13 @@ class SearchJob(StreamingJob):
             if batches:
                 plan.blocks.append(((q0, q1), batches))
         return plan
+
+
+def _by_precursor(spectra: PreparedSpectra) -> tuple[np.ndarray, PreparedSpectra]:
+    """``spectra`` sorted by precursor m/z, and the order (built once per prepared set)."""
+
+    def build() -> tuple[np.ndarray, PreparedSpectra]:
+        order = precursor_order(spectra.precursor_mz)
+        return order, spectra.reordered(order)
+
+    return spectra.derived("by_precursor", build)

@@ -27,7 +27,9 @@ from simms_gui.session import is_spectrum_file
 
 __all__ = ["FileLoading"]
 
-SPECTRUM_FILTER = "Spectrum files (*.mgf *.msp *.mzML *.mzml *.gz);;All files (*)"
+SPECTRUM_FILTER = (
+    "Spectrum files (*.mgf *.msp *.msl *.mzML *.mzml *.mzXML *.mzxml *.json *.gz);;All files (*)"
+)
 
 
 class FileLoading:

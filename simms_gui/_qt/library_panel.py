@@ -82,7 +82,7 @@ class LibraryPanel(QWidget):
         self.use_button.setToolTip("Search the selected library")
         self.remove_button = QPushButton("Close")
         self.remove_button.setToolTip("Close the selected library")
-        self.hint = QLabel("Open or drop MGF, MSP or mzML files")
+        self.hint = QLabel("Open or drop MGF, MSP, mzML, mzXML or JSON files")
         self.hint.setStyleSheet("color: palette(mid);")
 
         buttons = QHBoxLayout()

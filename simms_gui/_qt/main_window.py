@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PyQt6.QtCore import QByteArray, Qt, pyqtSignal
+from PyQt6.QtCore import QByteArray, Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import QAction, QCloseEvent, QKeySequence
 from PyQt6.QtWidgets import (
     QDockWidget,
@@ -17,7 +17,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from engine.warmup import warm_up_in_background
+from engine.warmup import warm_up_in_background, warming_up
 from simms_gui._qt.file_loading import FileLoading
 from simms_gui._qt.heatmap_panel import HeatmapPanel
 from simms_gui._qt.hit_views import HitViews
@@ -141,6 +141,25 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self._refresh_files()
         # compile the search kernels while the user looks around, not on first Search
         warm_up_in_background(local_backend(self.search_panel.backend_name()))
+        self._warm_up_started = time.perf_counter()
+        self._warm_up_timer = QTimer(self, interval=250, timeout=self._check_warm_up)
+        self._warm_up_timer.start()
+        self._check_warm_up()
+
+    def _check_warm_up(self) -> None:
+        """Say in the status bar while the kernels compile, and when they are ready."""
+        if warming_up():
+            seconds = time.perf_counter() - self._warm_up_started
+            if seconds > 2.0:  # loading them from numba's cache takes about a second
+                self.statusBar().showMessage(
+                    f"Compiling the search kernels (first start on this machine, about a "
+                    f"minute; {seconds:.0f} s so far)…",
+                    0,
+                )
+            return
+        self._warm_up_timer.stop()
+        if time.perf_counter() - self._warm_up_started > 2.0:
+            self.statusBar().showMessage("Search kernels compiled and cached", 10_000)
 
     # ------------------------------------------------------------------ building
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -159,7 +178,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
             "Open &library…",
             lambda: self.open_dialog("library"),
             QKeySequence.StandardKey.Open,
-            "Open an MGF, MSP or mzML spectral library",
+            "Open an MGF, MSP, mzML, mzXML or JSON spectral library",
         )
         self.open_queries_action = a(
             "Open &queries…",

@@ -18,6 +18,8 @@ import numpy as np
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
 
 from engine import HitTable
+from engine.hits import top_n_order
+from simms_gui._qt.growable import GrowableColumns, GrowableRows
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
 
@@ -87,6 +89,8 @@ class HitsTableModel(QAbstractTableModel):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self._store = GrowableColumns()
+        self._view_store = GrowableRows()
         self._cols: dict[str, np.ndarray] = {}
         self._n = 0
         self._view = np.empty(0, dtype=np.int64)
@@ -102,6 +106,8 @@ class HitsTableModel(QAbstractTableModel):
     def clear(self, library_name: str = "") -> None:
         """Remove all rows (a new search starts)."""
         self.beginResetModel()
+        self._store = GrowableColumns()
+        self._view_store = GrowableRows()
         self._cols = {}
         self._n = 0
         self._view = np.empty(0, dtype=np.int64)
@@ -127,16 +133,16 @@ class HitsTableModel(QAbstractTableModel):
             return
         columns = dict(columns)
         if "library" not in columns:
-            lib = np.empty(n_new, dtype=object)
-            lib[:] = self._library_name
-            columns["library"] = lib
+            named = columns.get("library_file")
+            if named is not None and len(named) and all(named[[0, -1]] != ""):
+                columns["library"] = named  # several libraries searched as one
+            else:
+                lib = np.empty(n_new, dtype=object)
+                lib[:] = self._library_name
+                columns["library"] = lib
         start = self._n
-        if not self._cols:
-            self._cols = {k: np.asarray(v) for k, v in columns.items()}
-        else:
-            self._cols = {
-                k: np.concatenate([v, np.asarray(columns[k])]) for k, v in self._cols.items()
-            }
+        self._store.append(columns)
+        self._cols = self._store.columns()
         self._n += n_new
         self._codes = {}
         new_rows = np.arange(start, self._n, dtype=np.int64)
@@ -148,7 +154,7 @@ class HitsTableModel(QAbstractTableModel):
         if len(keep):
             first = len(self._view)
             self.beginInsertRows(QModelIndex(), first, first + len(keep) - 1)
-            self._view = np.concatenate([self._view, keep])
+            self._view = self._view_store.extend(self._view, keep)
             self.endInsertRows()
         self.countsChanged.emit(len(self._view), self._n)
 
@@ -299,11 +305,10 @@ class HitsTableModel(QAbstractTableModel):
 
     def _best_rows(self) -> np.ndarray:
         """Boolean over storage rows: the best hit of each query (canonical tie-break)."""
-        q = self._cols["query_index"]
-        order = np.lexsort((self._cols["library_index"], -self._cols["score"], q))
-        first = np.r_[True, q[order][1:] != q[order][:-1]]
+        c = self._cols
+        rows = top_n_order(c["query_index"], c["library_index"], c["score"], top_n=1)
         best = np.zeros(self._n, dtype=bool)
-        best[order[first]] = True
+        best[rows] = True
         return best
 
     def _source_key(self, key: str) -> str | None:

@@ -17,7 +17,10 @@ from engine import HitTable, SearchParameters
 from simms_gui._qt.worker import SearchController
 from simms_gui.dask_connection import normalize_dask_address
 
-__all__ = ["SearchControl"]
+__all__ = ["LARGE_RESULT_ROWS", "SearchControl"]
+
+#: A search keeping every hit (top N "all") asks first when it could give more rows.
+LARGE_RESULT_ROWS = 1_000_000
 
 
 class SearchControl:
@@ -61,6 +64,8 @@ class SearchControl:
             return None
         if params is None:
             params = self.search_panel.parameters()
+            if not self._confirm_all_hits(params, len(s.queries.spectra), len(s.library)):
+                return None
         else:
             self.search_panel.set_parameters(params)
         if backend is None:
@@ -105,6 +110,22 @@ class SearchControl:
         controller.start()
         self.searchStarted.emit()
         return controller
+
+    def _confirm_all_hits(self, params: SearchParameters, n_queries: int, n_library: int) -> bool:
+        """Ask before a search that keeps every hit could fill the table with millions of rows."""
+        bound = n_queries * n_library
+        if params.top_n != 0 or bound <= LARGE_RESULT_ROWS:
+            return True
+        answer = QMessageBox.question(
+            self,
+            "Keep every hit?",
+            f"Top N is 'all': this search keeps every hit that passes the filters, up to "
+            f"{bound:,} rows for {n_queries:,} queries × {n_library:,} library spectra.\n\n"
+            "More than about a million rows need a lot of memory. Search anyway?",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes
 
     def stop_search(self) -> None:
         """Stop the running search; hits found so far stay in the table."""

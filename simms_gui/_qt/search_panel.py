@@ -26,11 +26,18 @@ from PyQt6.QtWidgets import (
 
 from engine import SearchParameters, SearchProgress, available_backends, gpu_status
 from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
+from engine.warmup import warming_up
 from simms_gui._qt.preprocess_dialog import PreprocessDialog
 from simms_gui._qt.settings import load_json, save_json
 from simms_gui.pipelines import matching_preset, pipeline_summary
 
 __all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
+
+#: Shown while a search waits for the kernels to compile (the first start on a machine).
+COMPILING_NOTE = (
+    "First start on this machine: numba compiles the search kernels once (about a minute "
+    "on 2 cores); later starts load them from its cache in about a second."
+)
 
 _SCORES = (
     ("entropy", "Entropy similarity"),
@@ -460,8 +467,12 @@ class SearchPanel(QWidget):
         self.stop_button.setEnabled(running)
         if running:
             self.progress_bar.setValue(0)
-            self.progress_bar.setFormat("starting…")
-            self.progress_label.setText("")
+            if warming_up():
+                self.progress_bar.setFormat("compiling search kernels…")
+                self.progress_label.setText(COMPILING_NOTE)
+            else:
+                self.progress_bar.setFormat("starting…")
+                self.progress_label.setText("")
 
     def show_progress(self, progress: SearchProgress) -> None:
         """Show pairs done, rate and time left."""
