@@ -7,12 +7,13 @@ Public entry points: :func:`read_library` (read a file) and :func:`load_library`
 """
 
 from engine.io.cache import default_cache_dir, load_library
-from engine.io.reader import read_library
+from engine.io.reader import LoadCancelled, read_library
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
 __all__ = [
     "ImportIssue",
     "ImportReport",
+    "LoadCancelled",
     "SpectrumFileError",
     "default_cache_dir",
     "load_library",

@@ -18,7 +18,8 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
 __all__ = [
     "LibraryBuilder",
+    "LoadCancelled",
+    "Progress",
+    "report_progress",
     "OTHER_METADATA",
     "parse_ion_mode",
     "parse_charge_text",
@@ -53,6 +57,20 @@ MAX_CHARGE = 100
 #: rarer keys go, per record, into the JSON text of the ``other_metadata`` column, so
 #: memory follows the file's size even when every record has keys of its own.
 COLUMN_SHARE = 0.02
+
+#: ``progress(done_bytes, total_bytes)``; returning ``False`` cancels the load.
+Progress = Callable[[int, int], object]
+
+
+class LoadCancelled(Exception):
+    """A load stopped because its progress callback returned ``False``."""
+
+
+def report_progress(progress: Progress | None, done: int, total: int, path: str) -> None:
+    """Call ``progress(done, total)``; raise :class:`LoadCancelled` when it returns False."""
+    if progress is not None and progress(done, total) is False:
+        raise LoadCancelled(f"{path}: loading cancelled")
+
 
 _CHARGE_RE = re.compile(r"^\s*([+-]?)\s*(\d+)\s*([+-]?)\s*$")
 
@@ -109,8 +127,10 @@ class LibraryBuilder:
         self._issues: list[ImportIssue] = []
         self._record_no: list[int] = []
         self._titles: list[str] = []
+        #: Peaks of the records added, in pieces (one per record or per batch).
         self._mz: list[np.ndarray] = []
         self._intensity: list[np.ndarray] = []
+        self._lengths: list[int] = []
         self._precursor: list[float] = []
         self._charge: list[int] = []
         self._ion_mode: list[int] = []
@@ -164,19 +184,69 @@ class LibraryBuilder:
         self._titles.append(metadata.get("title") or metadata.get("id") or "")
         self._mz.append(mz)
         self._intensity.append(intensity)
+        self._lengths.append(len(mz))
         self._precursor.append(float(precursor_mz))
         self._charge.append(int(charge))
         self._ion_mode.append(int(ion_mode))
         self._meta.append(metadata)
         self._notes.append(notes)
 
+    def add_many(self, rows: Sequence[tuple], mz: np.ndarray, intensity: np.ndarray) -> None:
+        """:meth:`add` for many records whose peaks lie in two shared arrays.
+
+        Parameters
+        ----------
+        rows : sequence of tuple
+            ``(record, precursor_mz, charge, ion_mode, metadata, lo, hi)`` per
+            record, the record's peaks being ``mz[lo:hi]``, ``intensity[lo:hi]``.
+        mz, intensity : ndarray of float64
+        """
+        if not rows:
+            return
+        records, precursors, charges, ion_modes, metas, los, his = zip(*rows, strict=True)
+        n = len(rows)
+        notes: list[list[str]] = [[] for _ in range(n)]
+        charges = list(charges)
+        if min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE:
+            for i, charge in enumerate(charges):
+                if not -MAX_CHARGE <= charge <= MAX_CHARGE:
+                    notes[i].append(f"implausible charge {charge} ignored")
+                    charges[i] = 0
+        charge = np.array(charges, dtype=np.int64)
+        ion_mode = np.array(ion_modes, dtype=np.int64)
+        for i in np.flatnonzero(ion_mode == 0).tolist():
+            ion_mode[i] = -1 if charge[i] < 0 else polarity_from_adduct(metas[i].get("adduct"))
+        charge = np.where((ion_mode != 0) & (charge != 0), np.abs(charge) * ion_mode, charge)
+        precursor = np.array(precursors, dtype=np.float64)
+        for i in np.flatnonzero(~(np.isfinite(precursor) & (precursor > 0))).tolist():
+            if precursor[i] == precursor[i]:
+                notes[i].append(f"invalid precursor m/z {precursors[i]!r} ignored")
+            else:
+                notes[i].append("no precursor m/z (kept with unknown precursor)")
+            precursor[i] = math.nan
+        lengths = np.subtract(his, los)
+        if np.array_equal(los[1:], his[:-1]):  # one piece
+            self._mz.append(mz[los[0] : his[-1]])
+            self._intensity.append(intensity[los[0] : his[-1]])
+        else:
+            self._mz += [mz[lo:hi] for lo, hi in zip(los, his, strict=True)]
+            self._intensity += [intensity[lo:hi] for lo, hi in zip(los, his, strict=True)]
+        self._lengths += lengths.tolist()
+        self._record_no += records
+        self._titles += [m.get("title") or m.get("id") or "" for m in metas]
+        self._precursor += precursor.tolist()
+        self._charge += charge.tolist()
+        self._ion_mode += ion_mode.tolist()
+        self._meta += metas
+        self._notes += notes
+
     # -- build ------------------------------------------------------------------------
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """Validate all peaks and return the library (raises when nothing is usable)."""
-        n = len(self._mz)
-        lengths = np.fromiter((len(m) for m in self._mz), dtype=np.int64, count=n)
-        mz = np.concatenate(self._mz) if n else np.empty(0)
-        intensity = np.concatenate(self._intensity) if n else np.empty(0)
+        n = len(self._lengths)
+        lengths = np.asarray(self._lengths, dtype=np.int64)
+        mz = np.concatenate(self._mz) if self._mz else np.empty(0)
+        intensity = np.concatenate(self._intensity) if self._intensity else np.empty(0)
         seg = np.repeat(np.arange(n, dtype=np.int64), lengths)
 
         bad_mz = ~(np.isfinite(mz) & (mz >= 0))
@@ -214,7 +284,7 @@ class LibraryBuilder:
         for i in range(n):
             record, title = self._record_no[i], self._titles[i]
             if not kept[i]:
-                had = len(self._mz[i])
+                had = self._lengths[i]
                 reason = "no valid peaks" if had else "no peaks"
                 extra = [x for x in self._notes[i] if x.startswith("dropped")]
                 if extra:
@@ -265,9 +335,14 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     of the records become columns; the values of rarer keys are kept per record
     as a JSON object in ``other_metadata`` (``""`` when a record has none).
     """
-    seen: Counter[str] = Counter()
-    for meta in metas:
-        seen.update(meta.keys())
+    # records with the same keys in the same order are handled together
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, meta in enumerate(metas):
+        groups.setdefault(tuple(meta), []).append(i)
+    seen: Counter[str] = Counter()  # keys in order of first appearance
+    for names, rows in groups.items():
+        for name in names:
+            seen[name] += len(rows)
     n = len(metas)
     floor = max(1, math.ceil(COLUMN_SHARE * n))
     aliases = {a for names in _ALIASES.values() for a in names}
@@ -275,18 +350,23 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     keys += [k for k in seen if k not in STANDARD_COLUMNS and (k in aliases or seen[k] >= floor)]
     columns: dict[str, np.ndarray] = {}
     for key in keys:
-        column = np.empty(n, dtype=object)
-        column[:] = [meta.get(key, "") for meta in metas]
-        columns[key] = column
+        columns[key] = np.empty(n, dtype=object)
+        columns[key][:] = ""
     rare = {k for k in seen if k not in columns}
+    other = np.empty(n, dtype=object)
+    other[:] = ""
+    for names, rows in groups.items():
+        index = np.asarray(rows, dtype=np.int64)
+        members = [metas[i] for i in rows]
+        for name in names:
+            if name in columns:
+                values = map(itemgetter(name), members)
+                columns[name][index] = np.fromiter(values, dtype=object, count=len(rows))
+        if rare.intersection(names):
+            for i in rows:
+                own = {k: v for k, v in metas[i].items() if k in rare}
+                other[i] = json.dumps(own, ensure_ascii=False)
     if rare:
-        other = np.empty(n, dtype=object)
-        other[:] = [
-            json.dumps({k: v for k, v in meta.items() if k in rare}, ensure_ascii=False)
-            if rare.intersection(meta)
-            else ""
-            for meta in metas
-        ]
         columns[OTHER_METADATA] = other
     for key, aliases in _ALIASES.items():
         column = columns[key]

@@ -23,6 +23,7 @@ import os
 import warnings
 from pathlib import Path
 
+from engine.io._build import Progress, report_progress
 from engine.io.reader import read_raw
 from engine.io.sniff import open_raw, read_bytes
 from engine.library import SpectrumLibrary
@@ -55,6 +56,7 @@ def load_library(
     cache: bool = True,
     cache_dir: str | Path | None = None,
     format: str | None = None,
+    progress: Progress | None = None,
 ) -> SpectrumLibrary:
     """Read a library file through the on-disk cache.
 
@@ -68,6 +70,9 @@ def load_library(
         Cache directory (default :func:`default_cache_dir`).
     format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format, as in :func:`engine.io.read_library`.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)``, as in :func:`engine.io.read_library`;
+        a library found in the cache reports once, with the file's size.
 
     Returns
     -------
@@ -80,19 +85,24 @@ def load_library(
     ------
     SpectrumFileError
         The file cannot be read (cache problems only warn).
+    LoadCancelled
+        ``progress`` returned ``False``.
     """
     disk = read_bytes(path)
     if not cache:
-        return read_raw(open_raw(path, disk), format=format)
+        return read_raw(open_raw(path, disk), format=format, progress=progress)
     sha = hashlib.sha256(disk).hexdigest()
     target = cache_path(sha, cache_dir)
     if os.path.lexists(target):
         try:
-            return _renamed(_load_entry(target, sha), str(path))
+            cached = _renamed(_load_entry(target, sha), str(path))
         except Exception as exc:  # noqa: BLE001 - a bad cache entry is re-read
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             warnings.warn(f"ignoring unreadable cache file {target}: {reason}", stacklevel=2)
-    library = read_raw(open_raw(path, disk), format=format)
+        else:
+            report_progress(progress, len(disk), len(disk), str(path))
+            return cached
+    library = read_raw(open_raw(path, disk), format=format, progress=progress)
     try:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         library.save(target, extra={"cache_key": sha, "reader_version": READER_VERSION})

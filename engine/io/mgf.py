@@ -19,13 +19,13 @@ from pyteomics.auxiliary import PyteomicsError
 from engine.io._build import LibraryBuilder, parse_ion_mode
 from engine.io.sniff import split_lines
 
-__all__ = ["read_mgf_text"]
+__all__ = ["ION_MODE_KEYS", "header_reader", "read_block", "read_mgf_text", "record_title"]
 
 _MARKER_RE = re.compile(r"^[ \t]*(BEGIN IONS|END IONS)[ \t]*\r?$", re.MULTILINE)
 #: Parameters pyteomics converts itself; an unreadable one is dropped and the record kept.
 _PARSED_KEYS = ("PEPMASS", "CHARGE", "RTINSECONDS")
 _NUMERIC_PARAMS = {"pepmass", "charge"}
-_ION_MODE_KEYS = ("ionmode", "ion_mode", "polarity", "ionization_mode")
+ION_MODE_KEYS = ("ionmode", "ion_mode", "polarity", "ionization_mode")
 
 
 def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
@@ -40,7 +40,7 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
     """
     markers = list(_MARKER_RE.finditer(text))
     header_end = markers[0].start() if markers else len(text)
-    reader = _header_reader(split_lines(text[:header_end]), builder)
+    reader = header_reader(split_lines(text[:header_end]), builder)
     record = 0
     start: re.Match | None = None
     for marker in markers:
@@ -48,21 +48,23 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
             if start is not None:
                 record += 1
                 lines = split_lines(text[start.start() : marker.start()])
-                builder.skip(record, _title(lines), "no END IONS before the next BEGIN IONS")
+                builder.skip(record, record_title(lines), "no END IONS before the next BEGIN IONS")
             start = marker
         elif start is not None:
             record += 1
-            _read_block(reader, split_lines(text[start.start() : marker.end()]), record, builder)
+            read_block(reader, split_lines(text[start.start() : marker.end()]), record, builder)
             start = None
     if start is not None:
         record += 1
         lines = split_lines(text[start.start() :])
-        builder.skip(record, _title(lines), "file ends inside the record (no END IONS)")
+        builder.skip(record, record_title(lines), "file ends inside the record (no END IONS)")
     builder.records = record
 
 
-def _header_reader(lines: list[str], builder: LibraryBuilder) -> _mgf.MGF:
+def header_reader(lines: list[str], builder: LibraryBuilder) -> _mgf.MGF:
     """pyteomics' reader carrying the file header (parameters before the first record).
+
+    ``lines`` are the header's lines; unreadable values are reported in ``builder.notes``.
 
     A header value pyteomics cannot convert (``CHARGE=abc``) would fail every
     record, so it is dropped with a file note; a header that still fails is
@@ -100,12 +102,24 @@ def _param_key(line: str) -> str:
     return key.strip().upper() if equals else ""
 
 
-def _read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
-    """One record into ``builder``; any failure skips this record alone, with its reason."""
+def read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
+    """One record into ``builder``; any failure skips this record alone, with its reason.
+
+    Parameters
+    ----------
+    reader : pyteomics.mgf.MGF
+        Reader carrying the file header, from :func:`header_reader`.
+    lines : list of str
+        The record's lines, ``BEGIN IONS`` to ``END IONS``.
+    record : int
+        1-based number of the record in the file.
+    builder : LibraryBuilder
+        Receives the record.
+    """
     try:
         _add_block(reader, lines, record, builder)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-        builder.skip(record, _title(lines), _reason(exc, lines))
+        builder.skip(record, record_title(lines), _reason(exc, lines))
 
 
 def _add_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
@@ -116,7 +130,7 @@ def _add_block(reader: _mgf.MGF, lines: list[str], record: int, builder: Library
     charges = params.get("charge")
     charge = int(charges[0]) if charges else 0
     ion_mode = 0
-    for key in _ION_MODE_KEYS:
+    for key in ION_MODE_KEYS:
         if key in params:
             ion_mode = parse_ion_mode(params[key])
             break
@@ -170,7 +184,8 @@ def _reason(exc: Exception, lines: list[str]) -> str:
     return split_lines(message.strip())[0][:120] if message.strip() else type(exc).__name__
 
 
-def _title(lines: list[str]) -> str:
+def record_title(lines: list[str]) -> str:
+    """The TITLE of a record's ``lines`` ("" when it has none)."""
     for line in lines:
         stripped = line.strip()
         if stripped.upper().startswith("TITLE="):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from engine.io._build import LibraryBuilder
+from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
 from engine.io.mgf import read_mgf_text
+from engine.io.mgf_fast import read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.mzml import read_mzml_bytes
 from engine.io.mzxml import read_mzxml_bytes
@@ -15,7 +16,10 @@ from engine.io.spectra_json import read_json_text
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
-__all__ = ["read_library", "read_raw"]
+__all__ = ["PARSERS", "LoadCancelled", "read_library", "read_raw"]
+
+#: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
+PARSERS = ("fast", "reference")
 
 _NOT_FOUND_HINT = {
     "mgf": "no 'BEGIN IONS' line found",
@@ -28,7 +32,13 @@ _TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_t
 _BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
 
 
-def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibrary:
+def read_library(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    parser: str = "fast",
+    progress: Progress | None = None,
+) -> SpectrumLibrary:
     """Read a spectral library file.
 
     Parameters
@@ -40,6 +50,15 @@ def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibr
     format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
+    parser : {"fast", "reference"}, default "fast"
+        For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
+        records to pyteomics; ``"reference"`` parses every record with
+        pyteomics.  Both give the same library.  Other formats ignore it.
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)`` (bytes of the uncompressed
+        content): called at the start, now and then while the fast MGF parser
+        reads records, and at the end.  Returning ``False`` cancels the load
+        (:class:`LoadCancelled` is raised).
 
     Returns
     -------
@@ -55,16 +74,30 @@ def read_library(path: str | Path, *, format: str | None = None) -> SpectrumLibr
         The file is missing, empty, binary, a truncated gzip, not in a
         supported format, or holds no valid spectrum.
     ValueError
-        ``format`` is not one of the supported names.
+        ``format`` or ``parser`` is not one of the supported names.
+    LoadCancelled
+        ``progress`` returned ``False``.
     """
-    return read_raw(open_raw(path), format=format)
+    return read_raw(open_raw(path), format=format, parser=parser, progress=progress)
 
 
-def read_raw(raw: RawFile, *, format: str | None = None) -> SpectrumLibrary:
+def read_raw(
+    raw: RawFile,
+    *,
+    format: str | None = None,
+    parser: str = "fast",
+    progress: Progress | None = None,
+) -> SpectrumLibrary:
     """:func:`read_library` on bytes already read (used by the cache)."""
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
     fmt = _choose_format(raw, format)
     builder = LibraryBuilder(raw.path, fmt)
-    if fmt in _BYTES_READERS:
+    total = len(raw.data)
+    report_progress(progress, 0, total, raw.path)
+    if fmt == "mgf" and parser == "fast":
+        read_mgf_bytes(raw.data, builder, progress)
+    elif fmt in _BYTES_READERS:
         _BYTES_READERS[fmt](raw.data, builder)
     else:
         text, replaced = decode_text(raw.data)
@@ -73,7 +106,9 @@ def read_raw(raw: RawFile, *, format: str | None = None) -> SpectrumLibrary:
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
         _TEXT_READERS[fmt](text, builder)
-    return builder.build(LibrarySource(raw.path, raw.sha256, fmt))
+    library = builder.build(LibrarySource(raw.path, raw.sha256, fmt))
+    report_progress(progress, total, total, raw.path)
+    return library
 
 
 def _choose_format(raw: RawFile, requested: str | None) -> str:

@@ -1,0 +1,271 @@
+"""Fast MGF reader: numba scans the bytes, Python handles each record's parameters.
+
+It gives exactly what the reference reader (:func:`engine.io.mgf.read_mgf_text`,
+pyteomics on decoded text) gives: the same records, peaks bit for bit, metadata
+and import report.  It gets there by doing only what it can prove identical:
+
+- records and their lines are found in the bytes (:mod:`engine.io.mgf_records`,
+  :mod:`engine.io.mgf_scan`) with the reference's own rules (markers,
+  ``\\r\\n`` / ``\\r`` / ``\\n`` line ends, comment characters, ``=`` makes a
+  parameter line);
+- peak lines ``number<blank>number`` become float64 there, when the value is
+  provably the one ``float()`` gives;
+- parameter lines are decoded and put in a dict per record, as pyteomics does;
+- any record with something else in it (a third peak column, ``inf``, a
+  control or non-ASCII character starting a line, an unusual PEPMASS, CHARGE
+  or RTINSECONDS, ...) goes to the reference parser, alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Callable
+
+import numpy as np
+from pyteomics import auxiliary as _aux
+
+from engine.io import mgf_records as records
+from engine.io import mgf_scan as scan
+from engine.io._build import LibraryBuilder, Progress, parse_ion_mode, report_progress
+from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
+from engine.io.sniff import decode_text, split_lines
+
+__all__ = ["read_mgf_bytes"]
+
+_BOM = b"\xef\xbb\xbf"
+_COMMENTS = "#;!/"
+_CUT_REASONS = {
+    records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
+    records.EVENT_EOF: "file ends inside the record (no END IONS)",
+}
+#: CHARGE and IONMODE texts seen so far and what they mean; only short texts are kept.
+_CHARGES: dict[str, int] = {}
+_ION_MODES: dict[str, int] = {}
+_MEMO_LIMIT = 4096
+#: Records between two progress reports.
+_PROGRESS_EVERY = 2048
+
+
+class _Unsure(Exception):
+    """The record holds something only the reference parser should judge."""
+
+
+def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
+    """Parse MGF ``data`` (the file's bytes, un-gzipped) into ``builder``.
+
+    Parameters
+    ----------
+    data : bytes
+        The whole file.  Bytes that are not UTF-8 are read as Windows-1252, with
+        a file note, as :func:`engine.io.sniff.decode_text` does.
+    builder : LibraryBuilder
+        Receives every record (kept or skipped).
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)``, called now and then while the
+        records are read (bytes of ``data``); returning ``False`` stops the
+        load with :class:`~engine.io._build.LoadCancelled`.
+    """
+    # tens of thousands of new dicts would set off the cycle collector again and
+    # again, each time walking every object made so far; none of them forms a cycle
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _read(data, builder, progress)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> None:
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    buf = np.frombuffer(data, dtype=np.uint8)
+    is_ascii = data.isascii()
+    if not is_ascii:
+        replaced = records.not_utf8(buf, start)
+        if replaced:
+            builder.notes.append(
+                f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
+            )
+    decode = _decode_ascii if is_ascii else _decode
+    newlines, split = records.lines(data, buf, start)
+    kinds, first, last, header_end = records.find_records(buf, start, newlines)
+    reader = header_reader(split_lines(decode(data[start:header_end])), builder)
+    header = dict(reader.header)
+    scanned = scan.scan_records(buf, first, last, kinds, start, newlines, split)
+    del newlines, split
+    status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
+    _convert_slow(data, slow, mz, intensity)
+    keys, values = _parameters(data, buf, spans, decode)
+    batch = _Batch(builder, mz, intensity)
+    fast = (status == scan.FAST).tolist()
+    simple_ = simple.tolist()
+    bounds = zip(first.tolist(), last.tolist(), param_lo.tolist(), param_hi.tolist(), strict=True)
+    peaks = zip(peak_lo.tolist(), peak_hi.tolist(), strict=True)
+    for r, (kind, (lo, hi, a, b), (p0, p1)) in enumerate(
+        zip(kinds.tolist(), bounds, peaks, strict=True)
+    ):
+        record = r + 1
+        if progress is not None and not r % _PROGRESS_EVERY:
+            report_progress(progress, lo, len(data), builder.path)
+        if kind != records.EVENT_BLOCK:
+            batch.flush()
+            lines = split_lines(decode(data[lo:hi]))
+            reason = _CUT_REASONS[kind]
+            builder.skip(record, record_title(lines), reason)
+            continue
+        if fast[r]:
+            if simple_[r] and not header:
+                params = dict(zip(keys[a:b], values[a:b], strict=True))
+            elif simple_[r]:
+                params = dict(header)
+                params.update(zip(keys[a:b], values[a:b], strict=True))
+            else:
+                params = dict(header)
+                _block_params(split_lines(decode(data[lo:hi])), params)
+            try:
+                batch.add(record, params, p0, p1)
+                continue
+            except _Unsure:
+                pass
+        batch.flush()
+        read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
+    batch.flush()
+    builder.records = len(kinds)
+
+
+def _parameters(
+    data: bytes, buf: np.ndarray, spans: np.ndarray, decode: Callable[[bytes], str]
+) -> tuple[list, list]:
+    """Keys (lower case) and values of the parameter lines in ``spans``, one each per line.
+
+    Values are decoded in one piece; each distinct key once.
+    """
+    if not len(spans):
+        return [], []
+    ids, first = records.key_ids(buf, spans[:, 0], spans[:, 1])
+    names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
+    keys = [names[i] for i in ids.tolist()]
+    lo, hi = spans[:, 2], spans[:, 3]
+    plain = records.ascii_spans(buf, lo, hi)
+    # ASCII values are decoded apart: text of one-byte characters is much quicker
+    # to split than text holding a few wider ones
+    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0)).tobytes()
+    values = text.decode("ascii").split("\n")
+    wide = np.flatnonzero(~plain)
+    if len(wide):
+        text = records.gather(buf, lo[wide], hi[wide]).tobytes()
+        for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
+            values[i] = value
+    return keys, values
+
+
+def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.ndarray) -> None:
+    """Numbers the scanner could not prove, converted by ``float()`` itself."""
+    if not len(slow):
+        return
+    values = np.array([float(data[lo:hi]) for _, lo, hi in slow.tolist()], dtype=np.float64)
+    where, column = slow[:, 0] // 2, slow[:, 0] % 2
+    mz[where[column == 0]] = values[column == 0]
+    intensity[where[column == 1]] = values[column == 1]
+
+
+def _decode_ascii(chunk: bytes) -> str:
+    return chunk.decode("ascii")
+
+
+def _decode(chunk: bytes) -> str:
+    """``chunk`` as :func:`~engine.io.sniff.decode_text` reads it inside a file."""
+    try:
+        return chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        # the BOM makes decode_text drop exactly that one, never one of the chunk's
+        return decode_text(_BOM + chunk)[0]
+
+
+def _block_params(lines: list[str], params: dict) -> None:
+    """The parameter lines of a whole record (first line BEGIN IONS) into ``params``."""
+    for line in lines[1:]:
+        stripped = line.strip()
+        if stripped and stripped[0] not in _COMMENTS and "=" in stripped:
+            key, value = stripped.split("=", 1)
+            params[key.lower()] = value.strip()
+
+
+def _charge(text: str) -> int:
+    """First charge of a CHARGE text as pyteomics reads it (memoised)."""
+    known = _CHARGES.get(text)
+    if known is not None:
+        return known
+    try:
+        charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
+        value = int(charges[0]) if charges else 0
+    except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
+        raise _Unsure from exc
+    if len(text) <= 32 and len(_CHARGES) < _MEMO_LIMIT:
+        _CHARGES[text] = value
+    return value
+
+
+class _Batch:
+    """Records of the fast path, handed to the builder together (in file order)."""
+
+    def __init__(self, builder: LibraryBuilder, mz: np.ndarray, intensity: np.ndarray) -> None:
+        self.builder = builder
+        self.mz = mz
+        self.intensity = intensity
+        self.rows: list[tuple] = []
+
+    def add(self, record: int, params: dict, lo: int, hi: int) -> None:
+        """One record whose peaks are ``lo:hi``; raises :class:`_Unsure` to hand it back."""
+        self.rows.append((record, *_fields(params), lo, hi))
+
+    def flush(self) -> None:
+        """Give the records so far to the builder."""
+        if self.rows:
+            self.builder.add_many(self.rows, self.mz, self.intensity)
+            self.rows = []
+
+
+def _fields(params: dict) -> tuple[float, int, int, dict]:
+    """Precursor, charge, ion mode and metadata of a record, as the reference gives them.
+
+    ``params`` (the record's own dict) becomes the metadata.
+    """
+    precursor = math.nan
+    pepmass = params.pop("pepmass", None)
+    if pepmass is not None:
+        try:  # float() strips the blanks split() splits at: success means one token
+            precursor = float(pepmass)
+        except ValueError:
+            tokens = pepmass.split()
+            if len(tokens) != 2:
+                raise _Unsure from None
+            try:
+                precursor, _ = float(tokens[0]), float(tokens[1])
+            except ValueError:
+                raise _Unsure from None
+    charges = params.pop("charge", None)
+    if isinstance(charges, str):
+        charge = _charge(charges)
+    else:  # from the file header, already parsed by pyteomics
+        charge = int(charges[0]) if charges else 0
+    metadata = params
+    if "rtinseconds" in metadata:
+        try:
+            metadata["rtinseconds"] = repr(float(metadata["rtinseconds"]))
+        except ValueError:
+            raise _Unsure from None
+    ion_mode = 0
+    for key in ION_MODE_KEYS:
+        if key in metadata:
+            text = metadata[key]
+            ion_mode = _ION_MODES.get(text)
+            if ion_mode is None:
+                ion_mode = parse_ion_mode(text)
+                if len(_ION_MODES) < _MEMO_LIMIT and len(text) <= 32:
+                    _ION_MODES[text] = ion_mode
+            break
+    metadata["id"] = metadata.get("spectrumid", "")
+    metadata.setdefault("title", metadata.get("name", ""))
+    return precursor, charge, ion_mode, metadata

@@ -1,0 +1,328 @@
+"""numba scanner of the fast MGF reader: each record's lines, peak numbers exactly.
+
+It works on the file's bytes (``uint8``) and decides only what it can decide
+exactly as the reference parser (pyteomics on decoded text, :mod:`engine.io.mgf`)
+would: :func:`scan_records` classifies each record's lines (blank, comment,
+parameter, peak) and converts peak lines of the plain form ``number number`` to
+float64.  A number is converted here only when the result is certainly the
+correctly rounded value (Clinger's fast path: at most 2**53 as an integer times
+or divided by an exact power of ten, one IEEE operation), which is what
+Python's ``float()`` returns; other plain decimal numbers are left to
+``float()``, and any record with something else in it is flagged for the
+reference parser.  Records and lines come from :mod:`engine.io.mgf_records`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from engine.io.mgf_records import EVENT_BLOCK
+
+__all__ = ["FAST", "REFERENCE", "scan_records"]
+
+#: Block status of :func:`scan_records`.
+FAST, REFERENCE = 0, 1
+
+_POW10 = np.array([10.0**k for k in range(23)])
+_TWO53 = 2**53
+#: Verdicts of :func:`_number`.
+_EXACT, _SLOW, _BAD = 0, 1, 2
+#: Room first made for numbers left to ``float()`` (grown when a file has more).
+SLOW_ROWS = 1 << 16
+#: Room first made for every output (tests set it small to exercise the growing).
+FIRST_ROWS = 0
+#: Longest number handed to ``float()``; a longer one sends its record to the reference.
+MAX_SLOW_TOKEN = 1000
+
+
+def scan_records(
+    buf: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    kinds: np.ndarray,
+    start: int,
+    newlines: np.ndarray,
+    split: tuple | None,
+) -> tuple[np.ndarray, ...]:
+    """Lines of each complete record: peaks converted, parameter lines located.
+
+    Parameters
+    ----------
+    buf : ndarray of uint8
+    first, last, kinds : ndarray of int64
+        Records as :func:`find_records` returns them (only ``EVENT_BLOCK`` ones
+        are scanned).
+    start : int
+        Where the text starts (after a byte order mark).
+    newlines, split
+        Lines, from :func:`engine.io.mgf_records.lines`.
+
+    Returns
+    -------
+    status : ndarray of int8
+        ``FAST`` or ``REFERENCE`` (leave the record to the reference parser).
+    peak_lo, peak_hi : ndarray of int64
+        The record's peaks in ``mz`` / ``intensity``.
+    param_lo, param_hi : ndarray of int64
+        The record's parameter lines in ``spans`` (none unless ``simple``).
+    spans : ndarray of int64, shape (n, 4)
+        Per parameter line: its key (start, end) and its value, stripped.
+    simple : ndarray of bool
+        ``spans`` give the record's parameters exactly as Python's ``strip`` and
+        ``lower`` would (ASCII keys, values not bounded by odd blanks).
+    mz, intensity : ndarray of float64
+        Peaks of the ``FAST`` records; numbers in ``slow`` are still to be converted.
+    slow : ndarray of int64, shape (n, 3)
+        Numbers left to ``float()``: ``2 * peak + column`` (0 m/z, 1 intensity),
+        and the span of their text.
+    """
+    nb = len(first)
+    status = np.zeros(nb, np.int8)
+    peak_lo, peak_hi, param_lo, param_hi = (np.zeros(nb, np.int64) for _ in range(4))
+    simple = np.ones(nb, np.bool_)
+    # room for one peak and one parameter per line, or per 16 bytes (real files have
+    # about 25 bytes a line; denser ones make it grow); untouched pages cost nothing
+    rows = FIRST_ROWS or min(len(newlines) + 1, len(buf) // 16 + 4096)
+    peaks = np.empty((2, rows), np.float64)
+    spans = np.empty((rows, 4), np.int64)
+    slow = np.empty((FIRST_ROWS or SLOW_ROWS, 3), np.int64)
+    ends, nexts = split if split is not None else (newlines, newlines)
+    state = np.zeros(4, np.int64)
+    b = 0
+    while True:
+        b = _scan_blocks(
+            buf, first, last, kinds, _POW10, ends, nexts, split is not None, start, b, state,
+            status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
+        )  # fmt: skip
+        if b == nb:
+            break
+        peaks = _grown_rows(peaks, 1)
+        spans = _grown_rows(spans, 0)
+        slow = _grown_rows(slow, 0)
+    k, npl, ns = state[:3].tolist()
+    return (
+        status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl], simple,
+        peaks[0, :k], peaks[1, :k], slow[:ns],
+    )  # fmt: skip
+
+
+def _grown_rows(a: np.ndarray, axis: int) -> np.ndarray:
+    shape = list(a.shape)
+    shape[axis] *= 2
+    out = np.empty(shape, a.dtype)
+    out[tuple(slice(0, m) for m in a.shape)] = a
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _number(buf, i, end, pow10):
+    """Parse one number at ``buf[i]``: (value, position after it, verdict).
+
+    Verdict :data:`_EXACT`: ``value`` is what ``float()`` gives.  :data:`_SLOW`: a
+    plain decimal number whose value is left to ``float()`` (too many digits or
+    too large an exponent to prove it here).  :data:`_BAD`: not a plain decimal
+    number ending at a blank or the line end (``inf``, ``1_0``, ``1/2``, ...).
+    """
+    neg = False
+    if i < end and (buf[i] == 43 or buf[i] == 45):
+        neg = buf[i] == 45
+        i += 1
+    mant = np.uint64(0)
+    sig = 0
+    frac = 0
+    digits = 0
+    seen_point = False
+    while i < end:
+        c = buf[i]
+        if 48 <= c <= 57:
+            digits += 1
+            if seen_point:
+                frac += 1
+            if sig > 0 or c != 48:
+                sig += 1
+                if sig <= 19:
+                    mant = mant * np.uint64(10) + np.uint64(c - 48)
+        elif c == 46 and not seen_point:
+            seen_point = True
+        else:
+            break
+        i += 1
+    if digits == 0:
+        return 0.0, i, _BAD
+    exp = 0
+    edigits = 0
+    if i < end and (buf[i] == 101 or buf[i] == 69):
+        i += 1
+        eneg = False
+        if i < end and (buf[i] == 43 or buf[i] == 45):
+            eneg = buf[i] == 45
+            i += 1
+        while i < end and 48 <= buf[i] <= 57:
+            edigits += 1
+            if edigits <= 6:
+                exp = exp * 10 + (buf[i] - 48)
+            i += 1
+        if edigits == 0:
+            return 0.0, i, _BAD
+        if eneg:
+            exp = -exp
+    if i < end and buf[i] != 32 and buf[i] != 9:
+        return 0.0, i, _BAD
+    exp -= frac
+    if mant == 0 and sig == 0:
+        value = 0.0
+    elif sig > 19 or edigits > 6 or mant > np.uint64(_TWO53) or exp > 22 or exp < -22:
+        return 0.0, i, _SLOW
+    elif exp >= 0:
+        value = np.float64(mant) * pow10[exp]
+    else:
+        value = np.float64(mant) / pow10[-exp]
+    return (-value if neg else value), i, _EXACT
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _line_start(t, ends, nexts, split, start):
+    """Where line ``t`` starts (see :func:`engine.io.mgf_records.lines`)."""
+    if split:
+        return nexts[t]
+    return start if t == 0 else ends[t - 1] + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan_blocks(
+    buf,
+    first,
+    last,
+    kinds,
+    pow10,
+    ends,
+    nexts,
+    split,
+    start,
+    b0,
+    state,
+    status,
+    peak_lo,
+    peak_hi,
+    param_lo,
+    param_hi,
+    simple,
+    peaks,
+    spans,
+    slow,
+):
+    """Scan records ``b0, b0 + 1, ...`` until one does not fit in the arrays.
+
+    ``state`` holds the counts (peaks, parameter lines, slow numbers) and the
+    current line; ``peaks`` the m/z and intensity rows.  The arrays are never
+    replaced inside the loop (numba would then count references on every
+    pass); when one is full the scan stops before that record and returns its
+    number, and :func:`scan_records` grows the arrays and goes on.
+    """
+    nb = len(first)
+    k, npl, ns, t = state[0], state[1], state[2], state[3]
+    for b in range(b0, nb):
+        if kinds[b] != EVENT_BLOCK:
+            status[b] = REFERENCE
+            peak_lo[b], peak_hi[b], param_lo[b], param_hi[b] = k, k, npl, npl
+            continue
+        t_record = t
+        full = False
+        # content: after the BEGIN line's "\n" up to the END line's start
+        cs = first[b]
+        while buf[cs] != 10:
+            cs += 1
+        cs += 1
+        ce = last[b]
+        while ce > cs and buf[ce - 1] != 10:
+            ce -= 1
+        peak_lo[b] = k
+        ns_record = ns
+        param_lo[b] = npl
+        ok = True
+        while _line_start(t, ends, nexts, split, start) < cs:
+            t += 1
+        while ok:
+            i = _line_start(t, ends, nexts, split, start)
+            if i >= ce:
+                break
+            j = ends[t]
+            if not split and j > i and buf[j - 1] == 13:  # "\r\n"
+                j -= 1
+            t += 1
+            p = i
+            while p < j and (buf[p] == 32 or buf[p] == 9):
+                p += 1
+            if p == j:
+                pass
+            else:
+                c = buf[p]
+                if c < 32 or c >= 127:
+                    ok = False
+                elif c == 35 or c == 59 or c == 33 or c == 47:  # comment: # ; ! /
+                    pass
+                else:
+                    eq = p
+                    while eq < j and buf[eq] != 61:
+                        eq += 1
+                    if eq < j:  # parameter line: key [p, eq), value stripped
+                        v0 = eq + 1
+                        while v0 < j and (buf[v0] == 32 or buf[v0] == 9):
+                            v0 += 1
+                        v1 = j
+                        while v1 > v0 and (buf[v1 - 1] == 32 or buf[v1 - 1] == 9):
+                            v1 -= 1
+                        for u in range(p, eq):
+                            if not (32 <= buf[u] < 127 or buf[u] == 9):
+                                simple[b] = False
+                        if v1 > v0 and not (
+                            32 < buf[v0] < 127 and 32 < buf[v1 - 1] < 127
+                        ):  # Python's strip() may take more (NBSP, \x0b, ...)
+                            simple[b] = False
+                        if npl == len(spans):
+                            full = True
+                            break
+                        spans[npl, 0], spans[npl, 1], spans[npl, 2], spans[npl, 3] = p, eq, v0, v1
+                        npl += 1
+                    else:  # peak line: number, blanks, number, blanks
+                        x, q, v1 = _number(buf, p, j, pow10)
+                        lo1, hi1 = p, q
+                        while q < j and (buf[q] == 32 or buf[q] == 9):
+                            q += 1
+                        lo2 = q
+                        y, q, v2 = _number(buf, q, j, pow10)
+                        hi2 = q
+                        while q < j and (buf[q] == 32 or buf[q] == 9):
+                            q += 1
+                        if v1 == _BAD or v2 == _BAD or q != j or lo2 == hi1:
+                            ok = False
+                        elif max(hi1 - lo1, hi2 - lo2) > MAX_SLOW_TOKEN:
+                            ok = False
+                        else:
+                            if k == peaks.shape[1] or ns + 2 > len(slow):
+                                full = True
+                                break
+                            peaks[0, k] = x
+                            peaks[1, k] = y
+                            if v1 == _SLOW:
+                                slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k, lo1, hi1
+                                ns += 1
+                            if v2 == _SLOW:
+                                slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k + 1, lo2, hi2
+                                ns += 1
+                            k += 1
+        if full:
+            state[0], state[1], state[2], state[3] = peak_lo[b], param_lo[b], ns_record, t_record
+            simple[b] = True
+            return b
+        if not ok:
+            status[b] = REFERENCE
+            k = peak_lo[b]
+            ns = ns_record
+        if not (ok and simple[b]):
+            npl = param_lo[b]
+        peak_hi[b] = k
+        param_hi[b] = npl
+    state[0], state[1], state[2], state[3] = k, npl, ns, t
+    return nb
