@@ -10,7 +10,7 @@ from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
 from engine.collection import combine_libraries, filter_library
 from engine.hits import HitTable
-from engine.io import load_library, read_library
+from engine.io import LoadCancelled, load_library, read_library
 from engine.kernels import cosine_greedy_pair, entropy_similarity_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.params import MODES, SearchParameters
@@ -26,6 +26,7 @@ __all__ = [
     "ImportIssue",
     "ImportReport",
     "LibrarySource",
+    "LoadCancelled",
     "SearchJob",
     "SearchParameters",
     "SearchProgress",

@@ -6,6 +6,7 @@ No Qt here (napari's ``components`` vs ``_qt``): the window observes a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from engine.export import hit_columns, write_hits
 from simms_gui.dask_connection import normalize_dask_address
 
 __all__ = [
+    "LoadProgress",
     "SUPPORTED_SUFFIXES",
     "HitList",
     "LoadedFile",
@@ -44,6 +46,37 @@ def is_spectrum_file(path: str | Path) -> bool:
     """True when ``path`` has a spectrum-file suffix (case-insensitive)."""
     name = Path(path).name.lower()
     return name.endswith(SUPPORTED_SUFFIXES)
+
+
+class LoadProgress:
+    """How far a file load has come, written by the loading thread, read by the window.
+
+    Plain attributes and an event, no Qt: the window polls :attr:`fraction` and
+    calls :meth:`cancel`; the reader calls :meth:`update` and stops when told.
+    """
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+        self._cancelled = threading.Event()
+
+    def update(self, done: int, total: int) -> bool:
+        """The reader's progress callback: False once :meth:`cancel` was called."""
+        self.done, self.total = int(done), int(total)
+        return not self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Ask the reader to stop at its next report."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    @property
+    def fraction(self) -> float:
+        """Share of the file's bytes read, 0 to 1."""
+        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
 
 
 @dataclass
@@ -203,9 +236,12 @@ class Session:
 
     # -- loading ----------------------------------------------------------------------
     @staticmethod
-    def read(path: str | Path) -> SpectrumLibrary:
-        """Read a spectrum file (raises ``engine.SpectrumFileError`` when unusable)."""
-        return load_library(Path(path))
+    def read(path: str | Path, progress: LoadProgress | None = None) -> SpectrumLibrary:
+        """Read a spectrum file (raises ``engine.SpectrumFileError`` when unusable).
+
+        ``progress`` follows the read and can cancel it (``engine.LoadCancelled``).
+        """
+        return load_library(Path(path), progress=None if progress is None else progress.update)
 
     def open(self, path: str | Path, kind: str = "library") -> SpectrumLibrary:
         """Read ``path`` and add it as a library (made active) or as the queries.

@@ -91,7 +91,7 @@ def test_window_reads_files_off_the_gui_thread(qtbot, data_dir, monkeypatch):
     qtbot.addWidget(window)
     release, reader = threading.Event(), []
 
-    def slow_read(path):
+    def slow_read(path, progress=None):
         reader.append(threading.current_thread())
         release.wait(30)
         return engine.load_library(data_dir / "sample.msp")

@@ -426,3 +426,39 @@ def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeyp
     monkeypatch.setattr(main_window, "warming_up", lambda: False)
     demo._check_warm_up()  # noqa: SLF001
     assert demo.statusBar().currentMessage() == "Search kernels compiled and cached"
+
+
+def test_opening_a_large_library_shows_progress_and_cancels(
+    qtbot, window, data_dir, monkeypatch, tmp_path
+):
+    """A cold read of MassBank (54,390 spectra) reports its progress; Cancel stops it."""
+    from PyQt6.QtWidgets import QPushButton
+
+    from simms_gui.session import LoadProgress
+
+    monkeypatch.setenv("SIMMS_CACHE_DIR", str(tmp_path / "cache"))  # a cold read
+    reports = []
+    update = LoadProgress.update
+    monkeypatch.setattr(
+        LoadProgress, "update", lambda self, d, t: reports.append((d, t)) or update(self, d, t)
+    )
+    path = data_dir / "massbank_ms2.mgf.gz"
+    with qtbot.waitSignal(window.fileLoaded, timeout=300_000):
+        window.open_file(path, "library")
+        dialog = window.load_dialogs[-1]
+        assert dialog.labelText() == "Reading massbank_ms2.mgf.gz…"
+    assert len(window.session.library) == 54_390
+    assert window.load_dialogs == []  # closed when the read ended
+    assert len(reports) > 10  # the reader reports as it goes, not only at start and end
+    done = [d for d, _ in reports]
+    assert done == sorted(done) and reports[-1][0] == reports[-1][1] > 0
+    # again, cancelled at once (another cold read): nothing is added, no error box
+    monkeypatch.setenv("SIMMS_CACHE_DIR", str(tmp_path / "cache2"))
+    libraries = len(window.session.libraries)
+    with qtbot.waitSignal(window.loadFailed, timeout=300_000) as failed:
+        window.open_file(path, "library")
+        dialog = window.load_dialogs[-1]
+        next(b for b in dialog.findChildren(QPushButton) if b.text() == "Cancel").click()
+    assert failed.args == [f"{path}: cancelled"]
+    assert len(window.session.libraries) == libraries
+    assert window.load_dialogs == []

@@ -18,12 +18,13 @@ from PyQt6.QtWidgets import (
     QMessageBox,
 )
 
-from engine import SpectrumFileError, SpectrumLibrary
+from engine import LoadCancelled, SpectrumFileError, SpectrumLibrary
+from simms_gui._qt.load_progress import LoadProgressDialog
 from simms_gui._qt.settings import add_recent_file, recent_files, settings
 from simms_gui._qt.worker import BackgroundTask
 from simms_gui.reports import report_counts, report_text
 from simms_gui.resources import demo_library_path, demo_queries_path
-from simms_gui.session import is_spectrum_file
+from simms_gui.session import LoadProgress, is_spectrum_file
 
 __all__ = ["FileLoading"]
 
@@ -72,16 +73,20 @@ class FileLoading:
         if background:
             self.log(f"Reading {path.name}…")
             QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+            progress = LoadProgress()
+            dialog = self._load_progress_dialog(path, progress)
 
             def done(spectra, path=path, kind=kind):
+                dialog.finish()
                 QApplication.restoreOverrideCursor()
                 self._loaded(kind, path, spectra)
 
             def failed(exc, path=path):
+                dialog.finish()
                 QApplication.restoreOverrideCursor()
                 self._load_failed(path, exc)
 
-            self._start_task(lambda: self.session.read(path), done, failed)
+            self._start_task(lambda: self.session.read(path, progress), done, failed)
             return None
         try:
             spectra = self.session.read(path)
@@ -100,7 +105,17 @@ class FileLoading:
     def _task_finished(self, task: BackgroundTask) -> None:
         self._tasks.discard(task)
 
+    def _load_progress_dialog(self, path: Path, progress: LoadProgress) -> LoadProgressDialog:
+        dialog = LoadProgressDialog(self, path.name, progress)
+        self.load_dialogs.append(dialog)
+        dialog.finished_loading.connect(lambda: self.load_dialogs.remove(dialog))
+        return dialog
+
     def _load_failed(self, path: Path, exc: BaseException) -> None:
+        if isinstance(exc, LoadCancelled):
+            self.log(f"Reading {path.name} cancelled")
+            self.loadFailed.emit(f"{path}: cancelled")
+            return
         if isinstance(exc, SpectrumFileError):
             text = str(exc)
         elif isinstance(exc, OSError):

@@ -76,6 +76,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.session = session or Session()
         self.controller: SearchController | None = None
         self._tasks: set[BackgroundTask] = set()
+        #: Progress dialogs of files being read (newest last).
+        self.load_dialogs: list = []
         self._search_started = 0.0
         #: The Dask client kept between searches (see :class:`DaskConnection`).
         self.dask = DaskConnection()
