@@ -30,6 +30,7 @@ class Resident:
     nbytes: int
     host: PreparedSpectra | None = None
     heavy: dict | None = None  # threshold -> (device heavy, device counts)
+    bound: dict | None = None  # bound pruning: weight check, eps, device peak indexes
 
     @property
     def spectrum_set(self) -> SpectrumSet:

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from numba import cuda, float64, int32, uint8
 
+from engine.kernels.cuda_bound import bound_passes
 from engine.kernels.cuda_pair import (
     K3,
     K,
@@ -77,6 +78,10 @@ class Pruning(NamedTuple):
         The same test the other way round, with the queries' heavy peaks.
     query_heavy, query_heavy_count : device arrays
         :func:`~engine.kernels.heavy.heavy_peaks` of the queries.
+    bounded : bool
+        The score buffer holds each pair's upper bound
+        (:func:`~engine.kernels.cuda_bound.bound_kernel`): pairs whose bound is
+        under ``threshold`` are not scored (any score kind).
     """
 
     enabled: bool
@@ -86,6 +91,7 @@ class Pruning(NamedTuple):
     query_enabled: bool
     query_heavy: Any
     query_heavy_count: Any
+    bounded: bool = False
 
 
 class TileOutput(NamedTuple):
@@ -132,6 +138,10 @@ def score_kernel(
     With ``qprune`` too, the same test runs the other way round with the
     query's heavy peaks ``qheavy[q, :qhcnt[q]]`` against the library spectrum
     (the bound is symmetric), with the merge's own float comparisons.
+
+    With ``bounded``, ``out_s[r, col]`` holds the pair's raw upper bound on
+    entry, and pairs whose bound cannot reach ``threshold`` get ``NOT_SCORED``
+    before any merge (:func:`~engine.kernels.cuda_bound.bound_passes`).
     """
     q_mz, q_w, q_off, q_norm, q_prec, _, q_pol = queries
     l_mz, l_w, l_off, l_norm, l_prec, _, l_pol = library
@@ -140,7 +150,7 @@ def score_kernel(
     entropy = options.kind == ENTROPY
     ptol = options.precursor_tolerance
     ppm = options.ppm
-    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt = pruning
+    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt, bounded = pruning
     out_s, out_m, ovf_r, ovf_c, counts = out
     r = cuda.blockIdx.y
     q = q_first + r
@@ -169,6 +179,10 @@ def score_kernel(
     den = l_norm[l] * q_norm[q]
     if den == 0.0:
         out_s[r, col] = 0.0
+        out_m[r, col] = 0
+        return
+    if bounded and not bound_passes(out_s[r, col], den, threshold):
+        out_s[r, col] = NOT_SCORED
         out_m[r, col] = 0
         return
     if entropy:

@@ -1,0 +1,180 @@
+"""numba CUDA kernels of the exact upper-bound pruning (device code only).
+
+For a tile (query rows × a contiguous range of library columns) the library
+peaks of the range are sorted by m/z once (a *device peak index*,
+:class:`DevicePeakIndex`).  :func:`bound_kernel` gives every pair of the tile
+the sum of the terms of *all* its candidate peak pairs:
+
+* cosine: ``w_q * w_l`` over all pairs with ``|mz_q - mz_l| <= tol``;
+* modified cosine: the same plus the shifted candidates, found in a second
+  index keyed by ``mz_l - precursor_l`` and searched with ``mz_q - precursor_q``;
+* entropy similarity: the entropy term of each candidate pair (all >= 0).
+
+The greedy (or two-pointer) score takes a subset of these candidates, each
+term >= 0, so the sum bounds it from above; the score kernel skips pairs whose
+bound, divided by the norms and widened by :data:`BOUND_REL` / :data:`BOUND_ABS`,
+is below the threshold (see :func:`bound_passes`).  The index windows are
+widened by ``eps`` Da so that no candidate is lost to the rounding of
+``mz +- tol`` or of the shift.
+
+Import through :mod:`engine.backends.gpu` (the numpy compatibility shim comes first).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from numba import cuda
+
+from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
+
+__all__ = [
+    "BOUND_ABS",
+    "BOUND_REL",
+    "DevicePeakIndex",
+    "bound_kernel",
+    "bound_passes",
+    "count_kernel",
+]
+
+#: Relative widening of a bound before it is compared (covers float64 rounding of
+#: sums of up to ~1e6 non-negative terms in any order, and the division).
+BOUND_REL = 1e-9
+#: Absolute widening (scores near 0, rounding of the entropy terms).
+BOUND_ABS = 1e-9
+
+
+class DevicePeakIndex(NamedTuple):
+    """Library peaks of a column range sorted by key, on the device.
+
+    Attributes
+    ----------
+    key : device array of float64
+        Sorted keys: the m/z (zero-shift index) or ``mz - precursor_mz``
+        (shifted index, peaks of spectra with a known precursor only).
+    column : device array of int32
+        Column of each peak's spectrum within the range (``l - l0``).
+    weight : device array of float64
+        The peak's weight.
+    """
+
+    key: Any
+    column: Any
+    weight: Any
+
+
+@cuda.jit(device=True)
+def _first_not_below(key, n, x):  # pragma: no cover - device code
+    """First position whose key is not ``< x`` (keys sorted; NaN keys sort last)."""
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@cuda.jit(device=True)
+def _first_above(key, n, x):  # pragma: no cover - device code
+    """First position whose key is not ``<= x``."""
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@cuda.jit(device=True)
+def _xlog2x(x):  # pragma: no cover - device code
+    return x * math.log2(x)
+
+
+@cuda.jit(device=True)
+def _accumulate(bound, r, q_mz, q_w, qa, qb, offset, index, tol, eps, entropy):  # pragma: no cover
+    """Add the terms of every (query peak, indexed peak) pair within ``tol + eps`` to row ``r``.
+
+    A warp takes one query peak at a time; its lanes share the peak's window.
+    """
+    key, column, weight = index
+    n = key.shape[0]
+    lane = cuda.threadIdx.x % 32
+    warp = cuda.threadIdx.x // 32
+    warps = cuda.blockDim.x // 32
+    for p in range(qa + warp, qb, warps):
+        x = q_mz[p] - offset
+        wq = q_w[p]
+        lo = _first_not_below(key, n, (x - tol) - eps)
+        hi = _first_above(key, n, (x + tol) + eps)
+        for k in range(lo + lane, hi, 32):
+            wl = weight[k]
+            if entropy:
+                v = (_xlog2x(wq + wl) - _xlog2x(wq) - _xlog2x(wl)) / 2.0
+            else:
+                v = wq * wl
+            cuda.atomic.add(bound, (r, column[k]), v)
+
+
+@cuda.jit(cache=True)
+def bound_kernel(
+    queries, q_first, ncols, kind, tol, eps, plain, shifted, bound
+):  # pragma: no cover
+    r"""Upper bounds of query rows × one library column range; one block per row.
+
+    Grid ``(rows,)``, a multiple of 32 threads per block.  ``queries`` is a
+    :class:`~engine.kernels.spectrum_set.SpectrumSet` of device arrays, ``kind``
+    the score kind, ``plain`` and ``shifted`` :class:`DevicePeakIndex`\ es of the
+    range (``shifted`` is read for the modified cosine only).  Row ``r`` (query
+    ``q_first + r``) of ``bound[:, :ncols]`` is zeroed, then receives the sum of
+    the terms of all candidate peak pairs of each column (the raw numerator
+    bound, before the division by the norms).
+    """
+    q_mz, q_w, q_off, _, q_prec, _, _ = queries
+    r = cuda.blockIdx.x
+    q = q_first + r
+    for c in range(cuda.threadIdx.x, ncols, cuda.blockDim.x):
+        bound[r, c] = 0.0
+    cuda.syncthreads()
+    qa = q_off[q]
+    qb = q_off[q + 1]
+    entropy = kind == ENTROPY
+    _accumulate(bound, r, q_mz, q_w, qa, qb, 0.0, plain, tol, eps, entropy)
+    qp = q_prec[q]
+    if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
+        _accumulate(bound, r, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
+
+
+@cuda.jit(device=True)
+def bound_passes(raw, den, threshold):  # pragma: no cover - device code
+    """Whether a pair's raw bound, divided by ``den`` and widened, reaches ``threshold``.
+
+    NaN bounds pass (the pair is scored).
+    """
+    return not ((raw / den) * (1.0 + BOUND_REL) + BOUND_ABS < threshold)
+
+
+@cuda.jit(cache=True)
+def count_kernel(
+    bound, ncols, den_q, q_first, den_l, l_first, threshold, total
+):  # pragma: no cover
+    """Diagnostics: add the number of pairs of a tile that pass the bound to ``total[0]``.
+
+    Grid ``(rows,)``; ``den_q`` / ``den_l`` are the norms of queries and library.
+    Pairs with a zero norm are not counted (they are never scored).
+    """
+    r = cuda.blockIdx.x
+    dq = den_q[q_first + r]
+    mine = 0
+    for c in range(cuda.threadIdx.x, ncols, cuda.blockDim.x):
+        den = dq * den_l[l_first + c]
+        if den != 0.0 and bound_passes(bound[r, c], den, threshold):
+            mine += 1
+    if mine > 0:
+        cuda.atomic.add(total, 0, mine)
