@@ -132,6 +132,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     gpu = CudaBackend(threads=32, select_threads=32)
     gpu.bound_threads = 32
+    gpu.bound_chunk = 8  # several column pieces per tile (the GPU uses 2,048)
     gpu.count_bound_survivors = True
     cpu = CpuBackend()
     out: dict[str, object] = {"cases": [], "bounds": []}

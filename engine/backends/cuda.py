@@ -398,10 +398,12 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
         s = slot.stream
         s.synchronize()  # the pinned buffers of this slot are free again
-        key = (tile.l0, tile.l1)
+        bounded = self._bound_tile(tile, slot, dq, dl, params)  # bounds into slot.out_s
+        key = (tile.l0, tile.l1, bounded)
         if key not in orders:  # columns by peak count (similar work per warp), cached per run
             order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
-            orders[key] = order.astype(np.int32)
+            # bounded: few pairs are merged; library order keeps the buffer accesses coalesced
+            orders[key] = (np.arange(tile.l0, tile.l1) if bounded else order).astype(np.int32)
         slot.cols_host[:ncols] = orders[key]
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
@@ -410,7 +412,6 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
-        bounded = self._bound_tile(tile, slot, dq, dl, params)  # bounds into slot.out_s
         self._score(
             slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune,
             bounded=bounded,

@@ -34,8 +34,9 @@ def host_peak_index(
     l0: int,
     l1: int,
     shifted: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Peaks of spectra ``[l0, l1)`` sorted by key, with their column (``l - l0``) and weight.
+    chunk: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Peaks of spectra ``[l0, l1)``, per piece of ``chunk`` columns sorted by key.
 
     Parameters
     ----------
@@ -46,12 +47,17 @@ def host_peak_index(
     shifted : bool
         Key ``mz - precursor_mz`` (peaks of spectra with a NaN precursor left
         out: they have no shifted candidates) instead of ``mz``.
+    chunk : int
+        Columns per piece.
 
     Returns
     -------
     key : ndarray of float64
     column : ndarray of int32
+        Column of each peak (``l - l0``); nondecreasing across pieces.
     weight : ndarray of float64
+    start : ndarray of int64
+        Piece ``g`` is ``start[g]:start[g + 1]``.
     """
     p0, p1 = int(offsets[l0]), int(offsets[l1])
     column = np.repeat(np.arange(l1 - l0, dtype=np.int32), np.diff(offsets[l0 : l1 + 1]))
@@ -61,11 +67,15 @@ def host_peak_index(
         key = key - np.asarray(precursor_mz[l0:l1], dtype=np.float64)[column]
         keep = ~np.isnan(key)
         key, column, w = key[keep], column[keep], w[keep]
-    order = np.argsort(key, kind="stable")
+    # peaks are in column order, so each piece is one slice; sort by (piece, key)
+    piece = column // chunk
+    order = np.lexsort((key, piece))
+    start = np.searchsorted(piece, np.arange(-(-(l1 - l0) // chunk) + 1)).astype(np.int64)
     return (
         np.ascontiguousarray(key[order]),
         np.ascontiguousarray(column[order]),
         np.ascontiguousarray(w[order]),
+        start,
     )
 
 
@@ -100,6 +110,8 @@ class BoundOnGpu:
     count_bound_survivors: bool = False
     #: Threads per block of the bound kernels (a multiple of 32).
     bound_threads: int = BOUND_THREADS
+    #: Library columns per block of the bound kernel (at most ``BOUND_CHUNK``).
+    bound_chunk: int = 2048
     _survivors: Any = None
     _bound_mod: Any = None
 
@@ -157,10 +169,16 @@ class BoundOnGpu:
         plain = self._device_index(dl, l0, l1, False)[0]
         shifted = self._device_index(dl, l0, l1, True)[0] if kind == MODIFIED_COSINE else plain
         eps = max(self._bound_info(dq)["eps"], self._bound_info(dl)["eps"])
-        self._bound_kernels().bound_kernel[q1 - q0, self.bound_threads, stream](
-            dq.spectrum_set, int(q0), int(l1 - l0), int(kind), float(tol), float(eps),
+        k = self._bound_kernels()
+        chunk = self._chunk()
+        grid = (q1 - q0, -(-(l1 - l0) // chunk))
+        k.bound_kernel[grid, self.bound_threads, stream](
+            dq.spectrum_set, int(q0), int(l1 - l0), chunk, int(kind), float(tol), float(eps),
             plain, shifted, out,
         )  # fmt: skip
+
+    def _chunk(self) -> int:
+        return max(1, min(int(self.bound_chunk), self._bound_kernels().BOUND_CHUNK))
 
     def _bound_kernels(self) -> Any:
         if self._bound_mod is None:
@@ -183,17 +201,17 @@ class BoundOnGpu:
         """The device peak index of library columns ``[l0, l1)`` (cached on the resident set)."""
         info = self._bound_info(res)
         cache: OrderedDict = info["index"]
-        key = (l0, l1, shifted)
+        chunk = self._chunk()
+        key = (l0, l1, shifted, chunk)
         found = cache.get(key)
         if found is not None:
             cache.move_to_end(key)
             return found
-        h = res.host
-        arrays = host_peak_index(h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted)
+        h, k = res.host, self._bound_kernels()
+        arrays = host_peak_index(h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted, chunk)
         if arrays[0].size == 0:  # the kernels need arrays of at least one element
-            arrays = (np.array([np.inf]), np.zeros(1, np.int32), np.zeros(1))
-        cuda = self._cuda
-        index = self._bound_kernels().DevicePeakIndex(*(cuda.to_device(a) for a in arrays))
+            arrays = (np.array([np.inf]), np.zeros(1, np.int32), np.zeros(1), arrays[3])
+        index = k.DevicePeakIndex(*(self._cuda.to_device(a) for a in arrays))
         nbytes = sum(a.nbytes for a in arrays)
         cache[key] = (index, nbytes)
         info["index_bytes"] += nbytes

@@ -1,9 +1,10 @@
 """numba CUDA kernels of the exact upper-bound pruning (device code only).
 
 For a tile (query rows × a contiguous range of library columns) the library
-peaks of the range are sorted by m/z once (a *device peak index*,
-:class:`DevicePeakIndex`).  :func:`bound_kernel` gives every pair of the tile
-the sum of the terms of *all* its candidate peak pairs:
+peaks of each piece of :data:`BOUND_CHUNK` columns of the range are sorted by
+m/z once (a *device peak index*, :class:`DevicePeakIndex`).  :func:`bound_kernel`
+gives every pair of the tile the sum of the terms of *all* its candidate peak
+pairs, accumulated in shared memory per (query row, column piece):
 
 * cosine: ``w_q * w_l`` over all pairs with ``|mz_q - mz_l| <= tol``;
 * modified cosine: the same plus the shifted candidates, found in a second
@@ -25,12 +26,13 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from numba import cuda
+from numba import cuda, float64
 
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
 
 __all__ = [
     "BOUND_ABS",
+    "BOUND_CHUNK",
     "BOUND_REL",
     "DevicePeakIndex",
     "bound_kernel",
@@ -43,32 +45,37 @@ __all__ = [
 BOUND_REL = 1e-9
 #: Absolute widening (scores near 0, rounding of the entropy terms).
 BOUND_ABS = 1e-9
+#: Library columns per thread block of :func:`bound_kernel` (float64 sums in shared memory).
+BOUND_CHUNK = 2048
 
 
 class DevicePeakIndex(NamedTuple):
-    """Library peaks of a column range sorted by key, on the device.
+    """Library peaks of a column range, per piece of :data:`BOUND_CHUNK` columns
+    sorted by key, on the device.
 
     Attributes
     ----------
     key : device array of float64
-        Sorted keys: the m/z (zero-shift index) or ``mz - precursor_mz``
-        (shifted index, peaks of spectra with a known precursor only).
+        Keys, sorted within each piece: the m/z (zero-shift index) or
+        ``mz - precursor_mz`` (shifted index, peaks of spectra with a known
+        precursor only).
     column : device array of int32
         Column of each peak's spectrum within the range (``l - l0``).
     weight : device array of float64
         The peak's weight.
+    start : device array of int64
+        Piece ``g`` (columns ``g * chunk`` onwards) is ``start[g]:start[g + 1]``.
     """
 
     key: Any
     column: Any
     weight: Any
+    start: Any
 
 
 @cuda.jit(device=True)
-def _first_not_below(key, n, x):  # pragma: no cover - device code
-    """First position whose key is not ``< x`` (keys sorted; NaN keys sort last)."""
-    lo = 0
-    hi = n
+def _first_not_below(key, lo, hi, x):  # pragma: no cover - device code
+    """First position of ``[lo, hi)`` whose key is not ``< x`` (keys sorted)."""
     while lo < hi:
         mid = (lo + hi) // 2
         if key[mid] < x:
@@ -79,10 +86,8 @@ def _first_not_below(key, n, x):  # pragma: no cover - device code
 
 
 @cuda.jit(device=True)
-def _first_above(key, n, x):  # pragma: no cover - device code
-    """First position whose key is not ``<= x``."""
-    lo = 0
-    hi = n
+def _first_above(key, lo, hi, x):  # pragma: no cover - device code
+    """First position of ``[lo, hi)`` whose key is not ``<= x``."""
     while lo < hi:
         mid = (lo + hi) // 2
         if key[mid] <= x:
@@ -98,57 +103,71 @@ def _xlog2x(x):  # pragma: no cover - device code
 
 
 @cuda.jit(device=True)
-def _accumulate(bound, r, q_mz, q_w, qa, qb, offset, index, tol, eps, entropy):  # pragma: no cover
-    """Add the terms of every (query peak, indexed peak) pair within ``tol + eps`` to row ``r``.
+def _accumulate(
+    acc, g, chunk, q_mz, q_w, qa, qb, offset, index, tol, eps, entropy
+):  # pragma: no cover
+    """Add the terms of every (query peak, peak of piece ``g``) pair within ``tol + eps``
+    to ``acc`` (one slot per column of the piece).
 
     A warp takes one query peak at a time; its lanes share the peak's window.
     """
-    key, column, weight = index
-    n = key.shape[0]
+    key, column, weight, start = index
+    a = start[g]
+    b = start[g + 1]
+    c0 = g * chunk
     lane = cuda.threadIdx.x % 32
     warp = cuda.threadIdx.x // 32
     warps = cuda.blockDim.x // 32
     for p in range(qa + warp, qb, warps):
         x = q_mz[p] - offset
         wq = q_w[p]
-        lo = _first_not_below(key, n, (x - tol) - eps)
-        hi = _first_above(key, n, (x + tol) + eps)
+        lo = _first_not_below(key, a, b, (x - tol) - eps)
+        hi = _first_above(key, lo, b, (x + tol) + eps)
         for k in range(lo + lane, hi, 32):
             wl = weight[k]
             if entropy:
                 v = (_xlog2x(wq + wl) - _xlog2x(wq) - _xlog2x(wl)) / 2.0
             else:
                 v = wq * wl
-            cuda.atomic.add(bound, (r, column[k]), v)
+            cuda.atomic.add(acc, column[k] - c0, v)
 
 
 @cuda.jit(cache=True)
 def bound_kernel(
-    queries, q_first, ncols, kind, tol, eps, plain, shifted, bound
+    queries, q_first, ncols, chunk, kind, tol, eps, plain, shifted, bound
 ):  # pragma: no cover
-    r"""Upper bounds of query rows × one library column range; one block per row.
+    r"""Upper bounds of query rows × one library column range.
 
-    Grid ``(rows,)``, a multiple of 32 threads per block.  ``queries`` is a
+    Grid ``(rows, ceil(ncols / chunk))``: one block per (row, piece of ``chunk <=
+    BOUND_CHUNK`` columns, as the indexes were built), a multiple of 32 threads
+    per block.  ``queries`` is a
     :class:`~engine.kernels.spectrum_set.SpectrumSet` of device arrays, ``kind``
     the score kind, ``plain`` and ``shifted`` :class:`DevicePeakIndex`\ es of the
-    range (``shifted`` is read for the modified cosine only).  Row ``r`` (query
-    ``q_first + r``) of ``bound[:, :ncols]`` is zeroed, then receives the sum of
-    the terms of all candidate peak pairs of each column (the raw numerator
-    bound, before the division by the norms).
+    range (``shifted`` is read for the modified cosine only).  ``bound[r, c]``
+    (query ``q_first + r``, column ``c < ncols``) receives the sum of the terms
+    of all candidate peak pairs (the raw numerator bound, before the division
+    by the norms).
     """
     q_mz, q_w, q_off, _, q_prec, _, _ = queries
+    acc = cuda.shared.array(BOUND_CHUNK, float64)
     r = cuda.blockIdx.x
+    g = cuda.blockIdx.y
     q = q_first + r
-    for c in range(cuda.threadIdx.x, ncols, cuda.blockDim.x):
-        bound[r, c] = 0.0
+    c0 = g * chunk
+    width = min(chunk, ncols - c0)
+    for c in range(cuda.threadIdx.x, width, cuda.blockDim.x):
+        acc[c] = 0.0
     cuda.syncthreads()
     qa = q_off[q]
     qb = q_off[q + 1]
     entropy = kind == ENTROPY
-    _accumulate(bound, r, q_mz, q_w, qa, qb, 0.0, plain, tol, eps, entropy)
+    _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, 0.0, plain, tol, eps, entropy)
     qp = q_prec[q]
     if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
-        _accumulate(bound, r, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
+        _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
+    cuda.syncthreads()
+    for c in range(cuda.threadIdx.x, width, cuda.blockDim.x):
+        bound[r, c0 + c] = acc[c]
 
 
 @cuda.jit(device=True)
