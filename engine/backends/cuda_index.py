@@ -15,6 +15,7 @@ import numpy as np
 
 from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import Resident
+from engine.kernels.bound_index import sort_pieces
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
 from engine.params import SearchParameters
 
@@ -67,10 +68,10 @@ def host_peak_index(
         key = key - np.asarray(precursor_mz[l0:l1], dtype=np.float64)[column]
         keep = ~np.isnan(key)
         key, column, w = key[keep], column[keep], w[keep]
-    # peaks are in column order, so each piece is one slice; sort by (piece, key)
-    piece = column // chunk
-    order = np.lexsort((key, piece))
-    start = np.searchsorted(piece, np.arange(-(-(l1 - l0) // chunk) + 1)).astype(np.int64)
+    # peaks are in column order, so each piece is one slice, sorted on its own
+    start = np.searchsorted(column, np.arange(-(-(l1 - l0) // chunk) + 1) * chunk)
+    start = start.astype(np.int64)
+    order = sort_pieces(np.ascontiguousarray(key), start)
     return (
         np.ascontiguousarray(key[order]),
         np.ascontiguousarray(column[order]),
