@@ -398,7 +398,7 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
         s = slot.stream
         s.synchronize()  # the pinned buffers of this slot are free again
-        bounded = self._bound_tile(tile, slot, dq, dl, params)  # bounds into slot.out_s
+        bounded = self._bound_tile(tile, slot, dq, dl, params)  # 0: no bounds
         key = (tile.l0, tile.l1, bounded)
         if key not in orders:  # columns by peak count (similar work per warp), cached per run
             order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
@@ -437,13 +437,13 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
         prune: bool,
         *,
         window: bool = True,
-        bounded: bool = False,
+        bounded: int = 0,
     ) -> None:
         """Queue ``score_kernel`` on the slot's stream: rows ``q0:q0+nrows`` × ``cols``.
 
         ``prune`` skips pairs in which no heavy peak of the library spectrum (and,
         with ``query_prune``, of the query) has a partner; ``window`` applies the
-        precursor window of ``params``; ``bounded``: the score buffer holds the bounds.
+        precursor window of ``params``; ``bounded``: the bound mode (``Pruning``).
         """
         threshold = float(params.threshold)
         heavy, hcnt = dl.heavy_for(self._cuda, threshold) if prune else self._dummy_heavy()
@@ -459,8 +459,9 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
             same_polarity=bool(window and params.match_ion_mode),
         )
         pruning = self._k.Pruning(
-            bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt, bool(bounded)
-        )
+            bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt,
+            *self._bound_args(slot, bounded),
+        )  # fmt: skip
         out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
         grid = ((ncols + self.threads - 1) // self.threads, nrows)
         self._k.score_kernel[grid, self.threads, slot.stream](

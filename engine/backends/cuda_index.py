@@ -104,7 +104,7 @@ def _bound_safe(res: Resident) -> bool:
 class BoundOnGpu:
     """The bound pruning of :class:`~engine.backends.cuda.CudaBackend`.
 
-    Relies on the backend's ``_cuda``, ``_upload`` and ``bound_prune``.
+    Relies on the backend's ``_cuda``, ``_k``, ``_upload`` and ``bound_prune``.
     """
 
     #: Count the pairs that pass the bound (one more small kernel per tile).
@@ -113,6 +113,8 @@ class BoundOnGpu:
     bound_threads: int = BOUND_THREADS
     #: Library columns per block of the bound kernel (at most ``BOUND_CHUNK``).
     bound_chunk: int = 2048
+    #: The bound kernel lists the pairs that pass; the score kernel runs over the list only.
+    list_survivors: bool = True
     _survivors: Any = None
     _bound_mod: Any = None
 
@@ -152,19 +154,35 @@ class BoundOnGpu:
         dq, dl = self._upload(queries), self._upload(library)
         out = self._cuda.device_array((max(nq, 1), max(nl, 1)), dtype=np.float64)
         stream = self._cuda.stream()
+        tol = float(score_tolerance(params))
         if nq and nl:
-            self._queue_bounds(
-                dq, dl, 0, nq, 0, nl, kind, float(score_tolerance(params)), out, stream
-            )
+            self._queue_bounds(dq, dl, 0, nq, 0, nl, kind, tol, self._no_listing(), out, stream)
         stream.synchronize()
         raw = out.copy_to_host()[:nq, :nl]
         den = np.outer(queries.norm, library.norm)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(den > 0, raw / den, np.nan)
 
+    def _no_listing(self) -> Any:
+        """A disabled :class:`~engine.kernels.cuda_bound.Listing` (raw bounds only)."""
+        if getattr(self, "_dummy_listing", None) is None:
+            cuda = self._cuda
+            self._dummy_listing = self._bound_kernels().Listing(
+                False, 0.0, cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros((1, 1), np.int32)),
+                cuda.to_device(np.zeros(1, np.int32)), cuda.to_device(np.zeros(2, np.int32)),
+            )  # fmt: skip
+        return self._dummy_listing
+
+    def _bound_args(self, slot: Any, bounded: int) -> tuple[int, Any, Any]:
+        """``(bounded, pairs, n_pairs)`` of the score kernel's ``Pruning`` for ``slot``."""
+        if bounded == self._k.BOUNDS_LISTED:
+            return bounded, slot.pairs, slot.n_pairs
+        dummy = self._no_listing()
+        return int(bounded), dummy.pairs, dummy.n_pairs
+
     def _queue_bounds(
         self, dq: Resident, dl: Resident, q0: int, q1: int, l0: int, l1: int,
-        kind: int, tol: float, out: Any, stream: Any,
+        kind: int, tol: float, listing: Any, out: Any, stream: Any,
     ) -> None:  # fmt: skip
         """Queue the bound kernel: rows ``q0:q1`` × columns ``l0:l1`` into ``out``."""
         plain = self._device_index(dl, l0, l1, False)[0]
@@ -174,8 +192,8 @@ class BoundOnGpu:
         chunk = self._chunk()
         grid = (q1 - q0, -(-(l1 - l0) // chunk))
         k.bound_kernel[grid, self.bound_threads, stream](
-            dq.spectrum_set, int(q0), int(l1 - l0), chunk, int(kind), float(tol), float(eps),
-            plain, shifted, out,
+            dq.spectrum_set, int(q0), int(l0), int(l1 - l0), chunk, int(kind), float(tol),
+            float(eps), plain, shifted, listing, out,
         )  # fmt: skip
 
     def _chunk(self) -> int:
@@ -229,23 +247,40 @@ class BoundOnGpu:
         dq: Resident,
         dl: Resident,
         params: SearchParameters,
-    ) -> bool:
-        """Queue the bound kernel of a tile into ``slot.out_s``; False when not bounding.
+    ) -> int:
+        """Queue the bound kernel of a tile; the score kernel's ``Pruning.bounded`` mode.
 
         Bounds apply to searches with a threshold > 0 of the kinds in
-        :data:`BOUNDED_KINDS`, with non-negative weights on both sides.
+        :data:`BOUNDED_KINDS`, with non-negative weights on both sides (else 0).
+        With :attr:`list_survivors` the pairs that pass are listed
+        (``BOUNDS_LISTED``), otherwise the bounds go into ``slot.out_s``
+        (``BOUNDS_IN_BUFFER``).
         """
         kind = score_kind(params)
         if not (getattr(self, "bound_prune", True) and params.threshold > 0.0):
-            return False
+            return 0
         if kind not in BOUNDED_KINDS:
-            return False
+            return 0
         ql, ll = self._bound_info(dq), self._bound_info(dl)
         if not (ql["safe"] and ll["safe"]):
-            return False
+            return 0
         tol = float(score_tolerance(params))
         s = slot.stream
-        self._queue_bounds(dq, dl, tile.q0, tile.q1, tile.l0, tile.l1, kind, tol, slot.out_s, s)
+        k = self._bound_kernels()
+        listing = self._no_listing()
+        mode = self._k.BOUNDS_IN_BUFFER
+        if self.list_survivors and slot.rows * slot.cols < 2**31:
+            if slot.pairs is None:
+                slot.pairs = self._cuda.device_array(slot.rows * slot.cols, dtype=np.int32)
+                slot.n_pairs = self._cuda.device_array(2, dtype=np.int32)
+            slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
+            listing = k.Listing(
+                True, float(params.threshold), dl.norm, slot.out_m, slot.pairs, slot.n_pairs
+            )
+            mode = self._k.BOUNDS_LISTED
+        self._queue_bounds(
+            dq, dl, tile.q0, tile.q1, tile.l0, tile.l1, kind, tol, listing, slot.out_s, s
+        )
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
         if self.count_bound_survivors:
             if self._survivors is None:
@@ -254,4 +289,4 @@ class BoundOnGpu:
                 slot.out_s, int(ncols), dq.norm, int(tile.q0), dl.norm, int(tile.l0),
                 float(params.threshold), self._survivors,
             )  # fmt: skip
-        return True
+        return mode

@@ -26,13 +26,15 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from numba import cuda, float64
+from numba import cuda, float64, int32
 
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
 
 __all__ = [
     "BOUND_ABS",
     "BOUND_CHUNK",
+    "NOT_SCORED",
+    "Listing",
     "BOUND_REL",
     "DevicePeakIndex",
     "bound_kernel",
@@ -47,6 +49,8 @@ BOUND_REL = 1e-9
 BOUND_ABS = 1e-9
 #: Library columns per thread block of :func:`bound_kernel` (float64 sums in shared memory).
 BOUND_CHUNK = 2048
+#: Score sentinel of pairs that are not scored (``cuda_kernels.NOT_SCORED``).
+NOT_SCORED = -1.0
 
 
 class DevicePeakIndex(NamedTuple):
@@ -71,6 +75,32 @@ class DevicePeakIndex(NamedTuple):
     column: Any
     weight: Any
     start: Any
+
+
+class Listing(NamedTuple):
+    """Where :func:`bound_kernel` lists the pairs that pass the bound (``enabled``).
+
+    Attributes
+    ----------
+    enabled : bool
+        False: only write the raw bounds.
+    threshold : float
+    library_norm : device array of float64
+        Norms of the library (columns ``l_first + c``).
+    matches : device array of int32, 2-D
+        The tile's match buffer (0 for pairs that fail the bound).
+    pairs : device array of int32
+        Receives ``row * ncols + column`` of each passing pair, in any order.
+    n_pairs : device array of int32
+        ``n_pairs[0]`` counts them (zeroed by the caller).
+    """
+
+    enabled: bool
+    threshold: float
+    library_norm: Any
+    matches: Any
+    pairs: Any
+    n_pairs: Any
 
 
 @cuda.jit(device=True)
@@ -134,7 +164,7 @@ def _accumulate(
 
 @cuda.jit(cache=True)
 def bound_kernel(
-    queries, q_first, ncols, chunk, kind, tol, eps, plain, shifted, bound
+    queries, q_first, l_first, ncols, chunk, kind, tol, eps, plain, shifted, listing, bound
 ):  # pragma: no cover
     r"""Upper bounds of query rows × one library column range.
 
@@ -144,19 +174,27 @@ def bound_kernel(
     :class:`~engine.kernels.spectrum_set.SpectrumSet` of device arrays, ``kind``
     the score kind, ``plain`` and ``shifted`` :class:`DevicePeakIndex`\ es of the
     range (``shifted`` is read for the modified cosine only).  ``bound[r, c]``
-    (query ``q_first + r``, column ``c < ncols``) receives the sum of the terms
-    of all candidate peak pairs (the raw numerator bound, before the division
-    by the norms).
+    (query ``q_first + r``, column ``c < ncols``, library spectrum ``l_first + c``)
+    receives the sum of the terms of all candidate peak pairs (the raw numerator
+    bound, before the division by the norms).  With ``listing`` (a
+    :class:`Listing`) enabled, pairs that fail :func:`bound_passes` (or have a
+    zero norm) get ``NOT_SCORED`` and 0 matches instead, and the others are
+    listed for the score kernel.
     """
-    q_mz, q_w, q_off, _, q_prec, _, _ = queries
+    q_mz, q_w, q_off, q_norm, q_prec, _, _ = queries
     acc = cuda.shared.array(BOUND_CHUNK, float64)
+    cnt = cuda.shared.array(2, int32)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
     r = cuda.blockIdx.x
     g = cuda.blockIdx.y
     q = q_first + r
     c0 = g * chunk
     width = min(chunk, ncols - c0)
-    for c in range(cuda.threadIdx.x, width, cuda.blockDim.x):
+    for c in range(tid, width, nt):
         acc[c] = 0.0
+    if tid == 0:
+        cnt[0] = 0
     cuda.syncthreads()
     qa = q_off[q]
     qb = q_off[q + 1]
@@ -166,8 +204,34 @@ def bound_kernel(
     if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
         _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
     cuda.syncthreads()
-    for c in range(cuda.threadIdx.x, width, cuda.blockDim.x):
-        bound[r, c0 + c] = acc[c]
+    enabled, threshold, l_norm, matches, pairs, n_pairs = listing
+    if not enabled:
+        for c in range(tid, width, nt):
+            bound[r, c0 + c] = acc[c]
+        return
+    dq = q_norm[q]
+    mine = 0
+    for c in range(tid, width, nt):
+        den = dq * l_norm[l_first + c0 + c]
+        if den != 0.0 and bound_passes(acc[c], den, threshold):
+            mine += 1
+    local = 0
+    if mine > 0:
+        local = cuda.atomic.add(cnt, 0, mine)
+    cuda.syncthreads()
+    if tid == 0 and cnt[0] > 0:
+        cnt[1] = cuda.atomic.add(n_pairs, 0, cnt[0])
+    cuda.syncthreads()
+    pos = cnt[1] + local
+    for c in range(tid, width, nt):
+        den = dq * l_norm[l_first + c0 + c]
+        if den != 0.0 and bound_passes(acc[c], den, threshold):
+            pairs[pos] = r * ncols + c0 + c
+            pos += 1
+            bound[r, c0 + c] = acc[c]
+        else:
+            bound[r, c0 + c] = NOT_SCORED
+            matches[r, c0 + c] = 0
 
 
 @cuda.jit(device=True)
