@@ -168,8 +168,9 @@ class BoundOnGpu:
         if getattr(self, "_dummy_listing", None) is None:
             cuda = self._cuda
             self._dummy_listing = self._bound_kernels().Listing(
-                False, 0.0, cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros((1, 1), np.int32)),
-                cuda.to_device(np.zeros(1, np.int32)), cuda.to_device(np.zeros(2, np.int32)),
+                False, 0.0, cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros(2, np.int32)),
+                cuda.to_device(np.zeros((1, 1), np.int32)), cuda.to_device(np.zeros(1, np.int32)),
+                cuda.to_device(np.zeros(2, np.int32)),
             )  # fmt: skip
         return self._dummy_listing
 
@@ -275,8 +276,9 @@ class BoundOnGpu:
                 slot.n_pairs = self._cuda.device_array(2, dtype=np.int32)
             slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
             listing = k.Listing(
-                True, float(params.threshold), dl.norm, slot.out_m, slot.pairs, slot.n_pairs
-            )
+                True, float(params.threshold), dl.norm, dl.offsets, slot.out_m, slot.pairs,
+                slot.n_pairs,
+            )  # fmt: skip
             mode = self._k.BOUNDS_LISTED
         self._queue_bounds(
             dq, dl, tile.q0, tile.q1, tile.l0, tile.l1, kind, tol, listing, slot.out_s, s
@@ -286,7 +288,7 @@ class BoundOnGpu:
             if self._survivors is None:
                 self._survivors = self._cuda.to_device(np.zeros(1, np.int64))
             self._bound_kernels().count_kernel[nrows, self.bound_threads, s](
-                slot.out_s, int(ncols), dq.norm, int(tile.q0), dl.norm, int(tile.l0),
-                float(params.threshold), self._survivors,
+                slot.out_s, int(ncols), dq.spectrum_set, int(tile.q0), dl.spectrum_set,
+                int(tile.l0), float(params.threshold), self._survivors,
             )  # fmt: skip
         return mode

@@ -13,8 +13,9 @@ pairs, accumulated in shared memory per (query row, column piece):
 
 The greedy (or two-pointer) score takes a subset of these candidates, each
 term >= 0, so the sum bounds it from above; the score kernel skips pairs whose
-bound, divided by the norms and widened by :data:`BOUND_REL` / :data:`BOUND_ABS`,
-is below the threshold (see :func:`bound_passes`).  The index windows are
+bound, divided by the norms and widened by :data:`BOUND_REL` / :data:`BOUND_ABS`
+plus a little per possible candidate, is below the threshold (see
+:func:`bound_passes`).  The index windows are
 widened by ``eps`` Da so that no candidate is lost to the rounding of
 ``mz +- tol`` or of the shift.
 
@@ -42,11 +43,17 @@ __all__ = [
     "count_kernel",
 ]
 
-#: Relative widening of a bound before it is compared (covers float64 rounding of
-#: sums of up to ~1e6 non-negative terms in any order, and the division).
+#: Relative widening of a bound before it is compared, plus :data:`PER_TERM_REL` per
+#: possible candidate: covers the float64 rounding of both sums (in any order) and
+#: of the products (on the GPU the merge may fuse them into its sum).
 BOUND_REL = 1e-9
-#: Absolute widening (scores near 0, rounding of the entropy terms).
+#: Absolute widening (scores near 0), plus :data:`PER_TERM_ABS` per possible
+#: candidate (rounding of the entropy terms, each at most ~2 in magnitude).
 BOUND_ABS = 1e-9
+#: Per-candidate widening: relative (4 float64 units of roundoff), and absolute (an
+#: entropy term, |value| <= 3, computed with ~10 units of roundoff on either side).
+PER_TERM_REL = 4.5e-16
+PER_TERM_ABS = 1e-14
 #: Library columns per thread block of :func:`bound_kernel` (float64 sums in shared memory).
 BOUND_CHUNK = 2048
 #: Score sentinel of pairs that are not scored (``cuda_kernels.NOT_SCORED``).
@@ -87,6 +94,8 @@ class Listing(NamedTuple):
     threshold : float
     library_norm : device array of float64
         Norms of the library (columns ``l_first + c``).
+    library_offsets : device array of int32
+        Offsets of the library's peaks (peak counts bound a pair's candidates).
     matches : device array of int32, 2-D
         The tile's match buffer (0 for pairs that fail the bound).
     pairs : device array of int32
@@ -98,6 +107,7 @@ class Listing(NamedTuple):
     enabled: bool
     threshold: float
     library_norm: Any
+    library_offsets: Any
     matches: Any
     pairs: Any
     n_pairs: Any
@@ -204,16 +214,18 @@ def bound_kernel(
     if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
         _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
     cuda.syncthreads()
-    enabled, threshold, l_norm, matches, pairs, n_pairs = listing
+    enabled, threshold, l_norm, l_off, matches, pairs, n_pairs = listing
     if not enabled:
         for c in range(tid, width, nt):
             bound[r, c0 + c] = acc[c]
         return
     dq = q_norm[q]
+    nq = qb - qa
     mine = 0
     for c in range(tid, width, nt):
-        den = dq * l_norm[l_first + c0 + c]
-        if den != 0.0 and bound_passes(acc[c], den, threshold):
+        l = l_first + c0 + c
+        den = dq * l_norm[l]
+        if den != 0.0 and bound_passes(acc[c], den, threshold, nq, l_off[l + 1] - l_off[l]):
             mine += 1
     local = 0
     if mine > 0:
@@ -224,8 +236,9 @@ def bound_kernel(
     cuda.syncthreads()
     pos = cnt[1] + local
     for c in range(tid, width, nt):
-        den = dq * l_norm[l_first + c0 + c]
-        if den != 0.0 and bound_passes(acc[c], den, threshold):
+        l = l_first + c0 + c
+        den = dq * l_norm[l]
+        if den != 0.0 and bound_passes(acc[c], den, threshold, nq, l_off[l + 1] - l_off[l]):
             pairs[pos] = r * ncols + c0 + c
             pos += 1
             bound[r, c0 + c] = acc[c]
@@ -235,29 +248,39 @@ def bound_kernel(
 
 
 @cuda.jit(device=True)
-def bound_passes(raw, den, threshold):  # pragma: no cover - device code
+def bound_passes(raw, den, threshold, n_a, n_b):  # pragma: no cover - device code
     """Whether a pair's raw bound, divided by ``den`` and widened, reaches ``threshold``.
 
-    NaN bounds pass (the pair is scored).
+    ``n_a``, ``n_b``: the two spectra's peak counts; a pair has at most
+    ``2 * n_a * n_b`` candidates (zero-shift and shifted), and the widening
+    grows with that number.  NaN bounds pass (the pair is scored).
     """
-    return not ((raw / den) * (1.0 + BOUND_REL) + BOUND_ABS < threshold)
+    n = 2.0 * float(n_a) * float(n_b) + float(n_a + n_b)
+    rel = BOUND_REL + PER_TERM_REL * n
+    return not ((raw / den) * (1.0 + rel) + (BOUND_ABS + PER_TERM_ABS * n) < threshold)
 
 
 @cuda.jit(cache=True)
 def count_kernel(
-    bound, ncols, den_q, q_first, den_l, l_first, threshold, total
+    bound, ncols, queries, q_first, library, l_first, threshold, total
 ):  # pragma: no cover
-    """Diagnostics: add the number of pairs of a tile that pass the bound to ``total[0]``.
+    r"""Diagnostics: add the number of pairs of a tile that pass the bound to ``total[0]``.
 
-    Grid ``(rows,)``; ``den_q`` / ``den_l`` are the norms of queries and library.
-    Pairs with a zero norm are not counted (they are never scored).
+    Grid ``(rows,)``; ``queries`` and ``library`` are
+    :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s of device arrays.  Pairs
+    with a zero norm are not counted (they are never scored).
     """
+    q_off, q_norm = queries.offsets, queries.norm
+    l_off, l_norm = library.offsets, library.norm
     r = cuda.blockIdx.x
-    dq = den_q[q_first + r]
+    q = q_first + r
+    dq = q_norm[q]
+    nq = q_off[q + 1] - q_off[q]
     mine = 0
     for c in range(cuda.threadIdx.x, ncols, cuda.blockDim.x):
-        den = dq * den_l[l_first + c]
-        if den != 0.0 and bound_passes(bound[r, c], den, threshold):
+        l = l_first + c
+        den = dq * l_norm[l]
+        if den != 0.0 and bound_passes(bound[r, c], den, threshold, nq, l_off[l + 1] - l_off[l]):
             mine += 1
     if mine > 0:
         cuda.atomic.add(total, 0, mine)

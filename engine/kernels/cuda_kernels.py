@@ -211,7 +211,8 @@ def score_kernel(
         out_s[r, col] = 0.0
         out_m[r, col] = 0
         return
-    if bounded == BOUNDS_IN_BUFFER and not bound_passes(out_s[r, col], den, threshold):
+    nlp = l_off[l + 1] - l_off[l]
+    if bounded == BOUNDS_IN_BUFFER and not bound_passes(out_s[r, col], den, threshold, nqp, nlp):
         out_s[r, col] = NOT_SCORED
         out_m[r, col] = 0
         return
