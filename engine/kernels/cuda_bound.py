@@ -200,7 +200,7 @@ def bound_kernel(
     g = cuda.blockIdx.y
     q = q_first + r
     c0 = g * chunk
-    width = min(chunk, ncols - c0)
+    width = ncols - c0 if ncols - c0 < chunk else chunk
     for c in range(tid, width, nt):
         acc[c] = 0.0
     if tid == 0:
