@@ -1,9 +1,13 @@
 """Exact upper-bound pruning of the CUDA backend: device peak indexes and the bound launch.
 
-Before a tile of a search with a threshold is scored, :func:`bound_kernel`
-writes every pair's upper bound (the sum of the terms of all its candidate peak
-pairs, see :mod:`engine.kernels.cuda_bound`) into the tile's score buffer; the
-score kernel then merges only the pairs whose bound reaches the threshold.
+Before a tile of a search with a threshold is scored, the bound kernel
+(:mod:`engine.kernels.cuda_bound`) gives every pair its upper bound, the sum of
+the terms of all its candidate peak pairs, from a device peak index of the
+tile's library columns (built on the host once per column range and kept on
+the device with the resident library).  By default it writes ``NOT_SCORED``
+for the pairs whose bound cannot reach the threshold and lists the others, and
+the score kernel runs over that list only (``list_survivors``); otherwise the
+bounds stay in the score buffer and the score kernel skips the pairs below.
 """
 
 from __future__ import annotations
