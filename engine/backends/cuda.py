@@ -36,6 +36,7 @@ import numpy as np
 from engine.backends.base import Backend, Batch, PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, resident_key
 from engine.backends.cuda_dense import DenseOnGpu
+from engine.backends.cuda_index import BoundOnGpu
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.gpu import cuda_status, numba_cuda
 from engine.backends.rescore import (
@@ -63,7 +64,7 @@ class CudaError(RuntimeError):
     """A CUDA failure inside the backend (the search job falls back to the CPU)."""
 
 
-class CudaBackend(DenseOnGpu, Backend):
+class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
     """Exact greedy cosine on an NVIDIA GPU with the library resident in GPU memory.
 
     Parameters
@@ -83,6 +84,9 @@ class CudaBackend(DenseOnGpu, Backend):
     query_prune : bool
         With a threshold, also skip pairs in which no heavy peak of the query
         has a partner (exact, like the library-side test).
+    bound_prune : bool
+        With a threshold, merge only pairs whose exact upper bound (all candidate
+        terms, :mod:`.cuda_index`) reaches it; False scores every pair.
     depth : int
         Search tiles in flight (each with its own buffers and stream).
     max_resident : int
@@ -106,6 +110,7 @@ class CudaBackend(DenseOnGpu, Backend):
         max_cols: int = 16384,
         dense_chunk_bytes: int = 64 << 20,
         query_prune: bool = True,
+        bound_prune: bool = True,
         depth: int = 3,
         max_resident: int = 4,
     ) -> None:
@@ -123,6 +128,7 @@ class CudaBackend(DenseOnGpu, Backend):
         self.max_cols = max(int(max_cols), self._k.SORT_MAX)
         self.dense_chunk_bytes = int(dense_chunk_bytes)
         self.query_prune = bool(query_prune)
+        self.bound_prune = bool(bound_prune)
         self.depth = max(2, int(depth))
         self.max_resident = int(max_resident)
         self._resident: OrderedDict[str, Resident] = OrderedDict()
@@ -392,10 +398,12 @@ class CudaBackend(DenseOnGpu, Backend):
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
         s = slot.stream
         s.synchronize()  # the pinned buffers of this slot are free again
-        key = (tile.l0, tile.l1)
+        bounded = self._bound_tile(tile, slot, dq, dl, params)  # 0: no bounds
+        key = (tile.l0, tile.l1, bounded)
         if key not in orders:  # columns by peak count (similar work per warp), cached per run
             order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
-            orders[key] = order.astype(np.int32)
+            # bounded: few pairs are merged; library order keeps the buffer accesses coalesced
+            orders[key] = (np.arange(tile.l0, tile.l1) if bounded else order).astype(np.int32)
         slot.cols_host[:ncols] = orders[key]
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
@@ -404,22 +412,15 @@ class CudaBackend(DenseOnGpu, Backend):
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
-        self._score(slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune)
+        self._score(
+            slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune,
+            bounded=bounded,
+        )  # fmt: skip
         self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
-            slot.out_s,
-            slot.out_m,
-            slot.segs_dev,
-            int(max(1, params.min_matches)),
-            float(params.threshold),
-            int(params.top_n),
-            dl.index,
-            int(tile.l0),
-            slot.hit_r,
-            slot.hit_c,
-            slot.hit_s,
-            slot.hit_m,
-            slot.counts,
-        )
+            slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
+            float(params.threshold), int(params.top_n), dl.index, int(tile.l0),
+            slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts,
+        )  # fmt: skip
         slot.counts.copy_to_host(slot.counts_host, stream=s)
 
     def _score(
@@ -436,12 +437,13 @@ class CudaBackend(DenseOnGpu, Backend):
         prune: bool,
         *,
         window: bool = True,
+        bounded: int = 0,
     ) -> None:
         """Queue ``score_kernel`` on the slot's stream: rows ``q0:q0+nrows`` × ``cols``.
 
         ``prune`` skips pairs in which no heavy peak of the library spectrum (and,
         with ``query_prune``, of the query) has a partner; ``window`` applies the
-        precursor window of ``params``.
+        precursor window of ``params``; ``bounded``: the bound mode (``Pruning``).
         """
         threshold = float(params.threshold)
         heavy, hcnt = dl.heavy_for(self._cuda, threshold) if prune else self._dummy_heavy()
@@ -457,8 +459,9 @@ class CudaBackend(DenseOnGpu, Backend):
             same_polarity=bool(window and params.match_ion_mode),
         )
         pruning = self._k.Pruning(
-            bool(prune), threshold if prune else 0.0, heavy, hcnt, bool(qprune), qheavy, qhcnt
-        )
+            bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt,
+            *self._bound_args(slot, bounded),
+        )  # fmt: skip
         out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
         grid = ((ncols + self.threads - 1) // self.threads, nrows)
         self._k.score_kernel[grid, self.threads, slot.stream](

@@ -30,6 +30,7 @@ class Resident:
     nbytes: int
     host: PreparedSpectra | None = None
     heavy: dict | None = None  # threshold -> (device heavy, device counts)
+    bound: dict | None = None  # bound pruning: weight check, eps, device peak indexes
 
     @property
     def spectrum_set(self) -> SpectrumSet:
@@ -84,6 +85,9 @@ class TileSlot:
         self.counts_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host[:] = 0
+        #: Pairs that pass the bound and their count (allocated on first use).
+        self.pairs: Any = None
+        self.n_pairs: Any = None
 
     def fits(self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int) -> bool:
         """Whether a tile of this shape fits the slot's buffers."""

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from numba import cuda, float64, int32, uint8
 
+from engine.kernels.cuda_bound import NOT_SCORED, bound_passes
 from engine.kernels.cuda_pair import (
     K3,
     K,
@@ -41,6 +42,8 @@ from engine.kernels.cuda_pair import (
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
 
 __all__ = [
+    "BOUNDS_IN_BUFFER",
+    "BOUNDS_LISTED",
     "FLAGGED",
     "K",
     "NOT_SCORED",
@@ -57,8 +60,11 @@ SMALL_QUERY = 256
 #: Longest row (library columns per launch) the top-N selection can sort.
 SORT_MAX = 2048
 
-#: Score sentinels written for pairs that are not (yet) scored.
-NOT_SCORED = -1.0
+#: ``Pruning.bounded`` modes: bounds in the score buffer; survivors listed.
+BOUNDS_IN_BUFFER = 1
+BOUNDS_LISTED = 2
+
+#: Score sentinels written for pairs that are not (yet) scored (and ``NOT_SCORED``).
 FLAGGED = -2.0
 
 
@@ -77,6 +83,16 @@ class Pruning(NamedTuple):
         The same test the other way round, with the queries' heavy peaks.
     query_heavy, query_heavy_count : device arrays
         :func:`~engine.kernels.heavy.heavy_peaks` of the queries.
+    bounded : int
+        0: no bounds.  :data:`BOUNDS_IN_BUFFER`: the score buffer holds each
+        pair's upper bound (:func:`~engine.kernels.cuda_bound.bound_kernel`);
+        pairs whose bound is under ``threshold`` are not scored (any score kind).
+        :data:`BOUNDS_LISTED`: the bound kernel already wrote ``NOT_SCORED`` for
+        those and listed the others in ``pairs``; only the listed pairs are scored.
+    pairs : device array of int32
+        Listed pairs as ``row * ncols + column`` (``BOUNDS_LISTED``).
+    n_pairs : device array of int32
+        ``n_pairs[0]``: how many are listed.
     """
 
     enabled: bool
@@ -86,6 +102,9 @@ class Pruning(NamedTuple):
     query_enabled: bool
     query_heavy: Any
     query_heavy_count: Any
+    bounded: int = 0
+    pairs: Any = None
+    n_pairs: Any = None
 
 
 class TileOutput(NamedTuple):
@@ -132,6 +151,13 @@ def score_kernel(
     With ``qprune`` too, the same test runs the other way round with the
     query's heavy peaks ``qheavy[q, :qhcnt[q]]`` against the library spectrum
     (the bound is symmetric), with the merge's own float comparisons.
+
+    With ``bounded == BOUNDS_IN_BUFFER``, ``out_s[r, col]`` holds the pair's raw
+    upper bound on entry, and pairs whose bound cannot reach ``threshold`` get
+    ``NOT_SCORED`` before any merge (:func:`~engine.kernels.cuda_bound.bound_passes`).
+    With ``BOUNDS_LISTED`` thread ``i`` of the grid (any shape with at least
+    ``n_pairs[0]`` threads) scores listed pair ``pairs[i]`` (``row * ncols +
+    column``, columns relative to ``l_first``); ``cols`` is not read.
     """
     q_mz, q_w, q_off, q_norm, q_prec, _, q_pol = queries
     l_mz, l_w, l_off, l_norm, l_prec, _, l_pol = library
@@ -140,26 +166,40 @@ def score_kernel(
     entropy = options.kind == ENTROPY
     ptol = options.precursor_tolerance
     ppm = options.ppm
-    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt = pruning
+    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt, bounded, pairs, n_pairs = pruning
     out_s, out_m, ovf_r, ovf_c, counts = out
-    r = cuda.blockIdx.y
-    q = q_first + r
-    c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     sq_mz = cuda.shared.array(SMALL_QUERY, float64)
     sq_w = cuda.shared.array(SMALL_QUERY, float64)
-    qa = q_off[q]
-    qb = q_off[q + 1]
-    nqp = qb - qa
-    staged = nqp <= SMALL_QUERY
-    if staged:
-        for t in range(cuda.threadIdx.x, nqp, cuda.blockDim.x):
-            sq_mz[t] = q_mz[qa + t]
-            sq_w[t] = q_w[qa + t]
-        cuda.syncthreads()
-    if c >= ncols:
-        return
-    l = cols[c]
-    col = l - l_first
+    if bounded == BOUNDS_LISTED:  # thread i scores listed pair i (queries from global memory)
+        i = (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * cuda.blockDim.x
+        i += cuda.threadIdx.x
+        if i >= n_pairs[0]:
+            return
+        r = pairs[i] // ncols
+        col = pairs[i] - r * ncols
+        l = l_first + col
+        q = q_first + r
+        qa = q_off[q]
+        qb = q_off[q + 1]
+        nqp = qb - qa
+        staged = False
+    else:
+        r = cuda.blockIdx.y
+        q = q_first + r
+        c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        qa = q_off[q]
+        qb = q_off[q + 1]
+        nqp = qb - qa
+        staged = nqp <= SMALL_QUERY
+        if staged:
+            for t in range(cuda.threadIdx.x, nqp, cuda.blockDim.x):
+                sq_mz[t] = q_mz[qa + t]
+                sq_w[t] = q_w[qa + t]
+            cuda.syncthreads()
+        if c >= ncols:
+            return
+        l = cols[c]
+        col = l - l_first
     qp = q_prec[q]
     lp = l_prec[l]
     if not precursor_ok(qp, lp, ptol, ppm) or (options.same_polarity and q_pol[q] * l_pol[l] < 0):
@@ -169,6 +209,11 @@ def score_kernel(
     den = l_norm[l] * q_norm[q]
     if den == 0.0:
         out_s[r, col] = 0.0
+        out_m[r, col] = 0
+        return
+    nlp = l_off[l + 1] - l_off[l]
+    if bounded == BOUNDS_IN_BUFFER and not bound_passes(out_s[r, col], den, threshold, nqp, nlp):
+        out_s[r, col] = NOT_SCORED
         out_m[r, col] = 0
         return
     if entropy:

@@ -1,0 +1,298 @@
+"""Exact upper-bound pruning of the CUDA backend: device peak indexes and the bound launch.
+
+Before a tile of a search with a threshold is scored, the bound kernel
+(:mod:`engine.kernels.cuda_bound`) gives every pair its upper bound, the sum of
+the terms of all its candidate peak pairs, from a device peak index of the
+tile's library columns (built on the host once per column range and kept on
+the device with the resident library).  By default it writes ``NOT_SCORED``
+for the pairs whose bound cannot reach the threshold and lists the others, and
+the score kernel runs over that list only (``list_survivors``); otherwise the
+bounds stay in the score buffer and the score kernel skips the pairs below.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
+from engine.backends.cuda_buffers import Resident
+from engine.kernels.bound_index import sort_pieces
+from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
+from engine.params import SearchParameters
+
+__all__ = ["BoundOnGpu", "bound_eps", "host_peak_index"]
+
+#: Score kinds the bound is exact for.
+BOUNDED_KINDS = (COSINE, MODIFIED_COSINE, ENTROPY)
+#: Threads per block of the bound kernel (a multiple of 32: one warp per query peak).
+BOUND_THREADS = 128
+
+
+def host_peak_index(
+    mz: np.ndarray,
+    weight: np.ndarray,
+    offsets: np.ndarray,
+    precursor_mz: np.ndarray,
+    l0: int,
+    l1: int,
+    shifted: bool,
+    chunk: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Peaks of spectra ``[l0, l1)``, per piece of ``chunk`` columns sorted by key.
+
+    Parameters
+    ----------
+    mz, weight, offsets, precursor_mz : ndarray
+        The library in CSR form.
+    l0, l1 : int
+        The column range.
+    shifted : bool
+        Key ``mz - precursor_mz`` (peaks of spectra with a NaN precursor left
+        out: they have no shifted candidates) instead of ``mz``.
+    chunk : int
+        Columns per piece.
+
+    Returns
+    -------
+    key : ndarray of float64
+    column : ndarray of int32
+        Column of each peak (``l - l0``); nondecreasing across pieces.
+    weight : ndarray of float64
+    start : ndarray of int64
+        Piece ``g`` is ``start[g]:start[g + 1]``.
+    """
+    p0, p1 = int(offsets[l0]), int(offsets[l1])
+    column = np.repeat(np.arange(l1 - l0, dtype=np.int32), np.diff(offsets[l0 : l1 + 1]))
+    key = np.asarray(mz[p0:p1], dtype=np.float64)
+    w = np.asarray(weight[p0:p1], dtype=np.float64)
+    if shifted:
+        key = key - np.asarray(precursor_mz[l0:l1], dtype=np.float64)[column]
+        keep = ~np.isnan(key)
+        key, column, w = key[keep], column[keep], w[keep]
+    # peaks are in column order, so each piece is one slice, sorted on its own
+    start = np.searchsorted(column, np.arange(-(-(l1 - l0) // chunk) + 1) * chunk)
+    start = start.astype(np.int64)
+    order = sort_pieces(np.ascontiguousarray(key), start)
+    return (
+        np.ascontiguousarray(key[order]),
+        np.ascontiguousarray(column[order]),
+        np.ascontiguousarray(w[order]),
+        start,
+    )
+
+
+def bound_eps(res: Resident) -> float:
+    """Window widening (Da) that covers the rounding of ``mz +- tol`` and of the shift.
+
+    ``1e-6`` Da plus ~90 float64 ulps of the largest m/z or precursor of the set.
+    """
+    h = res.host
+    big = 0.0
+    for a in (h.mz, h.precursor_mz):
+        a = np.asarray(a, dtype=np.float64)
+        finite = a[np.isfinite(a)]
+        if finite.size:
+            big = max(big, float(np.abs(finite).max()))
+    return 1e-6 + 1e-14 * big
+
+
+def _bound_safe(res: Resident) -> bool:
+    """Whether every weight is >= 0 (the sum of candidate terms bounds the score)."""
+    w = np.asarray(res.host.weight)
+    return bool(w.size == 0 or np.nanmin(w) >= 0.0)
+
+
+class BoundOnGpu:
+    """The bound pruning of :class:`~engine.backends.cuda.CudaBackend`.
+
+    Relies on the backend's ``_cuda``, ``_k``, ``_upload`` and ``bound_prune``.
+    """
+
+    #: Count the pairs that pass the bound (one more small kernel per tile).
+    count_bound_survivors: bool = False
+    #: Threads per block of the bound kernels (a multiple of 32).
+    bound_threads: int = BOUND_THREADS
+    #: Library columns per block of the bound kernel (at most ``BOUND_CHUNK``).
+    bound_chunk: int = 2048
+    #: The bound kernel lists the pairs that pass; the score kernel runs over the list only.
+    list_survivors: bool = True
+    _survivors: Any = None
+    _bound_mod: Any = None
+
+    @property
+    def bound_survivors(self) -> int:
+        """Pairs that passed the bound since counting was switched on (with a threshold)."""
+        if self._survivors is None:
+            return 0
+        return int(self._survivors.copy_to_host()[0])
+
+    def reset_bound_survivors(self) -> None:
+        """Set :attr:`bound_survivors` back to 0."""
+        self._survivors = None
+
+    def pair_bounds(
+        self, queries: PreparedSpectra, library: PreparedSpectra, params: SearchParameters
+    ) -> np.ndarray:
+        """The upper bound of every pair's score, as the search compares it (diagnostics).
+
+        Parameters
+        ----------
+        queries, library : PreparedSpectra
+        params : SearchParameters
+            Tolerance and score kind (any threshold).
+
+        Returns
+        -------
+        ndarray of float64, shape (len(queries), len(library))
+            Raw bound (sum of all candidate terms) divided by the two norms,
+            before the widening of :func:`~engine.kernels.cuda_bound.bound_passes`;
+            NaN where a norm is 0.
+        """
+        kind = score_kind(params)
+        if kind not in BOUNDED_KINDS:
+            raise ValueError(f"no exact bound for score {params.score!r}")
+        nq, nl = len(queries), len(library)
+        dq, dl = self._upload(queries), self._upload(library)
+        out = self._cuda.device_array((max(nq, 1), max(nl, 1)), dtype=np.float64)
+        stream = self._cuda.stream()
+        tol = float(score_tolerance(params))
+        if nq and nl:
+            self._queue_bounds(dq, dl, 0, nq, 0, nl, kind, tol, self._no_listing(), out, stream)
+        stream.synchronize()
+        raw = out.copy_to_host()[:nq, :nl]
+        den = np.outer(queries.norm, library.norm)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den > 0, raw / den, np.nan)
+
+    def _no_listing(self) -> Any:
+        """A disabled :class:`~engine.kernels.cuda_bound.Listing` (raw bounds only)."""
+        if getattr(self, "_dummy_listing", None) is None:
+            cuda = self._cuda
+            self._dummy_listing = self._bound_kernels().Listing(
+                False, 0.0, cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros(2, np.int32)),
+                cuda.to_device(np.zeros((1, 1), np.int32)), cuda.to_device(np.zeros(1, np.int32)),
+                cuda.to_device(np.zeros(2, np.int32)),
+            )  # fmt: skip
+        return self._dummy_listing
+
+    def _bound_args(self, slot: Any, bounded: int) -> tuple[int, Any, Any]:
+        """``(bounded, pairs, n_pairs)`` of the score kernel's ``Pruning`` for ``slot``."""
+        if bounded == self._k.BOUNDS_LISTED:
+            return bounded, slot.pairs, slot.n_pairs
+        dummy = self._no_listing()
+        return int(bounded), dummy.pairs, dummy.n_pairs
+
+    def _queue_bounds(
+        self, dq: Resident, dl: Resident, q0: int, q1: int, l0: int, l1: int,
+        kind: int, tol: float, listing: Any, out: Any, stream: Any,
+    ) -> None:  # fmt: skip
+        """Queue the bound kernel: rows ``q0:q1`` × columns ``l0:l1`` into ``out``."""
+        plain = self._device_index(dl, l0, l1, False)[0]
+        shifted = self._device_index(dl, l0, l1, True)[0] if kind == MODIFIED_COSINE else plain
+        eps = max(self._bound_info(dq)["eps"], self._bound_info(dl)["eps"])
+        k = self._bound_kernels()
+        chunk = self._chunk()
+        grid = (q1 - q0, -(-(l1 - l0) // chunk))
+        k.bound_kernel[grid, self.bound_threads, stream](
+            dq.spectrum_set, int(q0), int(l0), int(l1 - l0), chunk, int(kind), float(tol),
+            float(eps), plain, shifted, listing, out,
+        )  # fmt: skip
+
+    def _chunk(self) -> int:
+        return max(1, min(int(self.bound_chunk), self._bound_kernels().BOUND_CHUNK))
+
+    def _bound_kernels(self) -> Any:
+        if self._bound_mod is None:
+            from engine.kernels import cuda_bound  # device code: after the numpy shim
+
+            self._bound_mod = cuda_bound
+        return self._bound_mod
+
+    def _bound_info(self, res: Resident) -> dict:
+        if res.bound is None:
+            res.bound = {
+                "safe": _bound_safe(res),
+                "eps": bound_eps(res),
+                "index": OrderedDict(),
+                "index_bytes": 0,
+            }
+        return res.bound
+
+    def _device_index(self, res: Resident, l0: int, l1: int, shifted: bool) -> Any:
+        """The device peak index of library columns ``[l0, l1)`` (cached on the resident set)."""
+        info = self._bound_info(res)
+        cache: OrderedDict = info["index"]
+        chunk = self._chunk()
+        key = (l0, l1, shifted, chunk)
+        found = cache.get(key)
+        if found is not None:
+            cache.move_to_end(key)
+            return found
+        h, k = res.host, self._bound_kernels()
+        arrays = host_peak_index(h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted, chunk)
+        if arrays[0].size == 0:  # the kernels need arrays of at least one element
+            arrays = (np.array([np.inf]), np.zeros(1, np.int32), np.zeros(1), arrays[3])
+        index = k.DevicePeakIndex(*(self._cuda.to_device(a) for a in arrays))
+        nbytes = sum(a.nbytes for a in arrays)
+        cache[key] = (index, nbytes)
+        info["index_bytes"] += nbytes
+        budget = max(256 << 20, 3 * res.nbytes)
+        while info["index_bytes"] > budget and len(cache) > 1:
+            _, (_, b) = cache.popitem(last=False)
+            info["index_bytes"] -= b
+        return cache[key]
+
+    def _bound_tile(
+        self,
+        tile: Any,
+        slot: Any,
+        dq: Resident,
+        dl: Resident,
+        params: SearchParameters,
+    ) -> int:
+        """Queue the bound kernel of a tile; the score kernel's ``Pruning.bounded`` mode.
+
+        Bounds apply to searches with a threshold > 0 of the kinds in
+        :data:`BOUNDED_KINDS`, with non-negative weights on both sides (else 0).
+        With :attr:`list_survivors` the pairs that pass are listed
+        (``BOUNDS_LISTED``), otherwise the bounds go into ``slot.out_s``
+        (``BOUNDS_IN_BUFFER``).
+        """
+        kind = score_kind(params)
+        if not (getattr(self, "bound_prune", True) and params.threshold > 0.0):
+            return 0
+        if kind not in BOUNDED_KINDS:
+            return 0
+        ql, ll = self._bound_info(dq), self._bound_info(dl)
+        if not (ql["safe"] and ll["safe"]):
+            return 0
+        tol = float(score_tolerance(params))
+        s = slot.stream
+        k = self._bound_kernels()
+        listing = self._no_listing()
+        mode = self._k.BOUNDS_IN_BUFFER
+        if self.list_survivors and slot.rows * slot.cols < 2**31:
+            if slot.pairs is None:
+                slot.pairs = self._cuda.device_array(slot.rows * slot.cols, dtype=np.int32)
+                slot.n_pairs = self._cuda.device_array(2, dtype=np.int32)
+            slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
+            listing = k.Listing(
+                True, float(params.threshold), dl.norm, dl.offsets, slot.out_m, slot.pairs,
+                slot.n_pairs,
+            )  # fmt: skip
+            mode = self._k.BOUNDS_LISTED
+        self._queue_bounds(
+            dq, dl, tile.q0, tile.q1, tile.l0, tile.l1, kind, tol, listing, slot.out_s, s
+        )
+        nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
+        if self.count_bound_survivors:
+            if self._survivors is None:
+                self._survivors = self._cuda.to_device(np.zeros(1, np.int64))
+            self._bound_kernels().count_kernel[nrows, self.bound_threads, s](
+                slot.out_s, int(ncols), dq.spectrum_set, int(tile.q0), dl.spectrum_set,
+                int(tile.l0), float(params.threshold), self._survivors,
+            )  # fmt: skip
+        return mode

@@ -1,0 +1,286 @@
+"""numba CUDA kernels of the exact upper-bound pruning (device code only).
+
+For a tile (query rows × a contiguous range of library columns) the library
+peaks of each piece of :data:`BOUND_CHUNK` columns of the range are sorted by
+m/z once (a *device peak index*, :class:`DevicePeakIndex`).  :func:`bound_kernel`
+gives every pair of the tile the sum of the terms of *all* its candidate peak
+pairs, accumulated in shared memory per (query row, column piece):
+
+* cosine: ``w_q * w_l`` over all pairs with ``|mz_q - mz_l| <= tol``;
+* modified cosine: the same plus the shifted candidates, found in a second
+  index keyed by ``mz_l - precursor_l`` and searched with ``mz_q - precursor_q``;
+* entropy similarity: the entropy term of each candidate pair (all >= 0).
+
+The greedy (or two-pointer) score takes a subset of these candidates, each
+term >= 0, so the sum bounds it from above; the score kernel skips pairs whose
+bound, divided by the norms and widened by :data:`BOUND_REL` / :data:`BOUND_ABS`
+plus a little per possible candidate, is below the threshold (see
+:func:`bound_passes`).  The index windows are
+widened by ``eps`` Da so that no candidate is lost to the rounding of
+``mz +- tol`` or of the shift.
+
+Import through :mod:`engine.backends.gpu` (the numpy compatibility shim comes first).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from numba import cuda, float64, int32
+
+from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
+
+__all__ = [
+    "BOUND_ABS",
+    "BOUND_CHUNK",
+    "NOT_SCORED",
+    "Listing",
+    "BOUND_REL",
+    "DevicePeakIndex",
+    "bound_kernel",
+    "bound_passes",
+    "count_kernel",
+]
+
+#: Relative widening of a bound before it is compared, plus :data:`PER_TERM_REL` per
+#: possible candidate: covers the float64 rounding of both sums (in any order) and
+#: of the products (on the GPU the merge may fuse them into its sum).
+BOUND_REL = 1e-9
+#: Absolute widening (scores near 0), plus :data:`PER_TERM_ABS` per possible
+#: candidate (rounding of the entropy terms, each at most ~2 in magnitude).
+BOUND_ABS = 1e-9
+#: Per-candidate widening: relative (4 float64 units of roundoff), and absolute (an
+#: entropy term, |value| <= 3, computed with ~10 units of roundoff on either side).
+PER_TERM_REL = 4.5e-16
+PER_TERM_ABS = 1e-14
+#: Library columns per thread block of :func:`bound_kernel` (float64 sums in shared memory).
+BOUND_CHUNK = 2048
+#: Score sentinel of pairs that are not scored (``cuda_kernels.NOT_SCORED``).
+NOT_SCORED = -1.0
+
+
+class DevicePeakIndex(NamedTuple):
+    """Library peaks of a column range, per piece of :data:`BOUND_CHUNK` columns
+    sorted by key, on the device.
+
+    Attributes
+    ----------
+    key : device array of float64
+        Keys, sorted within each piece: the m/z (zero-shift index) or
+        ``mz - precursor_mz`` (shifted index, peaks of spectra with a known
+        precursor only).
+    column : device array of int32
+        Column of each peak's spectrum within the range (``l - l0``).
+    weight : device array of float64
+        The peak's weight.
+    start : device array of int64
+        Piece ``g`` (columns ``g * chunk`` onwards) is ``start[g]:start[g + 1]``.
+    """
+
+    key: Any
+    column: Any
+    weight: Any
+    start: Any
+
+
+class Listing(NamedTuple):
+    """Where :func:`bound_kernel` lists the pairs that pass the bound (``enabled``).
+
+    Attributes
+    ----------
+    enabled : bool
+        False: only write the raw bounds.
+    threshold : float
+    library_norm : device array of float64
+        Norms of the library (columns ``l_first + c``).
+    library_offsets : device array of int32
+        Offsets of the library's peaks (peak counts bound a pair's candidates).
+    matches : device array of int32, 2-D
+        The tile's match buffer (0 for pairs that fail the bound).
+    pairs : device array of int32
+        Receives ``row * ncols + column`` of each passing pair, in any order.
+    n_pairs : device array of int32
+        ``n_pairs[0]`` counts them (zeroed by the caller).
+    """
+
+    enabled: bool
+    threshold: float
+    library_norm: Any
+    library_offsets: Any
+    matches: Any
+    pairs: Any
+    n_pairs: Any
+
+
+@cuda.jit(device=True)
+def _first_not_below(key, lo, hi, x):  # pragma: no cover - device code
+    """First position of ``[lo, hi)`` whose key is not ``< x`` (keys sorted)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@cuda.jit(device=True)
+def _first_above(key, lo, hi, x):  # pragma: no cover - device code
+    """First position of ``[lo, hi)`` whose key is not ``<= x``."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@cuda.jit(device=True)
+def _xlog2x(x):  # pragma: no cover - device code
+    return x * math.log2(x)
+
+
+@cuda.jit(device=True)
+def _accumulate(
+    acc, g, chunk, q_mz, q_w, qa, qb, offset, index, tol, eps, entropy
+):  # pragma: no cover
+    """Add the terms of every (query peak, peak of piece ``g``) pair within ``tol + eps``
+    to ``acc`` (one slot per column of the piece).
+
+    A warp takes one query peak at a time; its lanes share the peak's window.
+    """
+    key, column, weight, start = index
+    a = start[g]
+    b = start[g + 1]
+    c0 = g * chunk
+    lane = cuda.threadIdx.x % 32
+    warp = cuda.threadIdx.x // 32
+    warps = cuda.blockDim.x // 32
+    for p in range(qa + warp, qb, warps):
+        x = q_mz[p] - offset
+        wq = q_w[p]
+        lo = _first_not_below(key, a, b, (x - tol) - eps)
+        hi = _first_above(key, lo, b, (x + tol) + eps)
+        for k in range(lo + lane, hi, 32):
+            wl = weight[k]
+            if entropy:
+                v = (_xlog2x(wq + wl) - _xlog2x(wq) - _xlog2x(wl)) / 2.0
+            else:
+                v = wq * wl
+            cuda.atomic.add(acc, column[k] - c0, v)
+
+
+@cuda.jit(cache=True)
+def bound_kernel(
+    queries, q_first, l_first, ncols, chunk, kind, tol, eps, plain, shifted, listing, bound
+):  # pragma: no cover
+    r"""Upper bounds of query rows × one library column range.
+
+    Grid ``(rows, ceil(ncols / chunk))``: one block per (row, piece of ``chunk <=
+    BOUND_CHUNK`` columns, as the indexes were built), a multiple of 32 threads
+    per block.  ``queries`` is a
+    :class:`~engine.kernels.spectrum_set.SpectrumSet` of device arrays, ``kind``
+    the score kind, ``plain`` and ``shifted`` :class:`DevicePeakIndex`\ es of the
+    range (``shifted`` is read for the modified cosine only).  ``bound[r, c]``
+    (query ``q_first + r``, column ``c < ncols``, library spectrum ``l_first + c``)
+    receives the sum of the terms of all candidate peak pairs (the raw numerator
+    bound, before the division by the norms).  With ``listing`` (a
+    :class:`Listing`) enabled, pairs that fail :func:`bound_passes` (or have a
+    zero norm) get ``NOT_SCORED`` and 0 matches instead, and the others are
+    listed for the score kernel.
+    """
+    q_mz, q_w, q_off, q_norm, q_prec, _, _ = queries
+    acc = cuda.shared.array(BOUND_CHUNK, float64)
+    cnt = cuda.shared.array(2, int32)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    r = cuda.blockIdx.x
+    g = cuda.blockIdx.y
+    q = q_first + r
+    c0 = g * chunk
+    width = ncols - c0 if ncols - c0 < chunk else chunk
+    for c in range(tid, width, nt):
+        acc[c] = 0.0
+    if tid == 0:
+        cnt[0] = 0
+    cuda.syncthreads()
+    qa = q_off[q]
+    qb = q_off[q + 1]
+    entropy = kind == ENTROPY
+    _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, 0.0, plain, tol, eps, entropy)
+    qp = q_prec[q]
+    if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
+        _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
+    cuda.syncthreads()
+    enabled, threshold, l_norm, l_off, matches, pairs, n_pairs = listing
+    if not enabled:
+        for c in range(tid, width, nt):
+            bound[r, c0 + c] = acc[c]
+        return
+    dq = q_norm[q]
+    nq = qb - qa
+    mine = 0
+    for c in range(tid, width, nt):
+        l = l_first + c0 + c
+        den = dq * l_norm[l]
+        if den != 0.0 and bound_passes(acc[c], den, threshold, nq, l_off[l + 1] - l_off[l]):
+            mine += 1
+    local = 0
+    if mine > 0:
+        local = cuda.atomic.add(cnt, 0, mine)
+    cuda.syncthreads()
+    if tid == 0 and cnt[0] > 0:
+        cnt[1] = cuda.atomic.add(n_pairs, 0, cnt[0])
+    cuda.syncthreads()
+    pos = cnt[1] + local
+    for c in range(tid, width, nt):
+        l = l_first + c0 + c
+        den = dq * l_norm[l]
+        if den != 0.0 and bound_passes(acc[c], den, threshold, nq, l_off[l + 1] - l_off[l]):
+            pairs[pos] = r * ncols + c0 + c
+            pos += 1
+            bound[r, c0 + c] = acc[c]
+        else:
+            bound[r, c0 + c] = NOT_SCORED
+            matches[r, c0 + c] = 0
+
+
+@cuda.jit(device=True)
+def bound_passes(raw, den, threshold, n_a, n_b):  # pragma: no cover - device code
+    """Whether a pair's raw bound, divided by ``den`` and widened, reaches ``threshold``.
+
+    ``n_a``, ``n_b``: the two spectra's peak counts; a pair has at most
+    ``2 * n_a * n_b`` candidates (zero-shift and shifted), and the widening
+    grows with that number.  NaN bounds pass (the pair is scored).
+    """
+    n = 2.0 * float(n_a) * float(n_b) + float(n_a + n_b)
+    rel = BOUND_REL + PER_TERM_REL * n
+    return not ((raw / den) * (1.0 + rel) + (BOUND_ABS + PER_TERM_ABS * n) < threshold)
+
+
+@cuda.jit(cache=True)
+def count_kernel(
+    bound, ncols, queries, q_first, library, l_first, threshold, total
+):  # pragma: no cover
+    r"""Diagnostics: add the number of pairs of a tile that pass the bound to ``total[0]``.
+
+    Grid ``(rows,)``; ``queries`` and ``library`` are
+    :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s of device arrays.  Pairs
+    with a zero norm are not counted (they are never scored).
+    """
+    q_off, q_norm = queries.offsets, queries.norm
+    l_off, l_norm = library.offsets, library.norm
+    r = cuda.blockIdx.x
+    q = q_first + r
+    dq = q_norm[q]
+    nq = q_off[q + 1] - q_off[q]
+    mine = 0
+    for c in range(cuda.threadIdx.x, ncols, cuda.blockDim.x):
+        l = l_first + c
+        den = dq * l_norm[l]
+        if den != 0.0 and bound_passes(bound[r, c], den, threshold, nq, l_off[l + 1] - l_off[l]):
+            mine += 1
+    if mine > 0:
+        cuda.atomic.add(total, 0, mine)
