@@ -54,16 +54,20 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_concurrent_searches_on_the_workqueue_layer_take_turns_instead_of_aborting():
-    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
-    run = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+def run_script(script: str, **env: str) -> subprocess.CompletedProcess:
+    """``script`` in a new interpreter from the project root, with ``env`` added."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def test_concurrent_searches_on_the_workqueue_layer_take_turns_instead_of_aborting():
+    run = run_script(SCRIPT, NUMBA_THREADING_LAYER="workqueue")
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith("OK"), run.stdout + run.stderr
 
@@ -89,15 +93,7 @@ def test_a_process_that_ends_during_the_warm_up_waits_for_its_kernel(tmp_path):
     # A fresh numba cache: the warm-up is inside numba's compiler when the script
     # ends.  A daemon thread left compiling while the interpreter finalises can
     # segfault the process (the frozen app's smoke test did, losing its output).
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    run = subprocess.run(
-        [sys.executable, "-c", EXIT_SCRIPT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = run_script(EXIT_SCRIPT, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.split() == "started warm-up alive at exit: False".split(), run.stdout
 
