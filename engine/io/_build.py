@@ -35,6 +35,7 @@ __all__ = [
     "parse_ion_mode",
     "parse_charge_text",
     "polarity_from_adduct",
+    "charge_from_adduct",
 ]
 
 #: Column holding, per record, the rare metadata keys as a JSON object.
@@ -105,6 +106,17 @@ def polarity_from_adduct(adduct: str | None) -> int:
         return 0
     tail = adduct.strip()[-1:]
     return 1 if tail == "+" else -1 if tail == "-" else 0
+
+
+_ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
+
+
+def charge_from_adduct(adduct: str | None) -> int:
+    """The signed charge an adduct ends with (``"[M+2H]2+"``: 2, ``"[M-H]-"``: -1), else 0."""
+    found = _ADDUCT_CHARGE_RE.search(adduct or "")
+    if not found:
+        return 0
+    return int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)
 
 
 class LibraryBuilder:

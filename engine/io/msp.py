@@ -20,7 +20,12 @@ import re
 
 import numpy as np
 
-from engine.io._build import LibraryBuilder, parse_charge_text, parse_ion_mode
+from engine.io._build import (
+    LibraryBuilder,
+    charge_from_adduct,
+    parse_charge_text,
+    parse_ion_mode,
+)
 from engine.io.sniff import split_lines
 
 __all__ = ["read_msp_text"]
@@ -31,7 +36,6 @@ _SPLIT_RE = re.compile(r"[\s,:()]+")
 _INNER_COMMA_RE = re.compile(r"\d,\d")
 _DECIMAL_COMMA_RE = re.compile(r"^[+-]?\d+,\d+$")
 _NUMBER_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-_ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
 _PRECURSOR_KEYS = ("precursormz", "precursor_mz", "precursor m/z", "pepmass", "precursormass")
 _ION_MODE_KEYS = (
     "ion_mode",
@@ -175,8 +179,7 @@ def _emit(record: int, state: _Record, builder: LibraryBuilder) -> None:
     adduct = meta.get("precursor_type") or meta.get("adduct") or ""
     charge = parse_charge_text(meta.get("charge"))
     if charge is None:
-        found = _ADDUCT_CHARGE_RE.search(adduct)
-        charge = (int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)) if found else 0
+        charge = charge_from_adduct(adduct)
     metadata = dict(meta)
     metadata["id"] = next((meta[k] for k in _ID_KEYS if meta.get(k)), "")
     metadata["title"] = title

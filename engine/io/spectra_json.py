@@ -27,7 +27,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from engine.io._build import LibraryBuilder, parse_charge_text, parse_ion_mode
+from engine.io._build import (
+    LibraryBuilder,
+    charge_from_adduct,
+    parse_charge_text,
+    parse_ion_mode,
+)
 from engine.report import SpectrumFileError
 
 __all__ = ["read_json_text"]
@@ -53,7 +58,6 @@ _MONA_KEYS = {
     "inchi": "inchi",
     "smiles": "smiles",
 }
-_ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
 _MS_LEVEL_RE = re.compile(r"^\s*(?:ms)?\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -120,8 +124,7 @@ def _add(record: int, item: object, builder: LibraryBuilder) -> None:
     adduct = metadata.get("adduct", "")
     charge = parse_charge_text(metadata.pop("charge", None))
     if not charge:
-        found = _ADDUCT_CHARGE_RE.search(adduct)
-        charge = (int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)) if found else 0
+        charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")
     builder.add(
         record,
