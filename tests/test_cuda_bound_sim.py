@@ -121,6 +121,31 @@ def _same(g, c) -> tuple[bool, float | None]:  # pragma: no cover - subprocess
     return bool(same), float(np.abs(g.score - c.score).max(initial=0.0)) if same else None
 
 
+def _running_top(gpu, spectra, nq, p, cpu) -> dict[str, object]:  # pragma: no cover
+    """Device top-N across batches (``across_batches``) vs the CPU's top-N of one batch.
+
+    Two query blocks; the library in four batches given out of column order, so
+    that each block's batches land in separate tiles and the running top-N (and
+    its floor) is merged over several tiles.
+    """
+    import numpy as np
+
+    from engine.backends import Batch
+    from engine.hits import HitTable
+
+    n = len(spectra)
+    cuts = [0, n // 4, n // 2, 3 * n // 4, n]
+    pieces = [(cuts[i], cuts[i + 1]) for i in (1, 3, 0, 2)]
+    split = [Batch(q0, q1, l0, l1) for q0, q1 in ((0, nq // 2), (nq // 2, nq)) for l0, l1 in pieces]
+    got = [h for _, h in gpu.run_batches(spectra, spectra, split, p, across_batches=True)]
+    merged = HitTable.concat(got).top_per_query(p.top_n, library_rank=spectra.ranks)
+    ref = cpu.score_batch(spectra, spectra, Batch(0, nq, 0, n), p)
+    same, diff = _same(merged, ref)
+    per_query = np.bincount(ref.query_index, minlength=nq) if len(ref) else np.zeros(nq, int)
+    return {"score": p.score, "hits": len(ref), "same_hits": same, "max_diff": diff,
+            "full_queries": int((per_query == p.top_n).sum())}  # fmt: skip
+
+
 def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subprocess
     import numpy as np
 
@@ -138,7 +163,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         gpu.list_survivors = listed
         gpus.append(gpu)
     cpu = CpuBackend()
-    out: dict[str, object] = {"cases": [], "bounds": []}
+    out: dict[str, object] = {"cases": [], "bounds": [], "running": []}
     sets = _inputs()
     out["peaks"] = {name: int(np.diff(lib.offsets).max()) for name, (lib, _) in sets.items()}
     for n, (name, score, tol, thr, top_n) in enumerate(CASES):
@@ -157,6 +182,9 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
                 "survivors": gpu.bound_survivors, "listed": gpu.list_survivors,
             }
         )  # fmt: skip
+        if top_n:  # the running top-N on the device, over tiles that do not merge
+            p3 = SearchParameters(mode="custom", score=score, tolerance=tol, threshold=thr, top_n=3)
+            out["running"].append(_running_top(gpu, spectra, nq, p3, cpu))
     out["rescored"] = [g.rescored_pairs for g in gpus]  # overflowing pairs, host-rescored
     for name, score, tol in BOUNDS:
         lib, _ = sets[name]
@@ -196,6 +224,11 @@ def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
     assert sum(c["pairs"] - c["survivors"] for c in report["cases"]) > 0
     assert {c["listed"] for c in report["cases"]} == {True, False}
     assert min(report["rescored"]) > 0  # both modes went through the overflow path
+    for case in report["running"]:
+        assert case["same_hits"], case
+        assert case["max_diff"] <= 1e-9, case
+    # queries with a full top-N, so the floor rose above the threshold
+    assert sum(c["full_queries"] for c in report["running"]) > 0, report["running"]
     for b in report["bounds"]:
         assert b["pairs"] > 0, b
         assert b["min_slack"] >= -1e-12, b  # float rounding only; the search widens by 1e-9

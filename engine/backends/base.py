@@ -296,10 +296,14 @@ class Backend(ABC):
         library: PreparedSpectra,
         batches: Iterable[Batch],
         params: SearchParameters,
+        across_batches: bool = False,
     ) -> Iterator[tuple[Batch, HitTable]]:
         """Score batches in order, yielding each with its hits.
 
-        The caller may stop iterating at any time (cancellation).
+        The caller may stop iterating at any time (cancellation).  With
+        ``across_batches`` the caller merges the hits of all batches per query
+        (top-N of their union), so a backend may report a query's hits with any
+        of its batches, e.g. only its final top-N with the last one.
         """
         for batch in batches:
             yield batch, self.score_batch(queries, library, batch, params)

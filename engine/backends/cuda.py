@@ -27,26 +27,20 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from engine.backends.base import Backend, Batch, PreparedSpectra, score_kind, score_tolerance
+from engine.backends.base import Backend, Batch, PreparedSpectra
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, resident_key
 from engine.backends.cuda_dense import DenseOnGpu
 from engine.backends.cuda_index import BoundOnGpu
-from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
+from engine.backends.cuda_search import TileSearch
 from engine.backends.gpu import cuda_status, numba_cuda
-from engine.backends.rescore import (
-    PendingScores,
-    merge_batch_hits,
-    rescore_pairs,
-    submit_rescore,
-)
+from engine.backends.rescore import rescore_pairs
 from engine.hits import HitTable
-from engine.kernels import SearchOptions
 from engine.kernels.heavy import HEAVY_MAX
 from engine.params import SearchParameters
 
@@ -64,7 +58,7 @@ class CudaError(RuntimeError):
     """A CUDA failure inside the backend (the search job falls back to the CPU)."""
 
 
-class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
+class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
     """Exact greedy cosine on an NVIDIA GPU with the library resident in GPU memory.
 
     Parameters
@@ -165,11 +159,16 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
         library: PreparedSpectra,
         batches: Iterable[Batch],
         params: SearchParameters,
+        across_batches: bool = False,
     ) -> Iterator[tuple[Batch, HitTable]]:
-        """Score batches with two tiles in flight; yield each batch's hits in order."""
+        """Score batches with ``depth`` tiles in flight; yield each batch's hits in order.
+
+        With ``across_batches`` and a top-N, each query's top-N is kept on the GPU
+        (its floor tightening the pruning) and reported with its last batch.
+        """
         with self._lock:
             try:
-                yield from self._run(queries, library, batches, params)
+                yield from self._run(queries, library, batches, params, across_batches)
             except CudaError:
                 raise
             except GeneratorExit:
@@ -326,189 +325,3 @@ class CudaBackend(BoundOnGpu, DenseOnGpu, Backend):
                 TileSlot(self._cuda, rows, cols, segs, hit_cap, ovf_cap) for _ in range(self.depth)
             ]
         return self._slots
-
-    # -- search -------------------------------------------------------------------
-    def _run(
-        self,
-        queries: PreparedSpectra,
-        library: PreparedSpectra,
-        batches: Iterable[Batch],
-        params: SearchParameters,
-    ) -> Iterator[tuple[Batch, HitTable]]:
-        """``depth`` tiles in flight; a batch is yielded once its tiles and rescoring are done.
-
-        Flagged pairs are rescored by worker threads while the GPU goes on; a
-        finished batch waits for its rescoring only when no tile is left to
-        launch (or the batches after it are waiting for it).
-        """
-        batches = list(batches)
-        if not batches:
-            return
-        sort_max = self._k.SORT_MAX
-        max_cols = self.max_cols if params.top_n > 0 else sort_max
-        tiles = plan_tiles(batches, self.max_rows, max_cols, sort_max)
-        dq, dl = self._upload(queries), self._upload(library)
-        ranks = library.ranks
-        left = [0] * len(batches)
-        for t in tiles:
-            for b in t.batches:
-                left[b] += 1
-        parts: dict[int, list] = {}
-        wide = {b for t in tiles for b in t.batches if sum(1 for _, _, sb in t.segs if sb == b) > 1}
-        slots = self._slots_for(tiles, params)
-        orders: dict[tuple[int, int], np.ndarray] = {}
-        pending: deque[tuple[Tile, TileSlot]] = deque()
-        nxt = 0
-        for n, tile in enumerate(tiles):
-            slot = slots[n % len(slots)]
-            if len(pending) == len(slots):
-                self._collect(*pending.popleft(), queries, library, params, parts, left)
-            self._launch(tile, slot, dq, dl, params, orders)
-            pending.append((tile, slot))
-            while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
-                yield batches[nxt], merge_batch_hits(parts.pop(nxt, []), params, nxt in wide, ranks)
-                nxt += 1
-        while pending:
-            self._collect(*pending.popleft(), queries, library, params, parts, left)
-        for b in range(nxt, len(batches)):
-            yield batches[b], merge_batch_hits(parts.pop(b, []), params, b in wide, ranks)
-
-    def _slots_for(self, tiles: list[Tile], params: SearchParameters) -> list[TileSlot]:
-        """Slots large enough for every tile of a run."""
-        rows = max(t.q1 - t.q0 for t in tiles)
-        cols = max(t.l1 - t.l0 for t in tiles)
-        segs = max(len(t.segs) for t in tiles)
-        per_row = cols if params.top_n <= 0 else min(cols, segs * params.top_n)
-        return self._get_slots(rows, cols, segs, rows * per_row, min(rows * cols, 1 << 20))
-
-    @staticmethod
-    def _ready(parts: list) -> bool:
-        return all(not isinstance(p, PendingScores) or p.done() for p in parts)
-
-    def _launch(
-        self,
-        tile: Tile,
-        slot: TileSlot,
-        dq: Resident,
-        dl: Resident,
-        params: SearchParameters,
-        orders: dict[tuple[int, int], np.ndarray],
-    ) -> None:
-        """Queue score and select kernels of one tile and the copy of its counters."""
-        nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
-        s = slot.stream
-        s.synchronize()  # the pinned buffers of this slot are free again
-        bounded = self._bound_tile(tile, slot, dq, dl, params)  # 0: no bounds
-        key = (tile.l0, tile.l1, bounded)
-        if key not in orders:  # columns by peak count (similar work per warp), cached per run
-            order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
-            # bounded: few pairs are merged; library order keeps the buffer accesses coalesced
-            orders[key] = (np.arange(tile.l0, tile.l1) if bounded else order).astype(np.int32)
-        slot.cols_host[:ncols] = orders[key]
-        for g, (a, _, _) in enumerate(tile.segs):
-            slot.segs_host[g] = a - tile.l0
-        slot.segs_host[len(tile.segs)] = ncols
-        slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
-        slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
-        slot.counts.copy_to_device(slot.zeros_host, stream=s)
-        prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
-        self._score(
-            slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune,
-            bounded=bounded,
-        )  # fmt: skip
-        self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
-            slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
-            float(params.threshold), int(params.top_n), dl.index, int(tile.l0),
-            slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts,
-        )  # fmt: skip
-        slot.counts.copy_to_host(slot.counts_host, stream=s)
-
-    def _score(
-        self,
-        slot: TileSlot | DenseSlot,
-        dq: Resident,
-        dl: Resident,
-        q0: int,
-        nrows: int,
-        cols: Any,
-        ncols: int,
-        l0: int,
-        params: SearchParameters,
-        prune: bool,
-        *,
-        window: bool = True,
-        bounded: int = 0,
-    ) -> None:
-        """Queue ``score_kernel`` on the slot's stream: rows ``q0:q0+nrows`` × ``cols``.
-
-        ``prune`` skips pairs in which no heavy peak of the library spectrum (and,
-        with ``query_prune``, of the query) has a partner; ``window`` applies the
-        precursor window of ``params``; ``bounded``: the bound mode (``Pruning``).
-        """
-        threshold = float(params.threshold)
-        heavy, hcnt = dl.heavy_for(self._cuda, threshold) if prune else self._dummy_heavy()
-        qprune = prune and self.query_prune
-        qheavy, qhcnt = dq.heavy_for(self._cuda, threshold) if qprune else self._dummy_heavy()
-        precursor_tolerance = float(params.precursor_tolerance or 0.0) if window else 0.0
-        ppm = window and params.precursor_unit == "ppm"
-        options = SearchOptions(
-            tolerance=score_tolerance(params),
-            kind=score_kind(params),
-            precursor_tolerance=precursor_tolerance,
-            ppm=bool(ppm),
-            same_polarity=bool(window and params.match_ion_mode),
-        )
-        pruning = self._k.Pruning(
-            bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt,
-            *self._bound_args(slot, bounded),
-        )  # fmt: skip
-        out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
-        grid = ((ncols + self.threads - 1) // self.threads, nrows)
-        self._k.score_kernel[grid, self.threads, slot.stream](
-            dq.spectrum_set, dl.spectrum_set, int(q0), cols, int(ncols), int(l0), options,
-            pruning, out,
-        )  # fmt: skip
-
-    def _collect(
-        self,
-        tile: Tile,
-        slot: TileSlot,
-        queries: PreparedSpectra,
-        library: PreparedSpectra,
-        params: SearchParameters,
-        parts: dict[int, list],
-        left: list[int],
-    ) -> None:
-        """Wait for a tile; file its hits (and its pairs to rescore) under their batches."""
-        s = slot.stream
-        s.synchronize()
-        n_hits, n_ovf = int(slot.counts_host[0]), int(slot.counts_host[1])
-        if n_hits > slot.hit_cap:  # cannot happen: the capacity is the top-N bound
-            raise CudaError(f"hit buffer overflow ({n_hits} > {slot.hit_cap})")
-        if n_hits:
-            r = slot.hit_r[:n_hits].copy_to_host(stream=s)
-            c = slot.hit_c[:n_hits].copy_to_host(stream=s)
-            sc = slot.hit_s[:n_hits].copy_to_host(stream=s)
-            m = slot.hit_m[:n_hits].copy_to_host(stream=s)
-            s.synchronize()
-            hits = HitTable.from_arrays(
-                r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0, sc, m
-            )
-            for b, rows in split_rows(tile, hits.library_index):
-                parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
-        if n_ovf:
-            r, c = flagged_pairs(tile, slot, n_ovf)
-            self.rescored_pairs += n_ovf
-            for b, rows in split_rows(tile, c):
-                parts.setdefault(b, []).append(
-                    submit_rescore(
-                        queries,
-                        library,
-                        r[rows],
-                        c[rows],
-                        score_tolerance(params),
-                        score_kind(params),
-                    )
-                )
-        for b in tile.batches:
-            left[b] -= 1

@@ -78,6 +78,8 @@ class TileSlot:
         self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
         self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
         self.counts = cuda.device_array(2, dtype=np.int32)
+        self.seg_n = cuda.device_array(max(rows * segs, 1), dtype=np.int32)
+        self.merged = None  # event: the running top-N merged this slot's hits
         self.cols_dev = cuda.device_array(cols, dtype=np.int32)
         self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
         self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)

@@ -19,16 +19,19 @@ import numpy as np
 
 from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import Resident
-from engine.kernels.bound_index import sort_pieces
+from engine.kernels.bound_index import piece_bins, sort_pieces
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
 from engine.params import SearchParameters
 
-__all__ = ["BoundOnGpu", "bound_eps", "host_peak_index"]
+__all__ = ["LISTED_BLOCKS", "BoundOnGpu", "bound_eps", "host_peak_index"]
 
 #: Score kinds the bound is exact for.
 BOUNDED_KINDS = (COSINE, MODIFIED_COSINE, ENTROPY)
 #: Threads per block of the bound kernel (a multiple of 32: one warp per query peak).
 BOUND_THREADS = 128
+#: Most thread blocks of a score-kernel launch over listed pairs (a grid-stride loop;
+#: about 30 blocks per streaming multiprocessor of an H100).
+LISTED_BLOCKS = 4096
 
 
 def host_peak_index(
@@ -174,9 +177,15 @@ class BoundOnGpu:
             self._dummy_listing = self._bound_kernels().Listing(
                 False, 0.0, cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros(2, np.int32)),
                 cuda.to_device(np.zeros((1, 1), np.int32)), cuda.to_device(np.zeros(1, np.int32)),
-                cuda.to_device(np.zeros(2, np.int32)),
+                cuda.to_device(np.zeros(2, np.int32)), False, cuda.to_device(np.zeros(1)),
             )  # fmt: skip
         return self._dummy_listing
+
+    def _floor_args(self, floor: Any) -> tuple[bool, Any]:
+        """``(use_floor, floor)`` of the score kernel's ``Pruning``."""
+        if floor is None:
+            return False, self._no_listing().floor
+        return True, floor
 
     def _bound_args(self, slot: Any, bounded: int) -> tuple[int, Any, Any]:
         """``(bounded, pairs, n_pairs)`` of the score kernel's ``Pruning`` for ``slot``."""
@@ -233,9 +242,12 @@ class BoundOnGpu:
             return found
         h, k = res.host, self._bound_kernels()
         arrays = host_peak_index(h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted, chunk)
+        bins, key_min, inv_width = piece_bins(arrays[0], arrays[3])
         if arrays[0].size == 0:  # the kernels need arrays of at least one element
             arrays = (np.array([np.inf]), np.zeros(1, np.int32), np.zeros(1), arrays[3])
-        index = k.DevicePeakIndex(*(self._cuda.to_device(a) for a in arrays))
+        arrays = (*arrays, bins)
+        device = [self._cuda.to_device(a) for a in arrays]
+        index = k.DevicePeakIndex(*device, float(key_min), float(inv_width))
         nbytes = sum(a.nbytes for a in arrays)
         cache[key] = (index, nbytes)
         info["index_bytes"] += nbytes
@@ -252,8 +264,12 @@ class BoundOnGpu:
         dq: Resident,
         dl: Resident,
         params: SearchParameters,
+        floor: Any = None,
     ) -> int:
         """Queue the bound kernel of a tile; the score kernel's ``Pruning.bounded`` mode.
+
+        ``floor``: the queries' floors of a device top-N (a pair must reach its
+        query's floor as well as the threshold), or None.
 
         Bounds apply to searches with a threshold > 0 of the kinds in
         :data:`BOUNDED_KINDS`, with non-negative weights on both sides (else 0).
@@ -281,7 +297,7 @@ class BoundOnGpu:
             slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
             listing = k.Listing(
                 True, float(params.threshold), dl.norm, dl.offsets, slot.out_m, slot.pairs,
-                slot.n_pairs,
+                slot.n_pairs, *self._floor_args(floor),
             )  # fmt: skip
             mode = self._k.BOUNDS_LISTED
         self._queue_bounds(

@@ -207,7 +207,11 @@ def score_task(shard: Shard, block: QueryBlock, params: SearchParameters, backen
     notes = list(notes)
     with KERNEL_LOCK:
         try:
-            items = list(engine_backend.run_batches(queries, library, batches, kernel_params))
+            items = list(
+                engine_backend.run_batches(
+                    queries, library, batches, kernel_params, across_batches=True
+                )
+            )
         except Exception as exc:
             cpu, notice = cpu_fallback(
                 engine_backend, exc, "that task ran on its CPU", where=" on a worker"

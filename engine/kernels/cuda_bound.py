@@ -76,12 +76,21 @@ class DevicePeakIndex(NamedTuple):
         The peak's weight.
     start : device array of int64
         Piece ``g`` (columns ``g * chunk`` onwards) is ``start[g]:start[g + 1]``.
+    bins : device array of int32, shape (pieces, nbins)
+        ``bins[g, j]``: first position (relative to ``start[g]``) of piece ``g``
+        whose key is ``>= key_min + j / inv_width``
+        (:func:`~engine.kernels.bound_index.piece_bins`).
+    key_min, inv_width : float
+        The bins' origin and inverse width.
     """
 
     key: Any
     column: Any
     weight: Any
     start: Any
+    bins: Any
+    key_min: float
+    inv_width: float
 
 
 class Listing(NamedTuple):
@@ -102,6 +111,10 @@ class Listing(NamedTuple):
         Receives ``row * ncols + column`` of each passing pair, in any order.
     n_pairs : device array of int32
         ``n_pairs[0]`` counts them (zeroed by the caller).
+    use_floor : bool
+        A pair must also reach its query's ``floor[q]`` (the N-th best score so
+        far of a running top-N, :mod:`engine.kernels.cuda_topn`).
+    floor : device array of float64
     """
 
     enabled: bool
@@ -111,30 +124,26 @@ class Listing(NamedTuple):
     matches: Any
     pairs: Any
     n_pairs: Any
+    use_floor: bool
+    floor: Any
 
 
 @cuda.jit(device=True)
-def _first_not_below(key, lo, hi, x):  # pragma: no cover - device code
-    """First position of ``[lo, hi)`` whose key is not ``< x`` (keys sorted)."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if key[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _window_start(bins, g, key_min, inv_width, x):  # pragma: no cover - device code
+    """A position of piece ``g`` at or before its first key ``>= x`` (relative to the piece).
 
-
-@cuda.jit(device=True)
-def _first_above(key, lo, hi, x):  # pragma: no cover - device code
-    """First position of ``[lo, hi)`` whose key is not ``<= x``."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if key[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    The bin below ``x``'s bin starts at a key under ``x`` whatever the rounding of
+    the bin arithmetic, so no key of the window is skipped.
+    """
+    t = (x - key_min) * inv_width
+    nbins = bins.shape[1]
+    if not t < nbins:  # also NaN
+        j = nbins - 1
+    elif t < 1.0:
+        j = 0
+    else:
+        j = int(math.floor(t)) - 1
+    return bins[g, j]
 
 
 @cuda.jit(device=True)
@@ -151,7 +160,7 @@ def _accumulate(
 
     A warp takes one query peak at a time; its lanes share the peak's window.
     """
-    key, column, weight, start = index
+    key, column, weight, start, bins, key_min, inv_width = index
     a = start[g]
     b = start[g + 1]
     c0 = g * chunk
@@ -161,15 +170,23 @@ def _accumulate(
     for p in range(qa + warp, qb, warps):
         x = q_mz[p] - offset
         wq = q_w[p]
-        lo = _first_not_below(key, a, b, (x - tol) - eps)
-        hi = _first_above(key, lo, b, (x + tol) + eps)
-        for k in range(lo + lane, hi, 32):
-            wl = weight[k]
-            if entropy:
-                v = (_xlog2x(wq + wl) - _xlog2x(wq) - _xlog2x(wl)) / 2.0
-            else:
-                v = wq * wl
-            cuda.atomic.add(acc, column[k] - c0, v)
+        lo = (x - tol) - eps
+        hi = (x + tol) + eps
+        # the warp reads 32 consecutive keys at a time from the window's bin on;
+        # keys are sorted, so a lane stops at its first key past the window
+        k = a + _window_start(bins, g, key_min, inv_width, lo) + lane
+        while k < b:
+            kk = key[k]
+            if kk > hi:
+                break
+            if kk >= lo:
+                wl = weight[k]
+                if entropy:
+                    v = (_xlog2x(wq + wl) - _xlog2x(wq) - _xlog2x(wl)) / 2.0
+                else:
+                    v = wq * wl
+                cuda.atomic.add(acc, column[k] - c0, v)
+            k += 32
 
 
 @cuda.jit(cache=True)
@@ -214,7 +231,9 @@ def bound_kernel(
     if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
         _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
     cuda.syncthreads()
-    enabled, threshold, l_norm, l_off, matches, pairs, n_pairs = listing
+    enabled, threshold, l_norm, l_off, matches, pairs, n_pairs, use_floor, floor = listing
+    if use_floor and floor[q] > threshold:
+        threshold = floor[q]
     if not enabled:
         for c in range(tid, width, nt):
             bound[r, c0 + c] = acc[c]

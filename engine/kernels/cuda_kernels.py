@@ -93,6 +93,9 @@ class Pruning(NamedTuple):
         Listed pairs as ``row * ncols + column`` (``BOUNDS_LISTED``).
     n_pairs : device array of int32
         ``n_pairs[0]``: how many are listed.
+    use_floor, floor : bool, device array of float64
+        Pairs flagged for the host's rescoring must also have an upper bound that
+        reaches ``floor[q]`` (a running top-N's N-th best score of query ``q``).
     """
 
     enabled: bool
@@ -105,6 +108,8 @@ class Pruning(NamedTuple):
     bounded: int = 0
     pairs: Any = None
     n_pairs: Any = None
+    use_floor: bool = False
+    floor: Any = None
 
 
 class TileOutput(NamedTuple):
@@ -155,9 +160,56 @@ def score_kernel(
     With ``bounded == BOUNDS_IN_BUFFER``, ``out_s[r, col]`` holds the pair's raw
     upper bound on entry, and pairs whose bound cannot reach ``threshold`` get
     ``NOT_SCORED`` before any merge (:func:`~engine.kernels.cuda_bound.bound_passes`).
-    With ``BOUNDS_LISTED`` thread ``i`` of the grid (any shape with at least
-    ``n_pairs[0]`` threads) scores listed pair ``pairs[i]`` (``row * ncols +
-    column``, columns relative to ``l_first``); ``cols`` is not read.
+    With ``BOUNDS_LISTED`` the threads of the grid (any shape) score the listed
+    pairs ``pairs[:n_pairs[0]]`` (``row * ncols + column``, columns relative to
+    ``l_first``) in a grid-stride loop; ``cols`` is not read.
+    """
+    q_mz, q_w, q_off = queries.mz, queries.weight, queries.offsets
+    bounded, pairs, n_pairs = pruning.bounded, pruning.pairs, pruning.n_pairs
+    sq_mz = cuda.shared.array(SMALL_QUERY, float64)
+    sq_w = cuda.shared.array(SMALL_QUERY, float64)
+    if bounded == BOUNDS_LISTED:  # a grid-stride loop over the listed pairs
+        i = (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * cuda.blockDim.x
+        i += cuda.threadIdx.x
+        stride = cuda.gridDim.x * cuda.gridDim.y * cuda.blockDim.x
+        n = n_pairs[0]
+        while i < n:
+            r = pairs[i] // ncols
+            col = pairs[i] - r * ncols
+            q = q_first + r
+            _score_one(
+                queries, library, r, col, l_first + col, q, q_off[q], q_off[q + 1], False,
+                sq_mz, sq_w, options, pruning, out,
+            )  # fmt: skip
+            i += stride
+        return
+    r = cuda.blockIdx.y
+    q = q_first + r
+    c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    qa = q_off[q]
+    qb = q_off[q + 1]
+    staged = qb - qa <= SMALL_QUERY
+    if staged:
+        for t in range(cuda.threadIdx.x, qb - qa, cuda.blockDim.x):
+            sq_mz[t] = q_mz[qa + t]
+            sq_w[t] = q_w[qa + t]
+        cuda.syncthreads()
+    if c >= ncols:
+        return
+    l = cols[c]
+    _score_one(
+        queries, library, r, l - l_first, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning,
+        out,
+    )  # fmt: skip
+
+
+@cuda.jit(device=True)
+def _score_one(
+    queries, library, r, col, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning, out
+):  # pragma: no cover
+    """Score query ``q`` (row ``r``) against library spectrum ``l`` (column ``col``) into ``out``.
+
+    ``staged``: the query's peaks are in ``sq_mz``/``sq_w`` (shared memory).
     """
     q_mz, q_w, q_off, q_norm, q_prec, _, q_pol = queries
     l_mz, l_w, l_off, l_norm, l_prec, _, l_pol = library
@@ -166,40 +218,9 @@ def score_kernel(
     entropy = options.kind == ENTROPY
     ptol = options.precursor_tolerance
     ppm = options.ppm
-    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt, bounded, pairs, n_pairs = pruning
+    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt, bounded, pairs, n_pairs, _, _ = pruning
     out_s, out_m, ovf_r, ovf_c, counts = out
-    sq_mz = cuda.shared.array(SMALL_QUERY, float64)
-    sq_w = cuda.shared.array(SMALL_QUERY, float64)
-    if bounded == BOUNDS_LISTED:  # thread i scores listed pair i (queries from global memory)
-        i = (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * cuda.blockDim.x
-        i += cuda.threadIdx.x
-        if i >= n_pairs[0]:
-            return
-        r = pairs[i] // ncols
-        col = pairs[i] - r * ncols
-        l = l_first + col
-        q = q_first + r
-        qa = q_off[q]
-        qb = q_off[q + 1]
-        nqp = qb - qa
-        staged = False
-    else:
-        r = cuda.blockIdx.y
-        q = q_first + r
-        c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-        qa = q_off[q]
-        qb = q_off[q + 1]
-        nqp = qb - qa
-        staged = nqp <= SMALL_QUERY
-        if staged:
-            for t in range(cuda.threadIdx.x, nqp, cuda.blockDim.x):
-                sq_mz[t] = q_mz[qa + t]
-                sq_w[t] = q_w[qa + t]
-            cuda.syncthreads()
-        if c >= ncols:
-            return
-        l = cols[c]
-        col = l - l_first
+    nqp = qb - qa
     qp = q_prec[q]
     lp = l_prec[l]
     if not precursor_ok(qp, lp, ptol, ppm) or (options.same_polarity and q_pol[q] * l_pol[l] < 0):
@@ -284,7 +305,10 @@ def score_kernel(
         )
     if oflag:
         bound = (raw + osum) / den
-        if prune and bound * (1.0 + 1e-9) + 1e-12 < threshold:
+        floor = threshold
+        if pruning.use_floor and pruning.floor[q] > floor:
+            floor = pruning.floor[q]
+        if (prune or pruning.use_floor) and bound * (1.0 + 1e-9) + 1e-12 < floor:
             out_s[r, col] = NOT_SCORED
             out_m[r, col] = 0
             return
@@ -319,7 +343,7 @@ def _before(ka, ia, kb, ib):  # pragma: no cover
 @cuda.jit(cache=True)
 def select_kernel(
     out_s, out_m, segs, min_matches, threshold, top_n, index, l_first,
-    hit_r, hit_c, hit_s, hit_m, counts,
+    hit_r, hit_c, hit_s, hit_m, counts, running,
 ):  # pragma: no cover  # fmt: skip
     """Per-row, per-segment hits of a scored block: one thread block per (row, segment).
 
@@ -332,6 +356,12 @@ def select_kernel(
     are kept.  Hits are appended to the
     ``hit_*`` arrays at a slot reserved with one atomic add on ``counts[0]`` per
     (row, segment).
+
+    With ``running`` (a :class:`~engine.kernels.cuda_topn.RunningTop` that is
+    ``enabled``) a hit also needs a score of at least the row's current floor
+    (``running.floor[running.q_first + r]``, the query's N-th best so far), and the
+    hits of (row, segment) go to the fixed places ``(r * segments + g) * top_n + i``
+    with their number in ``running.seg_n[r * segments + g]`` (for the merge kernel).
     """
     r = cuda.blockIdx.x
     g = cuda.blockIdx.y
@@ -339,6 +369,12 @@ def select_kernel(
     ncols = segs[g + 1] - c0
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
+    fixed = running.enabled
+    cell = r * cuda.gridDim.y + g
+    if fixed:
+        floor = running.floor[running.q_first + r]
+        if floor > threshold:
+            threshold = floor
     keys = cuda.shared.array(SORT_MAX, float64)
     idx = cuda.shared.array(SORT_MAX, int32)
     shared_i = cuda.shared.array(2, int32)
@@ -355,11 +391,13 @@ def select_kernel(
     cuda.syncthreads()
     count = shared_i[0]
     cuda.syncthreads()
+    if fixed and tid == 0:
+        running.seg_n[cell] = min(count, top_n)
     if count == 0:
         return
     if top_n <= 0 or count <= top_n:
         if tid == 0:
-            shared_i[1] = cuda.atomic.add(counts, 0, count)
+            shared_i[1] = cell * top_n if fixed else cuda.atomic.add(counts, 0, count)
             shared_i[0] = 0
         cuda.syncthreads()
         base = shared_i[1]
@@ -409,7 +447,7 @@ def select_kernel(
             j //= 2
         k *= 2
     if tid == 0:
-        shared_i[1] = cuda.atomic.add(counts, 0, top_n)
+        shared_i[1] = cell * top_n if fixed else cuda.atomic.add(counts, 0, top_n)
     cuda.syncthreads()
     base = shared_i[1]
     for t in range(tid, top_n, nt):

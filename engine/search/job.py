@@ -166,7 +166,10 @@ class SearchJob(StreamingJob):
             self.backend.stop = self.cancel_token.flag
         done = 0
         try:
-            for item in self.backend.run_batches(plan.queries, plan.library, batches, params):
+            items = self.backend.run_batches(
+                plan.queries, plan.library, batches, params, across_batches=True
+            )
+            for item in items:
                 done += 1
                 yield item
                 if self.cancelled:

@@ -1,0 +1,271 @@
+"""The tile pipeline of the CUDA backend's searches (mixed into :class:`CudaBackend`).
+
+A run's batches are cut into tiles (:mod:`.cuda_tiles`); ``depth`` tiles are in
+flight, each with its own stream and buffers: the bound kernel (exact pruning,
+:mod:`.cuda_index`), the score kernel over the pairs that pass, and the
+selection kernel; with a top-N the selected hits are merged into each query's
+running top-N on the device (:mod:`.cuda_topn`), otherwise copied back per tile.
+Flagged pairs (components too large for the on-chip scratch) are rescored
+exactly on the CPU by worker threads while the GPU goes on.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from engine.backends.base import Batch, PreparedSpectra, score_kind, score_tolerance
+from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot
+from engine.backends.cuda_index import LISTED_BLOCKS
+from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
+from engine.backends.cuda_topn import DeviceTop
+from engine.backends.rescore import PendingScores, merge_batch_hits, submit_rescore
+from engine.hits import HitTable
+from engine.kernels import SearchOptions
+from engine.params import SearchParameters
+
+__all__ = ["TileSearch"]
+
+
+class TileSearch:
+    """Searches as pipelined tiles; relies on the backend's ``_cuda``, ``_k``, ``_upload``,
+    ``_get_slots``, ``_bound_tile``, ``_bound_args``, ``_dummy_heavy`` and settings."""
+
+    #: Keep each query's top-N on the device when the caller merges across batches.
+    device_top: bool = True
+
+    def _run(
+        self,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        batches: Iterable[Batch],
+        params: SearchParameters,
+        across_batches: bool = False,
+    ) -> Iterator[tuple[Batch, HitTable]]:
+        """``depth`` tiles in flight; a batch is yielded once its tiles and rescoring are done.
+
+        Flagged pairs are rescored by worker threads while the GPU goes on; a
+        finished batch waits for its rescoring only when no tile is left to
+        launch (or the batches after it are waiting for it).  With
+        ``across_batches`` and a top-N, each query's top-N is kept on the device
+        and its hits come with the last batch that covers it.
+        """
+        batches = list(batches)
+        if not batches:
+            return
+        sort_max = self._k.SORT_MAX
+        max_cols = self.max_cols if params.top_n > 0 else sort_max
+        tiles = plan_tiles(batches, self.max_rows, max_cols, sort_max)
+        dq, dl = self._upload(queries), self._upload(library)
+        ranks = library.ranks
+        top = None
+        if across_batches and self.device_top:
+            topk = self._topn_kernels()
+            if DeviceTop.usable(topk, tiles, batches, params.top_n):
+                top = DeviceTop(self._cuda, topk, len(queries), params, batches, dl.index)
+        left = [0] * len(batches)
+        for t in tiles:
+            for b in t.batches:
+                left[b] += 1
+        parts: dict[int, list] = {}
+        wide = {b for t in tiles for b in t.batches if sum(1 for _, _, sb in t.segs if sb == b) > 1}
+        slots = self._slots_for(tiles, params, top is not None)
+        orders: dict[tuple[int, int], np.ndarray] = {}
+        pending: deque[tuple[Tile, TileSlot]] = deque()
+        nxt = 0
+        for n, tile in enumerate(tiles):
+            slot = slots[n % len(slots)]
+            if len(pending) == len(slots):
+                self._collect(*pending.popleft(), queries, library, params, parts, left)
+            self._launch(tile, slot, dq, dl, params, orders, top)
+            pending.append((tile, slot))
+            while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
+                yield batches[nxt], self._batch_hits(nxt, parts, params, nxt in wide, ranks, top)
+                nxt += 1
+        while pending:
+            self._collect(*pending.popleft(), queries, library, params, parts, left)
+        for b in range(nxt, len(batches)):
+            yield batches[b], self._batch_hits(b, parts, params, b in wide, ranks, top)
+
+    @staticmethod
+    def _batch_hits(
+        b: int, parts: dict[int, list], params: SearchParameters, wide: bool, ranks: np.ndarray,
+        top: DeviceTop | None,
+    ) -> HitTable:  # fmt: skip
+        """Batch ``b``'s hits: its tiles' tables, rescored pairs and final running top-N."""
+        got = parts.pop(b, [])
+        if top is not None:
+            got = got + top.final_hits(b)
+        return merge_batch_hits(got, params, wide, ranks)
+
+    def _topn_kernels(self) -> Any:
+        from engine.kernels import cuda_topn  # device code: after the numpy shim
+
+        return cuda_topn
+
+    def _slots_for(
+        self, tiles: list[Tile], params: SearchParameters, fixed: bool = False
+    ) -> list[TileSlot]:
+        """Slots large enough for every tile of a run (``fixed``: hits at fixed places)."""
+        rows = max(t.q1 - t.q0 for t in tiles)
+        cols = max(t.l1 - t.l0 for t in tiles)
+        segs = max(len(t.segs) for t in tiles)
+        per_row = cols if params.top_n <= 0 else segs * params.top_n
+        if not fixed:
+            per_row = min(cols, per_row)
+        return self._get_slots(rows, cols, segs, rows * per_row, min(rows * cols, 1 << 20))
+
+    def _running(self, tile: Tile, slot: TileSlot, top: DeviceTop | None) -> Any:
+        """The selection kernel's ``RunningTop`` (disabled without a device top-N)."""
+        if top is not None:
+            return top.running(tile, slot)
+        if getattr(self, "_no_running", None) is None:
+            k, cuda = self._topn_kernels(), self._cuda
+            dummy = (cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros(1, np.int32)))
+            self._no_running = k.RunningTop(False, 0, *dummy)
+        return self._no_running
+
+    @staticmethod
+    def _ready(parts: list) -> bool:
+        return all(not isinstance(p, PendingScores) or p.done() for p in parts)
+
+    def _launch(
+        self,
+        tile: Tile,
+        slot: TileSlot,
+        dq: Resident,
+        dl: Resident,
+        params: SearchParameters,
+        orders: dict[tuple[int, int], np.ndarray],
+        top: DeviceTop | None = None,
+    ) -> None:
+        """Queue score and select kernels of one tile and the copy of its counters."""
+        nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
+        s = slot.stream
+        s.synchronize()  # the pinned buffers of this slot are free again
+        DeviceTop.release(slot)
+        floor = top.acc.floor if top is not None else None
+        bounded = self._bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
+        key = (tile.l0, tile.l1, bounded)
+        if key not in orders:  # columns by peak count (similar work per warp), cached per run
+            order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
+            # bounded: few pairs are merged; library order keeps the buffer accesses coalesced
+            orders[key] = (np.arange(tile.l0, tile.l1) if bounded else order).astype(np.int32)
+        slot.cols_host[:ncols] = orders[key]
+        for g, (a, _, _) in enumerate(tile.segs):
+            slot.segs_host[g] = a - tile.l0
+        slot.segs_host[len(tile.segs)] = ncols
+        slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
+        slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
+        slot.counts.copy_to_device(slot.zeros_host, stream=s)
+        prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
+        self._score(
+            slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune,
+            bounded=bounded, floor=floor,
+        )  # fmt: skip
+        self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
+            slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
+            float(params.threshold), int(params.top_n), dl.index, int(tile.l0),
+            slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts,
+            self._running(tile, slot, top),
+        )  # fmt: skip
+        if top is not None:
+            top.merge(tile, slot)
+        slot.counts.copy_to_host(slot.counts_host, stream=s)
+
+    def _score(
+        self,
+        slot: TileSlot | DenseSlot,
+        dq: Resident,
+        dl: Resident,
+        q0: int,
+        nrows: int,
+        cols: Any,
+        ncols: int,
+        l0: int,
+        params: SearchParameters,
+        prune: bool,
+        *,
+        window: bool = True,
+        bounded: int = 0,
+        floor: Any = None,
+    ) -> None:
+        """Queue ``score_kernel`` on the slot's stream: rows ``q0:q0+nrows`` × ``cols``.
+
+        ``prune`` skips pairs in which no heavy peak of the library spectrum (and,
+        with ``query_prune``, of the query) has a partner; ``window`` applies the
+        precursor window of ``params``; ``bounded``: the bound mode (``Pruning``);
+        ``floor``: the queries' floors of a device top-N (device array), or None.
+        """
+        threshold = float(params.threshold)
+        heavy, hcnt = dl.heavy_for(self._cuda, threshold) if prune else self._dummy_heavy()
+        qprune = prune and self.query_prune
+        qheavy, qhcnt = dq.heavy_for(self._cuda, threshold) if qprune else self._dummy_heavy()
+        precursor_tolerance = float(params.precursor_tolerance or 0.0) if window else 0.0
+        ppm = window and params.precursor_unit == "ppm"
+        options = SearchOptions(
+            tolerance=score_tolerance(params),
+            kind=score_kind(params),
+            precursor_tolerance=precursor_tolerance,
+            ppm=bool(ppm),
+            same_polarity=bool(window and params.match_ion_mode),
+        )
+        pruning = self._k.Pruning(
+            bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt,
+            *self._bound_args(slot, bounded), *self._floor_args(floor),
+        )  # fmt: skip
+        out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
+        grid = ((ncols + self.threads - 1) // self.threads, nrows)
+        if bounded == self._k.BOUNDS_LISTED:  # a grid-stride loop over the few listed pairs
+            grid = (min(grid[0] * nrows, LISTED_BLOCKS), 1)
+        self._k.score_kernel[grid, self.threads, slot.stream](
+            dq.spectrum_set, dl.spectrum_set, int(q0), cols, int(ncols), int(l0), options,
+            pruning, out,
+        )  # fmt: skip
+
+    def _collect(
+        self,
+        tile: Tile,
+        slot: TileSlot,
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        params: SearchParameters,
+        parts: dict[int, list],
+        left: list[int],
+    ) -> None:
+        """Wait for a tile; file its hits (and its pairs to rescore) under their batches."""
+        s = slot.stream
+        s.synchronize()
+        n_hits, n_ovf = int(slot.counts_host[0]), int(slot.counts_host[1])
+        if n_hits > slot.hit_cap:  # cannot happen: the capacity is the top-N bound
+            raise RuntimeError(f"hit buffer overflow ({n_hits} > {slot.hit_cap})")
+        if n_hits:
+            r = slot.hit_r[:n_hits].copy_to_host(stream=s)
+            c = slot.hit_c[:n_hits].copy_to_host(stream=s)
+            sc = slot.hit_s[:n_hits].copy_to_host(stream=s)
+            m = slot.hit_m[:n_hits].copy_to_host(stream=s)
+            s.synchronize()
+            hits = HitTable.from_arrays(
+                r.astype(np.int64) + tile.q0, c.astype(np.int64) + tile.l0, sc, m
+            )
+            for b, rows in split_rows(tile, hits.library_index):
+                parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
+        if n_ovf:
+            r, c = flagged_pairs(tile, slot, n_ovf)
+            self.rescored_pairs += n_ovf
+            for b, rows in split_rows(tile, c):
+                parts.setdefault(b, []).append(
+                    submit_rescore(
+                        queries,
+                        library,
+                        r[rows],
+                        c[rows],
+                        score_tolerance(params),
+                        score_kind(params),
+                    )
+                )
+        for b in tile.batches:
+            left[b] -= 1
