@@ -23,6 +23,8 @@ __all__ = ["HitViews"]
 
 HITS_FILTER = "Tab-separated (*.tsv);;Comma-separated (*.csv);;Parquet (*.parquet)"
 IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg)"
+#: Mirror plots also export to PDF (vector, page of the figure's size).
+FIGURE_FILTER = "PNG image, 300 dpi (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 
 
 class HitViews:
@@ -46,16 +48,12 @@ class HitViews:
         queries = s.hits_queries if s.hits_queries is not None else s.queries.spectra
         library = s.hits_library if s.hits_library is not None else s.library
         pair = compute_pair(queries, query_index, library, library_index, s.params)
-        self.pair_view.show_pair(
-            pair, title=pair.library_label.split(" (")[0], score_name=score_name(s.params)
-        )
+        self.pair_view.show_pair(pair, title=pair_title(pair), score_name=score_name(s.params))
 
     def _show_heatmap_pair(self, rows, r: int, columns, c: int) -> None:
         pair = compute_pair(rows, r, columns, c, self.session.params)
         self.heatmap_pair_view.show_pair(
-            pair,
-            title=pair.library_label.split(" (")[0],
-            score_name=score_name(self.session.params),
+            pair, title=pair_title(pair), score_name=score_name(self.session.params)
         )
 
     def _filter_to_query(self, row: int) -> None:
@@ -97,13 +95,13 @@ class HitViews:
         return out
 
     def export_mirror(self, path: str | Path | None = None) -> Path | None:
-        """Write the current mirror plot to PNG or SVG."""
+        """Write the current mirror plot at publication size to PNG (300 dpi), SVG or PDF."""
         view = self.heatmap_pair_view if self.tabs.currentIndex() == 1 else self.pair_view
         if view.pair is None:
             QMessageBox.information(self, "No mirror plot", "Select a hit first.")
             return None
         if path is None:
-            path = self._save_path("Export mirror plot", "mirror.png", IMAGE_FILTER)
+            path = self._save_path("Export mirror plot", "mirror.png", FIGURE_FILTER)
             if path is None:
                 return None
         try:
@@ -194,3 +192,13 @@ class HitViews:
 def score_name(params: SearchParameters) -> str:
     """The score's name in words, for plot labels."""
     return params.score_label
+
+
+def pair_title(pair) -> str:
+    """``query name vs library name`` (names without IDs, each at most 40 characters)."""
+
+    def short(label: str) -> str:
+        name = label.split(" (")[0]
+        return name if len(name) <= 40 else name[:39] + "…"
+
+    return f"{short(pair.query_label)} vs {short(pair.library_label)}"
