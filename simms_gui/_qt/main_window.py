@@ -20,6 +20,7 @@ from PyQt6.QtWidgets import (
 from engine.warmup import warm_up_in_background, warming_up
 from simms_gui._qt.file_loading import FileLoading
 from simms_gui._qt.heatmap_panel import HeatmapPanel
+from simms_gui._qt.help_menu import install_help_menu
 from simms_gui._qt.hit_views import HitViews
 from simms_gui._qt.library_panel import LibraryPanel
 from simms_gui._qt.query_list import QueryList
@@ -133,6 +134,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.log_dock.hide()
 
         self._make_actions()
+        install_help_menu(self)
         self._connect()
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
         if self.search_panel.settings_note:
