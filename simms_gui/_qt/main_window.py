@@ -264,6 +264,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.library_panel.removeRequested.connect(self._remove_library)
         self.results.hitSelected.connect(self.show_hit)
         self.query_list.queryActivated.connect(self._filter_to_query)
+        self.query_list.querySelected.connect(self.show_query)
         self.query_list.heatmapRequested.connect(lambda _rows: self.heatmap_selection())
         self.heatmap_panel.topHitsRequested.connect(self.heatmap_top_hits)
         self.heatmap_panel.selectionRequested.connect(self.heatmap_selection)

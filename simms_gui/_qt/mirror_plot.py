@@ -357,6 +357,7 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         self.query_mz = self.library_mz = np.empty(0)
         self.query_intensity = self.library_intensity = np.empty(0)
         self.precursor_mz = (None, None)
+        self.hint.setText(_HINT)
         self.stack.setCurrentWidget(self.hint)
 
     def legend_names(self) -> list[str]:
