@@ -81,6 +81,10 @@ def test_labels_never_collide_on_a_crowded_pair(qtbot, crowded_pair, size):
     _set(widget, crowded_pair)
     qtbot.waitUntil(lambda: len(widget.labels) >= 6)
     _assert_no_collisions(widget)
+    # the title keeps score and matched peaks whole (names may be shortened)
+    shown = widget.title_item.text
+    assert f"cosine {crowded_pair.matches.score:.4f}" in shown
+    assert f"{crowded_pair.matches.matches} matched peaks" in shown
     texts = {label.toPlainText() for label in widget.labels}
     # the base peaks of both spectra carry their labels
     for mz, rel in (

@@ -249,7 +249,7 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         matches : engine.matching.PeakMatches
             Result of :func:`engine.matching.greedy_matches` on these peaks.
         title : str, optional
-            Text put before the score in the title (e.g. both spectra's names).
+            Text put after the score in the title (e.g. both spectra's names).
         query_label, library_label : str, optional
             Captions above and below the plot.
         score_name : str, default "cosine"
@@ -315,7 +315,9 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         text = f"{score_name} {matches.score:.4f} · {matches.matches} matched peaks"
         if n_shifted:
             text += f" ({n_shifted} shifted)"
-        self.title_text = f"{title} — {text}" if title else text
+        # score first: a title too long for the figure loses the names' ends, which the
+        # captions repeat, never the score
+        self.title_text = f"{text} — {title}" if title else text
         self.title_item.set_full_text(self.title_text)
         for caption, arrow, side, label, mz in (
             (self.query_label_item, "▲", "query", query_label, precursors[0]),
