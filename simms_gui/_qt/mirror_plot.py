@@ -503,6 +503,8 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         for key, name in LEGEND_NAMES.items():
             if drawn.get(key):
                 self.legend.addItem(self._legend_samples[key], name)
+        for sample, _label in self.legend.items:  # a click would hide what it names
+            sample.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
         self.legend.updateSize()
         self.legend_box.setFixedHeight(self.legend.height() + 2 if self.legend.items else 0)
         self.legend.anchor(itemPos=(0.5, 0.0), parentPos=(0.5, 0.0))  # centred at its new size

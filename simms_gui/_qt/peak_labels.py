@@ -1,8 +1,8 @@
 """m/z labels on stick spectra that never overlap each other or what else is in the plot.
 
 Labels are placed greedily in screen space, strongest peaks first: a label is
-tried above its peak's tip (below it for a downward spectrum), then stacked one
-and two label heights further out, then beside the tip; the first position
+tried above its peak's tip (below it for a downward spectrum), then beside the
+tip (right, left), then stacked one and two label heights further out; the first position
 whose box lies inside the data area and touches no label placed before and no
 *obstacle* (legend, captions) is kept, otherwise the peak goes unlabelled.  So
 the labels thin out by intensity as the plot gets crowded or small.
@@ -44,7 +44,7 @@ def _positions(up: bool) -> list[tuple[tuple[float, float], float]]:
     vertical = (0.5, 1.0) if up else (0.5, 0.0)
     beside = (0.0, 1.0) if up else (0.0, 0.0)
     beside_left = (1.0, 1.0) if up else (1.0, 0.0)
-    return [(vertical, 0.0), (vertical, 1.0), (vertical, 2.0), (beside, 0.0), (beside_left, 0.0)]
+    return [(vertical, 0.0), (beside, 0.0), (beside_left, 0.0), (vertical, 1.0), (vertical, 2.0)]
 
 
 def place_peak_labels(
