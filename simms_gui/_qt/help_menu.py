@@ -56,12 +56,12 @@ DEPENDENCIES: tuple[tuple[str, str], ...] = (
 )
 
 _DATA_ATTRIBUTION = (
-    "The bundled demo spectra come from MassBank (MassBank/MassBank-data, release "
-    "2025.05.1, <a href='https://github.com/MassBank/MassBank-data'>"
-    "github.com/MassBank/MassBank-data</a>), records under CC BY, CC BY-SA or CC0 "
-    "only. Attribution is required for CC BY and CC BY-SA records and CC BY-SA "
-    "records stay under CC BY-SA when redistributed; every spectrum keeps its "
-    "accession (SPECTRUMID), AUTHORS and LICENSE, shown in the hit pane."
+    "The bundled demo spectra are unchanged MassBank records (MassBank/MassBank-data, "
+    "release 2025.05.1, <a href='https://github.com/MassBank/MassBank-data'>"
+    "github.com/MassBank/MassBank-data</a>) licensed CC0 or CC BY only; CC BY records "
+    "are used under <a href='https://creativecommons.org/licenses/by/4.0/'>CC BY 4.0</a>"
+    " and need attribution. Every spectrum keeps its accession (SPECTRUMID), AUTHORS "
+    "and LICENSE, shown in the hit pane. Libraries you open carry their own licences."
 )
 
 
