@@ -66,8 +66,11 @@ def _assert_no_collisions(widget: MirrorPlotWidget) -> None:
     area = scene_rect(widget.plot_item.getViewBox())
     fixed = widget.fixed_text_rects()
     assert len(fixed) == 4  # title, two captions, legend
-    for box in boxes:
+    vb = widget.plot_item.getViewBox()
+    for label, box in zip(widget.labels, boxes, strict=True):
         assert area.contains(box), "a label leaves the data area"
+        tip = vb.mapViewToScene(label.peak_position)
+        assert box.adjusted(-2, -2, 2, 2).contains(tip), "a label floats away from its peak"
         assert not any(box.intersects(other) for other in fixed), "a label covers a caption"
     for a, b in itertools.combinations(boxes, 2):
         assert not a.intersects(b), "two labels overlap"

@@ -2,7 +2,7 @@
 
 Labels are placed greedily in screen space, strongest peaks first: a label is
 tried above its peak's tip (below it for a downward spectrum), then beside the
-tip (right, left), then stacked one and two label heights further out; the first position
+tip (right, left), never away from it; the first position
 whose box lies inside the data area and touches no label placed before and no
 *obstacle* (legend, captions) is kept, otherwise the peak goes unlabelled.  So
 the labels thin out by intensity as the plot gets crowded or small.
@@ -40,11 +40,15 @@ def scene_rect(item: pg.GraphicsObject) -> QtCore.QRectF:
 
 
 def _positions(up: bool) -> list[tuple[tuple[float, float], float]]:
-    """(anchor, offset in label heights away from the tip) tried in order."""
+    """(anchor, offset in label heights away from the tip) tried in order.
+
+    Only positions touching the tip: a label stacked away from its peak is
+    ambiguous in a crowded spectrum, so such a peak goes unlabelled instead.
+    """
     vertical = (0.5, 1.0) if up else (0.5, 0.0)
     beside = (0.0, 1.0) if up else (0.0, 0.0)
     beside_left = (1.0, 1.0) if up else (1.0, 0.0)
-    return [(vertical, 0.0), (beside, 0.0), (beside_left, 0.0), (vertical, 1.0), (vertical, 2.0)]
+    return [(vertical, 0.0), (beside, 0.0), (beside_left, 0.0)]
 
 
 def place_peak_labels(
@@ -82,7 +86,8 @@ def place_peak_labels(
     Returns
     -------
     list of pyqtgraph.TextItem
-        The labels placed (already in ``plot``).
+        The labels placed (already in ``plot``); each has ``peak_position``, the
+        tip it labels (view coordinates).
     """
     vb = plot.getViewBox()
     area = scene_rect(vb)
@@ -101,6 +106,7 @@ def place_peak_labels(
         label.setFont(font)
         label.textItem.document().setDocumentMargin(1.0)
         label.setZValue(20)
+        label.peak_position = QtCore.QPointF(candidate.mz, candidate.y)  # the tip labelled
         plot.addItem(label)
         kept = False
         for anchor, steps in _positions(up):
