@@ -29,6 +29,8 @@ class HeatmapRequest:
     columns: SpectrumLibrary
     column_index: np.ndarray
     title: str
+    row_title: str = "query"
+    column_title: str = "library hit"
 
     def compute(self, params: SearchParameters, backend: str = "auto") -> np.ndarray:
         """The dense score matrix (runs ``engine.score_matrix``; call off the GUI thread)."""
@@ -78,4 +80,5 @@ def selection_request(spectra: SpectrumLibrary, rows: list[int]) -> HeatmapReque
     if len(rows) < 2:
         return None
     index = np.asarray(sorted(set(rows))[:MAX_SIDE], dtype=np.int64)
-    return HeatmapRequest(spectra, index, spectra, index, f"All vs all: {len(index)} spectra")
+    title = f"All vs all: {len(index)} spectra"
+    return HeatmapRequest(spectra, index, spectra, index, title, column_title="query")

@@ -60,9 +60,38 @@ def test_editor_widgets_match_parameter_types(qtbot):
     assert isinstance(editors["k"], QSpinBox) and isinstance(editors["window"], QDoubleSpinBox)
     assert editors["k"].value() == 6 and editors["window"].value() == 50.0
     assert isinstance(dialog.rows[2].editors["method"], QComboBox)
-    assert dialog.rows[2].editors["method"].currentText() == "sqrt"
+    assert dialog.rows[2].editors["method"].currentData() == "sqrt"
+    assert dialog.rows[2].editors["method"].currentText() == "square root"
     assert dialog.rows[3].editors == {}
-    assert GNPS_TEXT in dialog.summary_label.text() and "preset gnps" in dialog.summary_label.text()
+    assert (
+        GNPS_TEXT == dialog.summary_label.toolTip() and "preset gnps" in dialog.summary_label.text()
+    )
+    # a chemist's words and units, not function names
+    assert dialog.rows[1].label.text() == "2. Keep the strongest peaks of each m/z window"
+    assert editors["k"].suffix() == " peaks" and editors["window"].suffix() == " Da"
+    assert dialog.rows[0].editors["tolerance"].suffix() == " Da"
+    assert dialog.summary_label.text().startswith(
+        "Remove peaks within 17 Da of the precursor → keep the 6 strongest peaks per ±50 Da"
+    )
+    for row in dialog.rows:
+        assert "_" not in row.label.text()
+
+
+def test_relative_intensity_shown_in_percent(qtbot):
+    from simms_gui._qt.preprocess_dialog import PreprocessDialog
+
+    dialog = PreprocessDialog(preset("msas"))
+    qtbot.addWidget(dialog)
+    box = dialog.rows[1].editors["min_relative"]
+    assert box.suffix() == " % of base peak" and box.value() == 1.0  # stored as 0.01
+    assert dialog.pipeline().steps == preset("msas").steps
+    box.setValue(5.0)
+    assert dialog.pipeline().steps[1].params == {"min_relative": 0.05}
+    assert "drop peaks under 5 % of the base peak" in dialog.summary_label.text()
+    assert [dialog.add_combo.itemText(i) for i in range(dialog.add_combo.count())][:2] == [
+        "Keep an m/z range",
+        "Remove peaks near the precursor",
+    ]
 
 
 def test_add_remove_reorder_and_reset(qtbot):
@@ -106,7 +135,8 @@ def test_edited_parameter_is_searched_and_shown(qtbot, window, pesticides):
     assert dialog.isVisible() and dialog.pipeline().steps == preset("gnps").steps
     dialog.rows[0].editors["tolerance"].setValue(5.0)
     dialog.rows[1].editors["k"].setValue(4)
-    dialog.rows[2].editors["method"].setCurrentText("log")
+    method = dialog.rows[2].editors["method"]
+    method.setCurrentIndex(method.findData("log"))
     qtbot.mouseClick(
         dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton
     )

@@ -107,6 +107,7 @@ def test_spec_builds_one_folder_with_both_executables(monkeypatch, has_cuda):
     assert ("demo_library.mgf", "resources") in bundled
     assert ("demo_queries.mgf", "resources") in bundled
     assert ("simms.png", "resources/icons") in bundled
+    assert ("guide.md", "resources") in bundled  # Help → Guide in the frozen app
 
     names = {exe_kw["name"]: args for args, exe_kw in calls["EXE"]}
     assert set(names) == {"simms-gui", "simms"}

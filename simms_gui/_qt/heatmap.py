@@ -26,6 +26,18 @@ def _short(label: str) -> str:
     return label if len(label) <= _MAX_LABEL_CHARS else label[: _MAX_LABEL_CHARS - 1] + "…"
 
 
+def _fit_names(
+    labels: Sequence[str], metrics: QtGui.QFontMetrics, width: float, *, full: bool
+) -> list[str] | None:
+    """Names shortened (…) to ``width`` pixels; None when not even 4 characters fit."""
+    if full:
+        return [_short(t) for t in labels]
+    if width < metrics.horizontalAdvance("Abc…"):
+        return None
+    mode = QtCore.Qt.TextElideMode.ElideRight
+    return [metrics.elidedText(_short(t), mode, int(width)) for t in labels]
+
+
 def _nice_step(minimum: float) -> int:
     """Smallest of 1, 2, 5, 10, 20, 50, ... that is >= ``minimum``."""
     step = 1
@@ -92,9 +104,18 @@ class HeatmapWidget(QtWidgets.QWidget):
         self.levels = (float(levels[0]), float(levels[1]))
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground("w")
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.graphics)
+        #: Shown instead of empty axes while there is no matrix.
+        self.hint = QtWidgets.QLabel(
+            "No heatmap yet: select queries, then choose “Top hits of selected queries” "
+            "or “All vs all of selected queries”"
+        )
+        self.hint.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet("color: palette(mid); font-size: 11pt;")
+        self.stack = QtWidgets.QStackedLayout(self)
+        self.stack.setContentsMargins(0, 0, 0, 0)
+        self.stack.addWidget(self.hint)
+        self.stack.addWidget(self.graphics)
 
         self.plot_item: pg.PlotItem = self.graphics.addPlot(row=0, col=0)
         plot = self.plot_item
@@ -141,7 +162,7 @@ class HeatmapWidget(QtWidgets.QWidget):
         column_labels: Sequence[str] | None = None,
         title: str = "",
         row_title: str = "query",
-        column_title: str = "library",
+        column_title: str = "library hit",
     ) -> None:
         """Show a score matrix.
 
@@ -176,6 +197,7 @@ class HeatmapWidget(QtWidgets.QWidget):
                 f"{len(rows)} row and {len(cols)} column labels for a {n_rows}×{n_cols} matrix"
             )
         self.scores = scores
+        self.stack.setCurrentWidget(self.graphics)
         self.row_labels, self.column_labels = rows, cols
         self.image_item.setImage(
             np.ascontiguousarray(scores, dtype=np.float32), autoLevels=False, levels=self.levels
@@ -198,6 +220,7 @@ class HeatmapWidget(QtWidgets.QWidget):
         self.image_item.clear()
         self.plot_item.setTitle(None)
         self.hovered_cell, self.hover_text = None, ""
+        self.stack.setCurrentWidget(self.hint)
 
     def cell_at(self, scene_pos: QtCore.QPointF) -> tuple[int, int] | None:
         """The ``(row, column)`` under a scene position, or None outside the matrix."""
@@ -269,8 +292,15 @@ class HeatmapWidget(QtWidgets.QWidget):
             if n == 0 or last <= first:
                 axis.setTicks([[]])
                 continue
-            if self._named and n <= self.max_tick_labels and need + 6 <= pixels:
-                ticks = [(i + 0.5, _short(labels[i])) for i in range(first, last)]
+            fitted = None
+            if self._named and n <= self.max_tick_labels:
+                fits = need + 6 <= pixels
+                if name == "bottom":  # names side by side: shortened to the cell's width
+                    fitted = _fit_names(labels[first:last], metrics, pixels - 6, full=fits)
+                elif fits:
+                    fitted = [_short(t) for t in labels[first:last]]
+            if fitted is not None:
+                ticks = [(first + k + 0.5, text) for k, text in enumerate(fitted)]
             else:
                 digits = (
                     metrics.horizontalAdvance(str(n)) + 12

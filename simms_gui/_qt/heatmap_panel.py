@@ -80,6 +80,8 @@ class HeatmapPanel(QWidget):
             row_labels=spectrum_labels(request.rows, request.row_index),
             column_labels=spectrum_labels(request.columns, request.column_index),
             title=request.title,
+            row_title=request.row_title,
+            column_title=request.column_title,
         )
         self.status.setText(f"{request.title} — click a cell for its mirror plot")
         self.top_button.setEnabled(True)

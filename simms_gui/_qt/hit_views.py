@@ -6,8 +6,10 @@ widgets, session and signals).
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
+import numpy as np
 from PyQt6.QtWidgets import (
     QFileDialog,
     QMessageBox,
@@ -17,12 +19,16 @@ from engine import HitTable, SearchParameters
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
-from simms_gui.pairs import compute_pair
+from simms_gui.pairs import compute_pair, spectrum_label
 
 __all__ = ["HitViews"]
 
 HITS_FILTER = "Tab-separated (*.tsv);;Comma-separated (*.csv);;Parquet (*.parquet)"
+#: Why Parquet is not offered when it cannot be written.
+PARQUET_MISSING = "Parquet export needs pyarrow: pip install 'simms-desktop[parquet]'"
 IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg)"
+#: Mirror plots also export to PDF (vector, page of the figure's size).
+FIGURE_FILTER = "PNG image, 300 dpi (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 
 
 class HitViews:
@@ -46,23 +52,44 @@ class HitViews:
         queries = s.hits_queries if s.hits_queries is not None else s.queries.spectra
         library = s.hits_library if s.hits_library is not None else s.library
         pair = compute_pair(queries, query_index, library, library_index, s.params)
-        self.pair_view.show_pair(
-            pair, title=pair.library_label.split(" (")[0], score_name=score_name(s.params)
-        )
+        self.pair_view.show_pair(pair, title=pair_title(pair), score_name=score_name(s.params))
 
     def _show_heatmap_pair(self, rows, r: int, columns, c: int) -> None:
         pair = compute_pair(rows, r, columns, c, self.session.params)
         self.heatmap_pair_view.show_pair(
-            pair,
-            title=pair.library_label.split(" (")[0],
-            score_name=score_name(self.session.params),
+            pair, title=pair_title(pair), score_name=score_name(self.session.params)
         )
 
     def _filter_to_query(self, row: int) -> None:
         spectra = self.session.queries.spectra if self.session.queries else None
         if spectra is not None:
             self.tabs.setCurrentIndex(0)
-            self.results.filter_edit.setText(str(spectra.metadata["id"][row]))
+            self.results.filter_to_query(row, spectrum_label(spectra, row))
+            self.log(f"Hits of query {spectrum_label(spectra, row)} only", status=True)
+
+    def show_query(self, row: int) -> None:
+        """Show the best hit of query ``row`` (selected in the table when it is listed)."""
+        s = self.session
+        spectra = s.queries.spectra if s.queries else None
+        if spectra is None or not 0 <= row < len(spectra):
+            return
+        hits = s.hits if s.hits_queries is not None else None
+        mine = np.flatnonzero(hits.query_index == row) if hits is not None else np.empty(0)
+        if not mine.size:
+            self.pair_view.clear()
+            self.pair_view.mirror.hint.setText(
+                f"No hits for query {spectrum_label(spectra, row)}"
+                + ("" if hits is not None else ": run a search first")
+            )
+            return
+        best = int(mine[np.argmax(hits.score[mine])])
+        library_index = int(hits.library_index[best])
+        self.tabs.setCurrentIndex(0)
+        view_row = self.results.model.find_row(row, library_index)
+        if view_row >= 0:
+            self.results.select_row(view_row)
+        else:
+            self.show_pair(row, library_index)
 
     def hits_for_export(self, which: str = "all") -> HitTable:
         """``"all"`` hits, the ``"filtered"`` rows as shown, or the ``"best"`` per query."""
@@ -85,7 +112,9 @@ class HitViews:
             QMessageBox.information(self, "No hits", "Run a search first.")
             return None
         if path is None:
-            path = self._save_path("Export hits", f"hits_{which}.tsv", HITS_FILTER)
+            if not parquet_writable():
+                self.log(PARQUET_MISSING, status=True)
+            path = self._save_path("Export hits", f"hits_{which}.tsv", hits_filter())
             if path is None:
                 return None
         try:
@@ -97,13 +126,13 @@ class HitViews:
         return out
 
     def export_mirror(self, path: str | Path | None = None) -> Path | None:
-        """Write the current mirror plot to PNG or SVG."""
+        """Write the current mirror plot at publication size to PNG (300 dpi), SVG or PDF."""
         view = self.heatmap_pair_view if self.tabs.currentIndex() == 1 else self.pair_view
         if view.pair is None:
             QMessageBox.information(self, "No mirror plot", "Select a hit first.")
             return None
         if path is None:
-            path = self._save_path("Export mirror plot", "mirror.png", IMAGE_FILTER)
+            path = self._save_path("Export mirror plot", "mirror.png", FIGURE_FILTER)
             if path is None:
                 return None
         try:
@@ -191,6 +220,28 @@ class HitViews:
         self._start_task(lambda: request.compute(params, backend), done, failed)
 
 
+def parquet_writable() -> bool:
+    """True when pyarrow can be imported (pandas writes Parquet with it)."""
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def hits_filter() -> str:
+    """File types of the hit export dialog: Parquet only where it can be written."""
+    if parquet_writable():
+        return HITS_FILTER
+    return ";;".join(f for f in HITS_FILTER.split(";;") if "parquet" not in f)
+
+
 def score_name(params: SearchParameters) -> str:
     """The score's name in words, for plot labels."""
     return params.score_label
+
+
+def pair_title(pair) -> str:
+    """``query name vs library name`` (names without IDs, each at most 40 characters)."""
+
+    def short(label: str) -> str:
+        name = label.split(" (")[0]
+        return name if len(name) <= 40 else name[:39] + "…"
+
+    return f"{short(pair.query_label)} vs {short(pair.library_label)}"

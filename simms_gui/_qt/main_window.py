@@ -20,6 +20,7 @@ from PyQt6.QtWidgets import (
 from engine.warmup import warm_up_in_background, warming_up
 from simms_gui._qt.file_loading import FileLoading
 from simms_gui._qt.heatmap_panel import HeatmapPanel
+from simms_gui._qt.help_menu import install_help_menu
 from simms_gui._qt.hit_views import HitViews
 from simms_gui._qt.library_panel import LibraryPanel
 from simms_gui._qt.query_list import QueryList
@@ -133,6 +134,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.log_dock.hide()
 
         self._make_actions()
+        install_help_menu(self)
         self._connect()
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
         if self.search_panel.settings_note:
@@ -262,6 +264,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.library_panel.removeRequested.connect(self._remove_library)
         self.results.hitSelected.connect(self.show_hit)
         self.query_list.queryActivated.connect(self._filter_to_query)
+        self.query_list.querySelected.connect(self.show_query)
         self.query_list.heatmapRequested.connect(lambda _rows: self.heatmap_selection())
         self.heatmap_panel.topHitsRequested.connect(self.heatmap_top_hits)
         self.heatmap_panel.selectionRequested.connect(self.heatmap_selection)

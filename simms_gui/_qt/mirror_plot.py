@@ -4,13 +4,18 @@ The query is drawn upwards and the library spectrum downwards, both scaled to
 a strongest peak of 100 %.  Matched peak pairs (from
 :func:`engine.matching.greedy_matches`) are coloured and linked; pairs matched
 across the precursor shift (modified cosine) get a second colour; unmatched
-peaks are grey.  Every group is a single pyqtgraph item, so 2,000-peak spectra
-redraw instantly.
+peaks are grey; each spectrum's precursor m/z is a dashed line.  Every group is
+a single pyqtgraph item, so 2,000-peak spectra redraw instantly.
+
+The figure is a column: title (score, matched peaks, both names), the query's
+caption, the plot, the library's caption, the legend.  Only the plot holds data,
+and m/z labels are placed inside it where they touch nothing else
+(:mod:`simms_gui._qt.peak_labels`), so nothing is ever drawn over a label.
 """
 
 from __future__ import annotations
 
-import html
+import math
 import os
 from pathlib import Path
 
@@ -19,42 +24,51 @@ import pyqtgraph as pg
 from PyQt6 import QtCore, QtWidgets
 
 from engine.matching import PeakMatches
-from simms_gui._qt.plots import (
-    annotate_peaks,
-    export_plot,
-    plot_links,
-    plot_sticks,
-    relative_intensity,
+from simms_gui._qt.figure_export import CANVAS_DPI, write_figure
+from simms_gui._qt.figure_parts import AbsoluteAxis, FitLabel
+from simms_gui._qt.peak_labels import (
+    label_candidates,
+    place_peak_labels,
+    scene_rect,
+    sticks_blocker,
 )
+from simms_gui._qt.plots import plot_links, plot_precursor, plot_sticks, relative_intensity
 
-__all__ = ["MirrorPlotWidget"]
+__all__ = ["COLORS", "FIGURE_SIZE_IN", "LEGEND_NAMES", "MirrorPlotWidget"]
 
-#: Colours of the mirror plot (colour-blind safe: blue / orange / grey).
+#: Colours of the mirror plot (colour-blind safe: blue / orange / grey / purple).
 COLORS = {
     "matched": "#1f6fb4",
     "shifted": "#e8710a",
     "unmatched": "#9a9a9a",
+    "precursor": "#7b3294",
     "label": "#333333",
     "zero": "#555555",
     "highlight": "#d62728",
 }
 
+#: Legend text of each kind of item, in legend order.
+LEGEND_NAMES = {
+    "matched": "matched peaks",
+    "shifted": "shifted matches",
+    "unmatched": "unmatched peaks",
+    "precursor": "precursor m/z",
+}
+
+#: Size of exported figures (inches): a two-column journal figure.
+FIGURE_SIZE_IN = (7.0, 4.2)
+
 _Y_LIMIT = 100.0  # strongest peak, percent
-_Y_HEADROOM = 1.22  # room above/below the sticks for labels
-
-
-class _AbsoluteAxis(pg.AxisItem):
-    """Axis showing absolute values (library intensities below zero read positive)."""
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802  (Qt naming)
-        return super().tickStrings([abs(v) for v in values], scale, spacing)
+_Y_HEADROOM = 1.25  # room above/below the sticks for labels
+_HINT = "Select a hit in the table (or a heatmap cell) to see its mirror plot"
 
 
 class MirrorPlotWidget(QtWidgets.QWidget):
     """Query spectrum up, library spectrum down, matched peaks coloured and linked.
 
     Zoom and pan act on m/z only; the intensity axis stays fixed at
-    ±100 % (with room for labels).
+    ±100 % (with room for labels).  With nothing to show, a one-line hint
+    replaces the empty axes.
 
     Parameters
     ----------
@@ -62,26 +76,26 @@ class MirrorPlotWidget(QtWidgets.QWidget):
 
     Attributes
     ----------
-    plot_widget : pyqtgraph.PlotWidget
-        The embedded plot widget.
+    plot_widget : pyqtgraph.GraphicsLayoutWidget
+        The figure: title, captions, plot and legend.
     plot_item : pyqtgraph.PlotItem
-        Its plot item (what :meth:`export_image` writes).
+        The plot (the only part holding data).
+    hint : QLabel
+        Shown instead of the figure while there is nothing to plot.
     matched_items : dict of str to pyqtgraph.PlotDataItem
         Sticks of matched peaks: ``"query"``, ``"library"`` (ordinary matches),
-        ``"query_shifted"``, ``"library_shifted"`` (modified-cosine matches).
-    matched_item : pyqtgraph.PlotDataItem
-        ``matched_items["query"]``: query sticks of ordinary matches.
-    unmatched_items : tuple of pyqtgraph.PlotDataItem
-        Grey sticks of unmatched peaks, ``(query, library)``.
-    link_item, shifted_link_item : pyqtgraph.PlotDataItem
-        Lines joining the tips of matched query and library sticks
-        (ordinary and shifted matches).
-    highlight_item : pyqtgraph.PlotDataItem
-        Thick sticks of the pair chosen with :meth:`highlight_match`.
+        ``"query_shifted"``, ``"library_shifted"`` (modified-cosine matches);
+        ``matched_item`` is ``matched_items["query"]``.
+    unmatched_items, precursor_items : tuple of pyqtgraph.PlotDataItem
+        Grey sticks of unmatched peaks and dashed precursor marks, ``(query, library)``.
+    link_item, shifted_link_item, highlight_item : pyqtgraph.PlotDataItem
+        Lines joining matched sticks (ordinary, shifted); the pair chosen with
+        :meth:`highlight_match`.
+    legend : pyqtgraph.LegendItem
+        Below the plot; lists only what is drawn.
     labels : list of pyqtgraph.TextItem
         m/z labels currently shown.
     matches : engine.matching.PeakMatches or None
-        The matches shown.
     title_text : str
         Plain-text title currently shown.
     query_intensity, library_intensity : ndarray
@@ -90,11 +104,35 @@ class MirrorPlotWidget(QtWidgets.QWidget):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plot_widget = pg.PlotWidget(background="w", axisItems={"left": _AbsoluteAxis("left")})
-        self.plot_item: pg.PlotItem = self.plot_widget.getPlotItem()
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.plot_widget)
+        self.plot_widget = pg.GraphicsLayoutWidget()
+        self.plot_widget.setBackground("w")
+        self.hint = QtWidgets.QLabel(_HINT)
+        self.hint.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet("color: palette(mid); font-size: 11pt;")
+        self.stack = QtWidgets.QStackedLayout(self)
+        self.stack.setContentsMargins(0, 0, 0, 0)
+        self.stack.addWidget(self.hint)
+        self.stack.addWidget(self.plot_widget)
+
+        figure = self.plot_widget.ci
+        figure.setContentsMargins(4, 2, 12, 2)
+        figure.setSpacing(3)
+        self.title_item = FitLabel(10, bold=True, justify="center")
+        self.query_label_item = FitLabel(9)
+        self.plot_item = pg.PlotItem(axisItems={"left": AbsoluteAxis("left")})
+        self.library_label_item = FitLabel(9)
+        self.legend_box = pg.GraphicsWidget()
+        for row, item in enumerate(
+            (
+                self.title_item,
+                self.query_label_item,
+                self.plot_item,
+                self.library_label_item,
+                self.legend_box,
+            )
+        ):
+            figure.addItem(item, row=row, col=0)
 
         plot = self.plot_item
         plot.setLabel("bottom", "m/z")
@@ -130,6 +168,10 @@ class MirrorPlotWidget(QtWidgets.QWidget):
 
         dash = QtCore.Qt.PenStyle.DashLine
         self.unmatched_items = (item(COLORS["unmatched"], z=1), item(COLORS["unmatched"], z=1))
+        self.precursor_items = (
+            item(COLORS["precursor"], width=1.5, z=0, style=dash),
+            item(COLORS["precursor"], width=1.5, z=0, style=dash),
+        )
         # ordinary pairs sit at (almost) the same m/z: a translucent band behind
         # both sticks shows the pairing; shifted pairs get a thin dashed diagonal
         self.link_item = item(COLORS["matched"], width=6, z=2, alpha=70)
@@ -142,36 +184,41 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         }
         self.matched_item = self.matched_items["query"]
         self.highlight_item = item(COLORS["highlight"], width=4, z=4)
+        self._legend_samples = {
+            "matched": self.matched_items["query"],
+            "shifted": self.matched_items["query_shifted"],
+            "unmatched": self.unmatched_items[0],
+            "precursor": self.precursor_items[0],
+        }
 
         self.legend = pg.LegendItem(
-            offset=(-8, 6),
-            colCount=3,
-            brush=pg.mkBrush(255, 255, 255, 210),
-            pen=pg.mkPen("#cccccc"),
+            colCount=4,
+            brush=None,
+            pen=None,
             labelTextColor="#222222",
-            labelTextSize="9pt",
+            labelTextSize="8pt",
+            horSpacing=12,
         )
-        self.legend.setParentItem(vb)
-        for name, key in (("matched", "query"), ("shifted (modified cosine)", "query_shifted")):
-            self.legend.addItem(self.matched_items[key], name)
-        self.legend.addItem(self.unmatched_items[0], "unmatched")
-
-        self.query_label_item = pg.LabelItem("", color="#222222", size="9pt", justify="left")
-        self.query_label_item.setParentItem(vb)
-        self.query_label_item.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(6, 2))
-        self.library_label_item = pg.LabelItem("", color="#222222", size="9pt", justify="left")
-        self.library_label_item.setParentItem(vb)
-        self.library_label_item.anchor(itemPos=(0, 1), parentPos=(0, 1), offset=(6, -2))
+        # pyqtgraph keeps legends at screen size; this one is part of the figure and
+        # must scale with it when exported at 300 dpi
+        self.legend.setFlag(self.legend.GraphicsItemFlag.ItemIgnoresTransformations, False)
+        self.legend.setParentItem(self.legend_box)
+        self.legend.anchor(itemPos=(0.5, 0.0), parentPos=(0.5, 0.0))
 
         self.labels: list[pg.TextItem] = []
         self.n_labels = 8
+        self.label_font_size = 8.0
         self._relabel_timer = QtCore.QTimer(self, singleShot=True, interval=60)
         self._relabel_timer.timeout.connect(self.update_labels)
         vb.sigXRangeChanged.connect(self._relabel_timer.start)
+        vb.sigResized.connect(self._relabel_timer.start)
         self.matches: PeakMatches | None = None
         self.title_text = ""
         self.query_mz = self.library_mz = np.empty(0)
         self.query_intensity = self.library_intensity = np.empty(0)
+        self.precursor_mz: tuple[float | None, float | None] = (None, None)
+        self._pair_args: tuple[tuple, dict] | None = None
+        self._highlighted: int | None = None
         self.clear()
 
     # ------------------------------------------------------------------ API
@@ -188,6 +235,8 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         library_label: str = "",
         score_name: str = "cosine",
         n_labels: int = 8,
+        query_precursor_mz: float | None = None,
+        library_precursor_mz: float | None = None,
     ) -> None:
         """Show a query/library pair and the peaks the greedy cosine matched.
 
@@ -200,13 +249,16 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         matches : engine.matching.PeakMatches
             Result of :func:`engine.matching.greedy_matches` on these peaks.
         title : str, optional
-            Text put before the score in the title (e.g. the hit's name).
+            Text put after the score in the title (e.g. both spectra's names).
         query_label, library_label : str, optional
-            Captions shown in the top-left and bottom-left corners.
+            Captions above and below the plot.
         score_name : str, default "cosine"
             Name of the score in the title (e.g. "modified cosine").
         n_labels : int, default 8
-            m/z labels on the strongest peaks of each side.
+            Most m/z labels on each side (strongest peaks first; fewer when they
+            would collide).
+        query_precursor_mz, library_precursor_mz : float, optional
+            Precursor m/z, marked by a dashed line and given in the captions.
 
         Raises
         ------
@@ -226,6 +278,12 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         ):
             raise ValueError("matches refer to peaks outside the given spectra")
         self.clear()
+        options = dict(title=title, query_label=query_label, library_label=library_label)
+        options.update(score_name=score_name, n_labels=n_labels)
+        options.update(query_precursor_mz=query_precursor_mz)
+        options.update(library_precursor_mz=library_precursor_mz)
+        self._pair_args = ((qmz, qint, lmz, lint, matches), options)
+        self.stack.setCurrentWidget(self.plot_widget)
         self.matches = matches
         self.query_mz, self.library_mz = qmz, lmz
         qrel, lrel = relative_intensity(qint), relative_intensity(lint)
@@ -247,27 +305,41 @@ class MirrorPlotWidget(QtWidgets.QWidget):
             )
         for link, mask in ((self.link_item, plain), (self.shifted_link_item, shifted)):
             plot_links(link, qmz[qi[mask]], qrel[qi[mask]], lmz[li[mask]], -lrel[li[mask]])
+        precursors = (_finite(query_precursor_mz), _finite(library_precursor_mz))
+        self.precursor_mz = precursors
+        for precursor_item, mz, sign in zip(self.precursor_items, precursors, (1, -1), strict=True):
+            plot_precursor(precursor_item, mz, sign=sign, height=_Y_LIMIT)
 
         self.n_labels = n_labels
-
         n_shifted = int(shifted.sum())
         text = f"{score_name} {matches.score:.4f} · {matches.matches} matched peaks"
         if n_shifted:
             text += f" ({n_shifted} shifted)"
-        self.title_text = f"{title} — {text}" if title else text
-        self.plot_item.setTitle(_escape(self.title_text), color="#222222", size="11pt")
-        self.query_label_item.setText(_escape(f"▲ query: {query_label}" if query_label else ""))
-        self.library_label_item.setText(
-            _escape(f"▼ library: {library_label}" if library_label else "")
+        # score first: a title too long for the figure loses the names' ends, which the
+        # captions repeat, never the score
+        self.title_text = f"{text} — {title}" if title else text
+        self.title_item.set_full_text(self.title_text)
+        for caption, arrow, side, label, mz in (
+            (self.query_label_item, "▲", "query", query_label, precursors[0]),
+            (self.library_label_item, "▼", "library", library_label, precursors[1]),
+        ):
+            head = f"{arrow} {side}" + (f" (precursor m/z {mz:.4f})" if mz is not None else "")
+            caption.set_full_text(f"{head}: {label}" if label else head)
+        self._update_legend(
+            matched=bool(plain.any()),
+            shifted=bool(n_shifted),
+            unmatched=bool((~q_matched).any() or (~l_matched).any()),
+            precursor=any(mz is not None for mz in precursors),
         )
         self.reset_zoom()
         self.update_labels()
 
     def clear(self) -> None:
-        """Remove the spectra, links, labels and title."""
+        """Remove the spectra, links, labels and title; show the hint instead."""
         items = [
             *self.unmatched_items,
             *self.matched_items.values(),
+            *self.precursor_items,
             self.link_item,
             self.shifted_link_item,
             self.highlight_item,
@@ -278,18 +350,29 @@ class MirrorPlotWidget(QtWidgets.QWidget):
             self.plot_item.removeItem(label)
         self.labels = []
         self.matches = None
+        self._pair_args = None
+        self._highlighted = None
         self.title_text = ""
-        self.plot_item.setTitle(None)
-        self.query_label_item.setText("")
-        self.library_label_item.setText("")
+        for caption in (self.title_item, self.query_label_item, self.library_label_item):
+            caption.set_full_text("")
+        self._update_legend()
         self.query_mz = self.library_mz = np.empty(0)
         self.query_intensity = self.library_intensity = np.empty(0)
+        self.precursor_mz = (None, None)
+        self.hint.setText(_HINT)
+        self.stack.setCurrentWidget(self.hint)
+
+    def legend_names(self) -> list[str]:
+        """The legend's entries, in order."""
+        return [label.text for _sample, label in self.legend.items]
 
     def highlight_match(self, index: int | None) -> None:
         """Emphasise matched pair ``index`` (row of the matches), or none with None."""
         if index is None or self.matches is None or not 0 <= index < self.matches.matches:
+            self._highlighted = None
             self.highlight_item.setData([], [])
             return
+        self._highlighted = index
         q = int(self.matches.query_peak[index])
         lib = int(self.matches.library_peak[index])
         plot_links(
@@ -301,14 +384,25 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         )
 
     def update_labels(self) -> None:
-        """Label the strongest peaks in the visible m/z range (called after zooming)."""
+        """Label the strongest peaks in view where labels fit (called after zooming)."""
         for label in self.labels:
             self.plot_item.removeItem(label)
         self.labels = []
         if self.matches is None:
             return
-        lo, hi = self.plot_item.getViewBox().viewRange()[0]
+        window = self.plot_item.getViewBox().viewRange()[0]
         shifted = np.asarray(self.matches.shifted, dtype=bool)
+        obstacles = self.fixed_text_rects()
+        placed: list[QtCore.QRectF] = []
+        marks = [
+            (mz, sign * _Y_LIMIT)
+            for mz, sign in zip(self.precursor_mz, (1, -1), strict=True)
+            if mz is not None
+        ]
+        blocked = sticks_blocker(
+            np.r_[self.query_mz, self.library_mz, [m for m, _ in marks]],
+            np.r_[self.query_intensity, -self.library_intensity, [h for _, h in marks]],
+        )
         for mz, rel, idx, sign in (
             (self.query_mz, self.query_intensity, self.matches.query_peak, 1),
             (self.library_mz, self.library_intensity, self.matches.library_peak, -1),
@@ -316,27 +410,29 @@ class MirrorPlotWidget(QtWidgets.QWidget):
             colors = np.full(mz.size, COLORS["label"], dtype=object)
             colors[idx[~shifted]] = COLORS["matched"]
             colors[idx[shifted]] = COLORS["shifted"]
-            visible = np.flatnonzero((mz >= lo) & (mz <= hi))
-            if visible.size == 0:
-                continue
-            vis_rel = rel[visible]
-            strong = visible[np.argsort(-vis_rel, kind="stable")[: 2 * self.n_labels]]
-            include = np.searchsorted(visible, np.intersect1d(strong, idx))
-            self.labels += annotate_peaks(
+            candidates = label_candidates(mz, rel, colors, sign=sign, window=window)
+            self.labels += place_peak_labels(
                 self.plot_item,
-                mz[visible],
-                vis_rel,
-                n=self.n_labels,
-                sign=sign,
-                include=include,
-                colors=colors[visible],
-                min_separation=0.055 * (hi - lo),
-                min_height_separation=10.0,
+                candidates[: 4 * self.n_labels],
+                limit=self.n_labels,
+                obstacles=obstacles,
+                placed=placed,
+                font_size=self.label_font_size,
+                blocked=blocked,
             )
 
+    def fixed_text_rects(self) -> list[QtCore.QRectF]:
+        """Scene boxes of the title, captions and legend (what labels must not touch)."""
+        items = [self.title_item, self.query_label_item, self.library_label_item]
+        rects = [scene_rect(item.item) for item in items if item.text]
+        if self.legend.items:
+            rects.append(scene_rect(self.legend))
+        return rects
+
     def reset_zoom(self) -> None:
-        """Show the whole m/z range of both spectra."""
-        mz = np.r_[self.query_mz, self.library_mz]
+        """Show the whole m/z range of both spectra and their precursors."""
+        marks = [mz for mz in self.precursor_mz if mz is not None]
+        mz = np.r_[self.query_mz, self.library_mz, marks]
         vb = self.plot_item.getViewBox()
         if mz.size == 0:
             vb.setLimits(xMin=None, xMax=None)
@@ -348,26 +444,75 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         vb.setLimits(xMin=lo, xMax=hi, minXRange=0.05)
         vb.setXRange(lo, hi, padding=0)
 
-    def export_image(self, path: str | os.PathLike, *, width: int | None = None) -> Path:
-        """Write the plot to PNG or SVG (by suffix), atomically.
+    def export_image(self, path: str | os.PathLike, *, dpi: float = 300.0) -> Path:
+        """Write the figure at publication size to PNG, SVG or PDF (by suffix), atomically.
+
+        The figure is laid out at :data:`FIGURE_SIZE_IN` inches (fonts at their
+        point sizes) with the m/z range now in view, then written as a PNG at
+        ``dpi`` (resolution stored in the file), a vector SVG or a vector PDF.
 
         Parameters
         ----------
         path : str or PathLike
-            Destination ``.png`` or ``.svg`` file.
-        width : int, optional
-            Pixel width of a PNG (default: twice the on-screen width, at least 800).
+            Destination ``.png``, ``.svg`` or ``.pdf`` file.
+        dpi : float, default 300
+            Resolution of a PNG.
 
         Returns
         -------
         pathlib.Path
+
+        Raises
+        ------
+        ValueError
+            For another suffix, or when no pair is shown.
         """
-        return export_plot(self.plot_item, path, width=width)
+        if self._pair_args is None:
+            raise ValueError("no mirror plot to export: select a hit first")
+        figure = MirrorPlotWidget()
+        figure.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen)
+        width, height = (round(side * CANVAS_DPI) for side in FIGURE_SIZE_IN)
+        figure.resize(width, height)
+        figure.show()
+        try:
+            args, kwargs = self._pair_args
+            figure.set_pair(*args, **kwargs)
+            lo, hi = self.plot_item.getViewBox().viewRange()[0]
+            figure.plot_item.getViewBox().setXRange(lo, hi, padding=0)
+            figure.highlight_match(self._highlighted)
+            QtWidgets.QApplication.processEvents()
+            figure.update_labels()
+            return write_figure(
+                figure.plot_widget.scene(),
+                scene_rect(figure.plot_widget.ci),
+                path,
+                dpi=dpi,
+                title=self.title_text or "SimMS mirror plot",
+            )
+        finally:
+            figure.close()
+            figure.deleteLater()
 
     def sizeHint(self) -> QtCore.QSize:  # noqa: N802  (Qt naming)
         return QtCore.QSize(800, 450)
 
+    # ------------------------------------------------------------------ helpers
+    def _update_legend(self, **drawn: bool) -> None:
+        """List exactly the kinds of items drawn."""
+        self.legend.clear()
+        for key, name in LEGEND_NAMES.items():
+            if drawn.get(key):
+                self.legend.addItem(self._legend_samples[key], name)
+        for sample, _label in self.legend.items:  # a click would hide what it names
+            sample.setAcceptedMouseButtons(QtCore.Qt.MouseButton.NoButton)
+        self.legend.updateSize()
+        self.legend_box.setFixedHeight(self.legend.height() + 2 if self.legend.items else 0)
+        self.legend.anchor(itemPos=(0.5, 0.0), parentPos=(0.5, 0.0))  # centred at its new size
 
-def _escape(text: str) -> str:
-    """Escape text for pyqtgraph's HTML labels."""
-    return html.escape(text, quote=False)
+
+def _finite(value: float | None) -> float | None:
+    """A usable precursor m/z, else None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value > 0 else None

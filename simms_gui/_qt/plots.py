@@ -23,6 +23,7 @@ __all__ = [
     "annotate_peaks",
     "export_plot",
     "plot_links",
+    "plot_precursor",
     "plot_sticks",
     "relative_intensity",
     "segment_count",
@@ -126,6 +127,44 @@ def plot_links(
         raise ValueError("plot_links: all coordinate arrays must have the same length")
     x, y = _pairs(*arrays)
     item.setData(x, y, connect="pairs")
+    if pen is not None:
+        item.setPen(pg.mkPen(pen))
+    return item
+
+
+def plot_precursor(
+    item: pg.PlotDataItem,
+    precursor_mz: float | None,
+    *,
+    sign: float = 1.0,
+    height: float = 100.0,
+    pen: object | None = None,
+) -> pg.PlotDataItem:
+    """Mark a precursor m/z with one vertical segment from 0 to ``sign * height``.
+
+    Parameters
+    ----------
+    item : pyqtgraph.PlotDataItem
+        Target item; its data are replaced (emptied when ``precursor_mz`` is None).
+    precursor_mz : float or None
+        Where the mark goes; None (unknown precursor) draws nothing.
+    sign : float, default +1
+        ``+1`` upwards (query side of a mirror plot), ``-1`` downwards.
+    height : float, default 100
+        Length of the mark (the strongest peak's height).
+    pen : optional
+        Anything :func:`pyqtgraph.mkPen` accepts; the item's pen is kept when None.
+
+    Returns
+    -------
+    pyqtgraph.PlotDataItem
+        ``item``.
+    """
+    if precursor_mz is None:
+        item.setData([], [])
+    else:
+        mz = float(precursor_mz)
+        item.setData([mz, mz], [0.0, float(np.sign(sign)) * height], connect="pairs")
     if pen is not None:
         item.setPen(pg.mkPen(pen))
     return item

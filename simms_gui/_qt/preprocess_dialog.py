@@ -38,6 +38,13 @@ from engine.preprocess import (
     pipeline_spec,
     preset,
 )
+from simms_gui.filter_words import (
+    CHOICE_WORDS,
+    PARAMETER_WORDS,
+    STEP_WORDS,
+    ParameterWords,
+    pipeline_words,
+)
 from simms_gui.pipelines import BIG, matching_preset, pipeline_summary
 
 __all__ = ["PreprocessDialog"]
@@ -58,13 +65,18 @@ class _StepRow(QFrame):
         self.editors: dict[str, QWidget] = {}
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 3, 6, 3)
-        self.label = QLabel(step.name)
-        self.label.setMinimumWidth(190)
-        self.label.setToolTip((FILTERS[step.name].__doc__ or "").strip().splitlines()[0])
+        self.label = QLabel(STEP_WORDS.get(step.name, step.name))
+        self.label.setMinimumWidth(250)
+        doc = (FILTERS[step.name].__doc__ or "").strip().splitlines()[0]
+        self.label.setToolTip(f"{doc}\n(engine filter {step.name})")
         layout.addWidget(self.label)
         for spec in FILTER_PARAMETERS[step.name]:
-            layout.addWidget(QLabel(spec.name))
-            editor = self._editor(spec, self.params.get(spec.name, spec.default))
+            words = PARAMETER_WORDS.get((step.name, spec.name), ParameterWords(spec.name))
+            caption = QLabel(words.label)
+            caption.setToolTip(words.tip)
+            layout.addWidget(caption)
+            editor = self._editor(spec, self.params.get(spec.name, spec.default), words)
+            editor.setToolTip(editor.toolTip() or words.tip)
             self.editors[spec.name] = editor
             layout.addWidget(editor)
         layout.addStretch(1)
@@ -84,32 +96,41 @@ class _StepRow(QFrame):
         button.clicked.connect(lambda _checked=False: slot())
         return button
 
-    def _editor(self, spec: FilterParameter, value: object) -> QWidget:
+    def _editor(self, spec: FilterParameter, value: object, words: ParameterWords) -> QWidget:
         if spec.kind is str:
             combo = QComboBox()
-            combo.addItems(list(spec.choices))
-            combo.setCurrentText(str(value))
-            combo.currentTextChanged.connect(lambda text, n=spec.name: self._set(n, text))
+            for choice in spec.choices:
+                combo.addItem(CHOICE_WORDS.get(choice, choice), choice)
+            combo.setCurrentIndex(max(0, combo.findData(str(value))))
+            combo.currentIndexChanged.connect(
+                lambda _i, n=spec.name, c=combo: self._set(n, c.currentData())
+            )
             return combo
         lo = spec.minimum if spec.minimum is not None else -BIG
         hi = spec.maximum if spec.maximum is not None else BIG
         if spec.kind is int:
             box = QSpinBox(minimum=int(lo), maximum=int(min(hi, 1_000_000)))
+            box.setSuffix(words.unit)
             box.setValue(int(value))
             box.valueChanged.connect(lambda v, n=spec.name: self._set(n, int(v)))
             return box
-        small = hi <= 1
-        box = QDoubleSpinBox(decimals=4 if small else 3, minimum=lo, maximum=hi)
+        scale = words.scale
+        small = hi * scale <= 1
+        box = QDoubleSpinBox(decimals=4 if small else 3, minimum=lo * scale, maximum=hi * scale)
         box.setSingleStep(0.01 if small else 1.0)
+        box.setSuffix(words.unit)
         unbounded = isinstance(spec.default, float) and math.isinf(spec.default)
         if unbounded:
-            box.setToolTip(f"{spec.name}: at {hi:g} (the maximum) there is no bound")
-        box.setValue(min(float(value), hi))
-        box.valueChanged.connect(lambda v, n=spec.name, u=unbounded: self._set_number(n, v, u))
+            box.setToolTip(f"{words.label}: at {hi:g} (the maximum) there is no bound")
+        box.setValue(min(float(value), hi) * scale)
+        box.valueChanged.connect(
+            lambda v, n=spec.name, u=unbounded, k=scale: self._set_number(n, v / k, u)
+        )
         return box
 
     def _set_number(self, name: str, value: float, unbounded: bool) -> None:
-        if unbounded and value >= self.editors[name].maximum():
+        editor = self.editors[name]
+        if unbounded and value >= editor.maximum():
             self.params.pop(name, None)  # the filter's own default: no bound
             self.changed.emit()
         else:
@@ -162,7 +183,7 @@ class PreprocessDialog(QDialog):
 
         self.add_combo = QComboBox()
         for name in FILTERS:
-            self.add_combo.addItem(name, name)
+            self.add_combo.addItem(STEP_WORDS.get(name, name), name)
         self.add_button = QPushButton("Add step")
         self.add_button.setToolTip("Append the chosen filter with its default parameters")
         self.add_button.clicked.connect(lambda: self.add_step(self.add_combo.currentData()))
@@ -265,13 +286,15 @@ class PreprocessDialog(QDialog):
 
     def _update(self) -> None:
         for k, row in enumerate(self.rows):
-            row.label.setText(f"{k + 1}. {row.name}")
+            row.label.setText(f"{k + 1}. {STEP_WORDS.get(row.name, row.name)}")
             row.up_button.setEnabled(k > 0)
             row.down_button.setEnabled(k < len(self.rows) - 1)
         pipeline = Pipeline(self.steps())
         same = matching_preset(pipeline)
         note = f"  (= preset {same})" if same else ""
-        self.summary_label.setText(f"{pipeline_summary(pipeline)}{note}")
+        words = pipeline_words(pipeline)
+        self.summary_label.setText(f"{words[:1].upper()}{words[1:]}{note}")
+        self.summary_label.setToolTip(pipeline_summary(pipeline))
         try:
             self.pipeline()
         except ValueError as exc:

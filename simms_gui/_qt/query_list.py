@@ -137,12 +137,15 @@ class QueryList(QWidget):
 
     Signals
     -------
+    querySelected(int)
+        A query became the current one (clicked; source row).
     queryActivated(int)
         A query was double-clicked (source row).
     heatmapRequested(list)
         Source rows of the selected queries.
     """
 
+    querySelected = pyqtSignal(int)  # noqa: N815
     queryActivated = pyqtSignal(int)  # noqa: N815
     heatmapRequested = pyqtSignal(list)  # noqa: N815
 
@@ -202,6 +205,14 @@ class QueryList(QWidget):
         self.mz_max.valueChanged.connect(self._filter_changed)
         self.table.doubleClicked.connect(
             lambda index: self.queryActivated.emit(self.proxy.mapToSource(index).row())
+        )
+        self.table.selectionModel().currentRowChanged.connect(
+            lambda current, _previous: (
+                current.isValid() and self.querySelected.emit(self.proxy.mapToSource(current).row())
+            )
+        )
+        self.table.setToolTip(
+            "Click a query to see its best hit; double-click to list only its hits"
         )
         self.heatmap_button.clicked.connect(
             lambda: self.heatmapRequested.emit(self.selected_rows())

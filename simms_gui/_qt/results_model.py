@@ -70,6 +70,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("library", "Library", "", "Library file"),
 )
 
+#: Columns whose first click sorts the largest first (the best hits on top).
+BEST_FIRST = frozenset({"score", "reverse_score", "matches", "library_explained"})
+
 #: Text columns searched by the text filter.
 TEXT_FILTER_KEYS = ("query_id", "query_name", "library_name", "library_id", "library_inchikey")
 
@@ -99,6 +102,7 @@ class HitsTableModel(QAbstractTableModel):
         self._text = ""
         self._score_range: tuple[float, float] | None = None
         self._best_only = False
+        self._query: int | None = None
         self._codes: dict[str, np.ndarray] = {}
         self._library_name = ""
 
@@ -172,6 +176,9 @@ class HitsTableModel(QAbstractTableModel):
                 return col.title
             if role == Qt.ItemDataRole.ToolTipRole:
                 return col.tip or col.title
+            if role == Qt.ItemDataRole.InitialSortOrderRole:
+                best = col.key in BEST_FIRST
+                return Qt.SortOrder.DescendingOrder if best else Qt.SortOrder.AscendingOrder
         elif orientation == Qt.Orientation.Vertical and role == Qt.ItemDataRole.DisplayRole:
             return str(section + 1)
         return None
@@ -221,9 +228,20 @@ class HitsTableModel(QAbstractTableModel):
         self._best_only = bool(best)
         self.apply()
 
+    def set_query_filter(self, query_index: int | None) -> None:
+        """Show only the hits of query ``query_index`` (None: of every query)."""
+        self._query = None if query_index is None else int(query_index)
+        self.apply()
+
+    @property
+    def query_filter(self) -> int | None:
+        """The query whose hits alone are shown, or None."""
+        return self._query
+
     def clear_filters(self) -> None:
         """Drop all filters (the view is recomputed by the next :meth:`apply`)."""
         self._text, self._score_range, self._best_only = "", None, False
+        self._query = None
 
     def apply(self) -> None:
         """Recompute the visible rows (filters, then sort) in one reset."""
@@ -301,6 +319,8 @@ class HitsTableModel(QAbstractTableModel):
             mask &= text_mask
         if self._best_only:
             mask &= self._best_rows()[rows]
+        if self._query is not None:
+            mask &= self._cols["query_index"][rows] == self._query
         return mask
 
     def _best_rows(self) -> np.ndarray:

@@ -16,6 +16,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from simms_gui._qt.query_filter_bar import QueryFilterBar
 from simms_gui._qt.results_model import COLUMNS, HitsTableModel
 
 __all__ = ["ResultsPanel"]
@@ -103,6 +104,9 @@ class ResultsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
+        self.query_bar = QueryFilterBar()
+        self.query_bar.clearRequested.connect(self.clear_query_filter)
+        layout.addWidget(self.query_bar)
         layout.addWidget(self.table)
 
         self.filter_edit.textChanged.connect(self.model.set_text_filter)
@@ -133,6 +137,16 @@ class ResultsPanel(QWidget):
         self.table.selectionModel().setCurrentIndex(index, flags)
         self.table.scrollTo(index)
 
+    def filter_to_query(self, query_index: int, name: str) -> None:
+        """List only the hits of one query, and say so in a bar above the table."""
+        self.model.set_query_filter(query_index)
+        self.query_bar.show_query(name)
+
+    def clear_query_filter(self) -> None:
+        """List the hits of every query again (hides the bar)."""
+        self.model.set_query_filter(None)
+        self.query_bar.hide()
+
     def reset_filters(self) -> None:
         """Clear the text filter, the score range and the best-hit toggle."""
         for w in (self.filter_edit, self.score_min, self.score_max, self.best_check):
@@ -143,6 +157,7 @@ class ResultsPanel(QWidget):
         self.best_check.setChecked(False)
         for w in (self.filter_edit, self.score_min, self.score_max, self.best_check):
             w.blockSignals(False)
+        self.query_bar.hide()
         self.model.clear_filters()
 
     def _score_changed(self) -> None:

@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
 from engine import SearchParameters, SearchProgress, available_backends, gpu_status
 from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
 from engine.warmup import warming_up
+from simms_gui._qt.precursor_units import PrecursorUnits
 from simms_gui._qt.preprocess_dialog import PreprocessDialog
 from simms_gui._qt.settings import load_json, save_json
 from simms_gui.pipelines import matching_preset, pipeline_summary
@@ -139,6 +140,7 @@ class SearchPanel(QWidget):
         self.precursor_tolerance = QDoubleSpinBox(decimals=4, minimum=0.0001, maximum=1e5)
         self.precursor_tolerance.setToolTip("Only library spectra within this precursor window")
         self.precursor_tolerance.setValue(0.02)
+        self._precursor_units = PrecursorUnits(self.precursor_tolerance)
         self._hidden: dict[str, object] = {}
         self.min_matches = QSpinBox(minimum=0, maximum=1000)
         self.min_matches.setToolTip("A hit needs at least this many matched peaks")
@@ -283,7 +285,7 @@ class SearchPanel(QWidget):
     def _precursor_unit_changed(self) -> None:
         unit = self.precursor_unit.currentData()
         self.precursor_tolerance.setEnabled(unit != "off")
-        self.precursor_tolerance.setSuffix(" ppm" if unit == "ppm" else " Da")
+        self._precursor_units.switch(unit)
 
     def parameters(self, **overrides) -> SearchParameters:
         """The parameters shown, with ``overrides`` applied (``SearchParameters``)."""
@@ -313,6 +315,7 @@ class SearchPanel(QWidget):
         else:
             _select(self.precursor_unit, params.precursor_unit)
             self.precursor_tolerance.setValue(params.precursor_tolerance)
+            self._precursor_units.unit = params.precursor_unit
         self.min_matches.setValue(params.min_matches)
         self.threshold.setValue(params.threshold)
         self.top_n.setValue(params.top_n)

@@ -46,6 +46,7 @@ class PairView(QWidget):
             pair.query_mz, pair.query_intensity, pair.library_mz, pair.library_intensity,
             pair.matches, title=title, query_label=pair.query_label,
             library_label=pair.library_label, score_name=score_name,
+            query_precursor_mz=pair.query_precursor, library_precursor_mz=pair.library_precursor,
         )  # fmt: skip
         self.peaks.set_matches(
             pair.query_mz, pair.query_intensity, pair.library_mz, pair.library_intensity,
@@ -61,7 +62,7 @@ class PairView(QWidget):
         self.details.clear_row()
 
     def export_image(self, path: str | Path) -> Path:
-        """Write the mirror plot to PNG or SVG."""
+        """Write the mirror plot at publication size to PNG (300 dpi), SVG or PDF."""
         return self.mirror.export_image(path)
 
     def _highlight(self, index: int) -> None:
