@@ -41,6 +41,33 @@ from engine.params import SearchParameters  # noqa: E402
 from engine.search import SearchJob  # noqa: E402
 
 
+def diagnose(queries, library, params, be, path: Path) -> None:
+    """One more search: seconds per kernel (summed over tiles) and a host profile."""
+    import cProfile
+    import io
+    import pstats
+
+    be.kernel_events = {}
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    SearchJob(queries, library, params, backend=be).run()
+    prof.disable()
+    wall = time.perf_counter() - t
+    ev, be.kernel_events = be.kernel_events, None
+    spans = {}
+    for a, b in (("start", "bound"), ("bound", "score"), ("score", "select")):
+        spans[b] = sum(x.elapsed_time(y) for x, y in zip(ev[a], ev[b], strict=True)) / 1e3
+    print(
+        f"diagnosis ({len(ev['start'])} tiles, {wall:.2f} s under the profiler): kernel seconds "
+        + ", ".join(f"{k} {v:.2f}" for k, v in spans.items()),
+        flush=True,
+    )
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+    path.write_text(buf.getvalue())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -51,6 +78,13 @@ def main() -> None:
     ap.add_argument("--threshold", type=float, default=0.7)
     ap.add_argument("--top", type=int, default=100)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--diagnose",
+        type=Path,
+        default=None,
+        help="also time each kernel (CUDA events) and profile the host (cProfile) in one "
+        "more search; the profile goes to this file",
+    )
     args = ap.parse_args()
 
     from engine.backends import gpu_status
@@ -114,6 +148,8 @@ def main() -> None:
         f"max|diff| {diff:.2e}, match mismatches {mism}",
         flush=True,
     )
+    if args.diagnose:
+        diagnose(queries, library, params, be, args.diagnose)
     print("\nrun                                 pairs   seconds    pairs/s  first hits       hits")
     label = f"{len(queries):,} x {len(library):,}"
     print(f"{label:30s} {pairs:10.3e} {seconds:9.2f} {pairs / seconds:10.3e} {first:10.2f} "

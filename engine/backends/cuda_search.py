@@ -36,6 +36,15 @@ class TileSearch:
 
     #: Keep each query's top-N on the device when the caller merges across batches.
     device_top: bool = True
+    #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
+    #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each).
+    kernel_events: dict | None = None
+
+    def _mark(self, stream: Any, name: str) -> None:
+        if self.kernel_events is not None:
+            event = self._cuda.event()
+            event.record(stream)
+            self.kernel_events.setdefault(name, []).append(event)
 
     def _run(
         self,
@@ -148,7 +157,9 @@ class TileSearch:
         s.synchronize()  # the pinned buffers of this slot are free again
         DeviceTop.release(slot)
         floor = top.acc.floor if top is not None else None
+        self._mark(s, "start")
         bounded = self._bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
+        self._mark(s, "bound")
         key = (tile.l0, tile.l1, bounded)
         if key not in orders:  # columns by peak count (similar work per warp), cached per run
             order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
@@ -166,12 +177,14 @@ class TileSearch:
             slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune,
             bounded=bounded, floor=floor,
         )  # fmt: skip
+        self._mark(s, "score")
         self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
             slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
             float(params.threshold), int(params.top_n), dl.index, int(tile.l0),
             slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts,
             self._running(tile, slot, top),
         )  # fmt: skip
+        self._mark(s, "select")
         if top is not None:
             top.merge(tile, slot)
         slot.counts.copy_to_host(slot.counts_host, stream=s)
