@@ -418,14 +418,16 @@ def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeyp
     monkeypatch.setattr(main_window, "warming_up", lambda: True)
     demo._warm_up_started -= 30  # noqa: SLF001 - as if the warm-up had run for 30 s
     demo._check_warm_up()  # noqa: SLF001
-    assert "Compiling the search kernels" in demo.statusBar().currentMessage()
+    assert "Preparing the search kernels (first run only)" in demo.slow_steps.text()
     demo.search_panel.set_running(True)
-    assert demo.search_panel.progress_bar.format() == "compiling search kernels…"
-    assert "numba compiles the search kernels once" in demo.search_panel.progress_label.text()
+    assert demo.search_panel.progress_bar.format() == (
+        "preparing the search kernels (first run only)…"
+    )
+    assert "numba compiles them once" in demo.search_panel.progress_label.text()
     demo.search_panel.set_running(False)
     monkeypatch.setattr(main_window, "warming_up", lambda: False)
     demo._check_warm_up()  # noqa: SLF001
-    assert demo.statusBar().currentMessage() == "Search kernels compiled and cached"
+    assert demo.slow_steps.text() == "Search kernels ready"
 
 
 def test_opening_a_large_library_shows_progress_and_cancels(

@@ -172,9 +172,8 @@ class QueryList(QWidget):
         header = self.table.horizontalHeader()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        char = self.fontMetrics().horizontalAdvance("0")
-        for col, width in ((0, 4), (1, 10), (3, 10), (4, 6)):
-            self.table.setColumnWidth(col, width * char)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.fit_columns()
         self.heatmap_button = QPushButton("Heatmap of selection")
         self.heatmap_button.setToolTip("All-vs-all similarity of the selected queries")
         self.count_label = QLabel("")
@@ -209,9 +208,23 @@ class QueryList(QWidget):
         self._update_count()
 
     def set_spectra(self, spectra: SpectrumLibrary | None) -> None:
-        """Show these query spectra."""
+        """Show these query spectra (ID, m/z and peak columns fitted to their contents)."""
         self.model.set_spectra(spectra)
         self._update_count()
+        self.fit_columns()
+
+    def fit_columns(self, rows: int = 200, max_chars: int = 22) -> None:
+        """Fit the ID, m/z and peak columns to header and first ``rows``, capped; Name stretches."""
+        char = self.fontMetrics().horizontalAdvance("0")
+        metrics = self.table.fontMetrics()
+        header = self.table.horizontalHeader()
+        n = min(rows, self.proxy.rowCount())
+        for col in (0, 1, 3, 4):
+            width = header.fontMetrics().horizontalAdvance(_HEADERS[col]) + 3 * char
+            for row in range(n):
+                text = str(self.proxy.index(row, col).data() or "")
+                width = max(width, metrics.horizontalAdvance(text) + 2 * char)
+            self.table.setColumnWidth(col, min(width, max_chars * char))
 
     def selected_rows(self) -> list[int]:
         """Source rows of the selected queries, ascending."""

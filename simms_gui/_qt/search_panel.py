@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import math
 
 from PyQt6.QtCore import Qt, pyqtSignal
@@ -13,21 +11,30 @@ from PyQt6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
-    QGroupBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from engine import SearchParameters, SearchProgress, available_backends, gpu_status
+from engine import SearchParameters, SearchProgress
 from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
 from engine.warmup import warming_up
+from simms_gui._qt.backend_choice import (
+    DASK_ADDRESS_TIP,
+    dask_available,
+    detected_backends,
+    gpu_reason,
+)
 from simms_gui._qt.preprocess_dialog import PreprocessDialog
+from simms_gui._qt.progress_text import count as _count
+from simms_gui._qt.progress_text import duration as _duration
 from simms_gui._qt.settings import load_json, save_json
 from simms_gui.pipelines import matching_preset, pipeline_summary
 
@@ -35,8 +42,8 @@ __all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
 
 #: Shown while a search waits for the kernels to compile (the first start on a machine).
 COMPILING_NOTE = (
-    "First start on this machine: numba compiles the search kernels once (about a minute "
-    "on 2 cores); later starts load them from its cache in about a second."
+    "Preparing the search kernels (first run only): numba compiles them once, about a "
+    "minute on 2 cores; later starts load them from its cache in about a second."
 )
 
 _SCORES = (
@@ -63,40 +70,6 @@ def preset_names() -> tuple[str, ...]:
     names = getattr(preprocess, "PRESETS", None) or getattr(preprocess, "PRESET_NAMES", None)
     names = tuple(names) if names else ("none", "gnps", "msas")
     return ("none", *[n for n in names if n != "none"])
-
-
-@functools.cache
-def detected_backends() -> dict[str, str]:
-    """``engine.available_backends()``, detected once per process."""
-    try:
-        return dict(available_backends())
-    except Exception:  # detection must never stop the window from opening
-        return {"cpu": "CPU"}
-
-
-@functools.cache
-def dask_available() -> bool:
-    """True when dask.distributed can be imported (searches on a Dask cluster)."""
-    return importlib.util.find_spec("distributed") is not None
-
-
-#: Tooltip of the Dask address field.
-DASK_ADDRESS_TIP = (
-    "Address of the Dask scheduler, tcp://HOST:8786 (start one with `dask scheduler` and "
-    "`dask worker tcp://HOST:8786` on each machine), or local:N to start N worker "
-    "processes on this computer (closed with the window). The connection is kept "
-    "between searches while the address stays the same."
-)
-
-
-@functools.cache
-def gpu_reason() -> str:
-    """Why no GPU backend is offered (``engine.gpu_status``), detected once per process."""
-    try:
-        ok, what = gpu_status()
-    except Exception as exc:  # detection must never stop the window from opening
-        return f"GPU detection failed: {exc}"
-    return what if not ok else "GPU available"
 
 
 class SearchPanel(QWidget):
@@ -160,6 +133,8 @@ class SearchPanel(QWidget):
         )
         self.preprocess.setMinimumContentsLength(8)
         self._custom_spec: str | None = None
+        self._running = False
+        self._last_progress: SearchProgress | None = None
         self.preprocess_edit = QPushButton("Edit…")
         self.preprocess_edit.setToolTip(
             "Edit the preprocessing steps and their parameters (the result is the 'custom' entry)"
@@ -213,15 +188,21 @@ class SearchPanel(QWidget):
         self.progress_label.setWordWrap(True)
         self.progress_label.setStyleSheet("color: palette(mid);")
 
-        box = QGroupBox("Search")
-        box_layout = QVBoxLayout(box)
-        box_layout.addLayout(form)
-        box_layout.addLayout(buttons)
-        box_layout.addWidget(self.progress_bar)
-        box_layout.addWidget(self.progress_label)
+        # the form scrolls when the panel is short (a 768-pixel screen); Search, Stop
+        # and the progress stay in view below it
+        form_widget = QWidget()
+        form_widget.setLayout(form)
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setWidget(form_widget)
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(box)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.form_scroll, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress_bar)
+        layout.addWidget(self.progress_label)
 
         self.mode.activated.connect(self._mode_chosen)
         self.precursor_unit.currentIndexChanged.connect(self._precursor_unit_changed)
@@ -465,17 +446,22 @@ class SearchPanel(QWidget):
         """Enable Stop while a search runs, Search otherwise."""
         self.search_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
+        self._running = running
         if running:
+            self._last_progress = None
             self.progress_bar.setValue(0)
             if warming_up():
-                self.progress_bar.setFormat("compiling search kernels…")
+                self.progress_bar.setFormat("preparing the search kernels (first run only)…")
                 self.progress_label.setText(COMPILING_NOTE)
             else:
                 self.progress_bar.setFormat("starting…")
                 self.progress_label.setText("")
 
     def show_progress(self, progress: SearchProgress) -> None:
-        """Show pairs done, rate and time left."""
+        """Show pairs done, rate and time left (ignored once the search has ended)."""
+        if not self._running:
+            return  # a report queued before the end must not undo "stopped"
+        self._last_progress = progress
         self.progress_bar.setValue(int(1000 * progress.fraction))
         self.progress_bar.setFormat(f"{100 * progress.fraction:.0f} %")
         left = progress.seconds_left
@@ -485,29 +471,26 @@ class SearchPanel(QWidget):
             f"{_count(progress.pairs_per_second)} pairs/s{left_text} · {progress.hits:,} hits"
         )
 
-    def show_done(self, text: str) -> None:
-        """Final state of the progress bar."""
+    def show_done(self, text: str, hits: int | None = None, state: str = "") -> None:
+        """Final state of the progress bar; a stopped search says what it kept."""
+        self._running = False
         self.progress_bar.setFormat(text)
+        last = self._last_progress
+        if state == "stopped" and hits is not None:
+            done = (
+                ""
+                if last is None
+                else (
+                    f" after {_count(last.pairs_done)} of {_count(last.pairs_total)} pairs "
+                    f"({100 * last.fraction:.0f} %)"
+                )
+            )
+            self.progress_label.setText(f"Stopped{done}: {hits:,} hits kept.")
+        elif state == "done" and hits is not None and last is not None:
+            self.progress_label.setText(f"{_count(last.pairs_total)} pairs · {hits:,} hits")
 
 
 def _select(combo: QComboBox, data: object) -> None:
     index = combo.findData(data)
     if index >= 0:
         combo.setCurrentIndex(index)
-
-
-def _count(n: float) -> str:
-    n = float(n)
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:02.0f} min"
