@@ -11,12 +11,14 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from PyQt6.QtCore import Qt
 from PyQt6.QtGui import QAction
 from PyQt6.QtWidgets import QMessageBox
 
 import engine
 from engine import SearchProgress
 from simms_gui._qt.results_model import COLUMNS
+from simms_gui._qt.results_view import MAX_FIT_CHARS
 from simms_gui.resources import demo_library_path, demo_queries_path
 from simms_gui.session import Session
 from simms_gui.session_file import open_session, read_session, save_session
@@ -275,20 +277,24 @@ def test_layout_at_1366x768(qtbot, searched):
         for row in range(min(40, model.rowCount())):
             text = model.data(model.index(row, k))
             if metrics.horizontalAdvance(text) > table.columnWidth(k):
-                from PyQt6.QtCore import Qt
-
                 assert model.data(model.index(row, k), Qt.ItemDataRole.ToolTipRole) == text
-                assert table.columnWidth(k) >= 40 * metrics.horizontalAdvance("0")
+                cap = MAX_FIT_CHARS * window.results.fontMetrics().horizontalAdvance("0")
+                assert table.columnWidth(k) == cap
     header = table.horizontalHeader()
     title = model.headerData(COL["precursor_mz_delta"], header.orientation())
     assert header.fontMetrics().horizontalAdvance(title) < table.columnWidth(
         COL["precursor_mz_delta"]
     )
-    ids = window.query_list.model._ids  # noqa: SLF001
-    assert window.query_list.table.columnWidth(1) >= min(
-        queries.fontMetrics().horizontalAdvance(max(ids, key=len)),
-        22 * queries.fontMetrics().horizontalAdvance("0"),
-    )
+    # the query list's columns: whole text, or capped with the text on hover
+    proxy, char = window.query_list.proxy, window.query_list.fontMetrics().horizontalAdvance("0")
+    for col, max_chars in enumerate(window.query_list.MAX_CHARS[:-1]):  # the last one stretches
+        title = proxy.headerData(col, Qt.Orientation.Horizontal)
+        assert queries.fontMetrics().horizontalAdvance(title) < queries.columnWidth(col), title
+        for row in range(proxy.rowCount()):
+            text = proxy.index(row, col).data()
+            if queries.fontMetrics().horizontalAdvance(text) > queries.columnWidth(col):
+                assert queries.columnWidth(col) == max_chars * char
+                assert proxy.index(row, col).data(Qt.ItemDataRole.ToolTipRole) == text
 
 
 def test_hit_details_show_the_hits_fields(searched):
@@ -323,3 +329,23 @@ def test_second_start_is_not_empty(qtbot, monkeypatch, tmp_path):
     assert len(again.session.hits) == len(window.session.hits) > 0
     assert saved.is_file()
     again.shutdown()
+
+
+def test_viewer_saves_and_opens_sessions(qtbot, tmp_path):
+    from simms_gui.viewer import Viewer
+
+    viewer = Viewer(show=False, demo=True)
+    qtbot.addWidget(viewer.window)
+    hits = viewer.search(backend="cpu", top_n=4).wait(timeout=180)
+    viewer.show_mirror(int(hits.query_index[2]), int(hits.library_index[2]))
+    path = viewer.save_session(tmp_path / "v.simms")
+    other = Viewer(show=False)
+    qtbot.addWidget(other.window)
+    assert other.open_session(path) == []
+    pd.testing.assert_frame_equal(other.hits.to_pandas(), viewer.hits.to_pandas())
+    assert other.session.selected_hit == (int(hits.query_index[2]), int(hits.library_index[2]))
+    row = other.window.results.model.row_of(other.window.results.current_row())
+    assert (row["query_index"], row["library_index"]) == other.session.selected_hit
+    assert other.window.pair_view.pair is not None  # its mirror plot is drawn
+    viewer.close()
+    other.close()

@@ -203,15 +203,20 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
             self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
             dock.show()
         Vertical, Horizontal = Qt.Orientation.Vertical, Qt.Orientation.Horizontal  # noqa: N806
+        # the search form whole when there is room (it scrolls when there is not)
+        search = self.search_panel.preferred_height()
         if compact:
             self.tabifyDockWidget(self.files_dock, self.queries_dock)
             self.queries_dock.raise_()
             self.resizeDocks([self.search_dock, self.queries_dock], [42, 58], Vertical)
         else:
+            rest = max(self.height() - search - 120, 300)
             self.resizeDocks(
-                [self.search_dock, self.files_dock, self.queries_dock], [46, 20, 34], Vertical
+                [self.search_dock, self.files_dock, self.queries_dock],
+                [search, int(0.4 * rest), int(0.6 * rest)],
+                Vertical,
             )
-        self.resizeDocks([self.search_dock], [400], Horizontal)
+        self.resizeDocks([self.search_dock], [400 if compact else 470], Horizontal)
         self.compact_docks = compact
 
     # ------------------------------------------------------------------ building

@@ -11,7 +11,6 @@ from PyQt6.QtWidgets import (
     QDoubleSpinBox,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -170,8 +169,8 @@ class QueryList(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         header = self.table.horizontalHeader()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(True)
+        self.table.setWordWrap(False)  # else long IDs wrap at "-" and lose their end
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.fit_columns()
         self.heatmap_button = QPushButton("Heatmap of selection")
@@ -213,13 +212,16 @@ class QueryList(QWidget):
         self._update_count()
         self.fit_columns()
 
-    def fit_columns(self, rows: int = 200, max_chars: int = 22) -> None:
-        """Fit the ID, m/z and peak columns to header and first ``rows``, capped; Name stretches."""
+    #: Widest each column gets when fitted, in characters (hover shows the rest).
+    MAX_CHARS = (5, 22, 26, 14, 8)
+
+    def fit_columns(self, rows: int = 200) -> None:
+        """Fit the columns to their header and first ``rows``, capped (wider: scroll)."""
         char = self.fontMetrics().horizontalAdvance("0")
         metrics = self.table.fontMetrics()
         header = self.table.horizontalHeader()
         n = min(rows, self.proxy.rowCount())
-        for col in (0, 1, 3, 4):
+        for col, max_chars in enumerate(self.MAX_CHARS):
             width = header.fontMetrics().horizontalAdvance(_HEADERS[col]) + 3 * char
             for row in range(n):
                 text = str(self.proxy.index(row, col).data() or "")

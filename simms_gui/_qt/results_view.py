@@ -31,7 +31,7 @@ _WIDTHS = {
     "library": 16,
 }
 #: Widest a column gets when fitted to its contents, in characters (hover shows the rest).
-MAX_FIT_CHARS = 42
+MAX_FIT_CHARS = 32
 #: Rows measured when fitting columns to their contents.
 FIT_ROWS = 200
 

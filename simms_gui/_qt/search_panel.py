@@ -441,6 +441,11 @@ class SearchPanel(QWidget):
             },
         )
 
+    def preferred_height(self) -> int:
+        """Height showing the whole form, the buttons and the progress without scrolling."""
+        extra = self.sizeHint().height() - self.form_scroll.sizeHint().height()
+        return self.form_scroll.widget().sizeHint().height() + max(extra, 0) + 12
+
     # -- running state ----------------------------------------------------------------
     def set_running(self, running: bool) -> None:
         """Enable Stop while a search runs, Search otherwise."""
