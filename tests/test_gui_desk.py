@@ -349,3 +349,38 @@ def test_viewer_saves_and_opens_sessions(qtbot, tmp_path):
     assert other.window.pair_view.pair is not None  # its mirror plot is drawn
     viewer.close()
     other.close()
+
+
+def test_a_search_without_progress_for_seconds_says_kernels_compile(qtbot, window, monkeypatch):
+    import simms_gui._qt.search_panel as search_panel
+
+    monkeypatch.setattr(search_panel, "warming_up", lambda: False)
+    panel = window.search_panel
+    panel.set_backend("cpu")
+    panel._slow_start.setInterval(10)  # noqa: SLF001 - not three seconds in a test
+    panel.set_running(True)
+    assert panel.progress_bar.format() == "starting…"
+    qtbot.waitUntil(lambda: panel.progress_bar.format() == "preparing the search…", timeout=5000)
+    assert "first run only" in panel.progress_label.text()
+    panel.show_progress(SearchProgress(pairs_done=5, pairs_total=10, hits=1, elapsed=1.0))
+    assert panel.progress_bar.format() == "50 %"
+    panel.set_running(False)
+
+
+def test_dropping_a_session_file_opens_it(qtbot, searched, tmp_path):
+    from PyQt6.QtCore import QMimeData, QPointF, QUrl
+    from PyQt6.QtGui import QDropEvent
+
+    window, _ = searched
+    path = window.save_session(tmp_path / "dropped.simms")
+    other = new_window(qtbot)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    event = QDropEvent(
+        QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )  # fmt: skip
+    with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
+        other.dropEvent(event)
+    assert len(other.session.hits) == len(window.session.hits) > 0
+    other.shutdown()

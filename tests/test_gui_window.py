@@ -449,6 +449,8 @@ def test_opening_a_large_library_shows_progress_and_cancels(
         window.open_file(path, "library")
         dialog = window.load_dialogs[-1]
         assert dialog.labelText() == "Reading massbank_ms2.mgf.gz…"
+        qtbot.waitUntil(dialog.isVisible, timeout=20_000)  # shown after half a second
+        assert window.slow_steps.text().startswith("Reading massbank_ms2.mgf.gz…")
     assert len(window.session.library) == 54_390
     assert window.load_dialogs == []  # closed when the read ended
     assert len(reports) > 10  # the reader reports as it goes, not only at start and end

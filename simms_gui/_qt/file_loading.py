@@ -25,6 +25,7 @@ from simms_gui._qt.worker import BackgroundTask
 from simms_gui.files import LoadProgress, is_spectrum_file
 from simms_gui.reports import report_counts, report_text
 from simms_gui.resources import demo_library_path, demo_queries_path
+from simms_gui.session_file import SUFFIX as SESSION_SUFFIX
 
 __all__ = ["FileLoading"]
 
@@ -230,16 +231,17 @@ class FileLoading:
     # drag and drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        if any(u.isLocalFile() and is_spectrum_file(u.toLocalFile()) for u in urls):
+        if any(u.isLocalFile() and _droppable(u.toLocalFile()) for u in urls):
             event.acceptProposedAction()
         else:
             event.ignore()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
         paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
-        paths = [p for p in paths if is_spectrum_file(p)]
         event.acceptProposedAction()
-        for path in paths:
+        for path in [p for p in paths if p.lower().endswith(SESSION_SUFFIX)][:1]:
+            self.open_session(path)
+        for path in [p for p in paths if is_spectrum_file(p)]:
             kind = self.ask_kind(path)
             if kind:
                 self.open_file(path, kind)
@@ -256,3 +258,8 @@ class FileLoading:
         box.exec()
         clicked = box.clickedButton()
         return "library" if clicked is library else "queries" if clicked is queries else None
+
+
+def _droppable(path: str) -> bool:
+    """A spectrum file or a session file."""
+    return is_spectrum_file(path) or path.lower().endswith(SESSION_SUFFIX)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtCore import Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import QStandardItemModel
 from PyQt6.QtWidgets import (
     QCheckBox,
@@ -135,6 +135,9 @@ class SearchPanel(QWidget):
         self._custom_spec: str | None = None
         self._running = False
         self._last_progress: SearchProgress | None = None
+        # a search with no progress after a few seconds is compiling kernels for its settings
+        self._slow_start = QTimer(self, singleShot=True, interval=3000)
+        self._slow_start.timeout.connect(self._still_starting)
         self.preprocess_edit = QPushButton("Edit…")
         self.preprocess_edit.setToolTip(
             "Edit the preprocessing steps and their parameters (the result is the 'custom' entry)"
@@ -461,6 +464,15 @@ class SearchPanel(QWidget):
             else:
                 self.progress_bar.setFormat("starting…")
                 self.progress_label.setText("")
+                self._slow_start.start()
+
+    def _still_starting(self) -> None:
+        if self._running and self._last_progress is None and self.backend_name() != "dask":
+            self.progress_bar.setFormat("preparing the search…")
+            self.progress_label.setText(
+                "Indexing the library's peaks and, on the first run only, compiling the "
+                "search kernels for these settings."
+            )
 
     def show_progress(self, progress: SearchProgress) -> None:
         """Show pairs done, rate and time left (ignored once the search has ended)."""
