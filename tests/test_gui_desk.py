@@ -220,9 +220,18 @@ def test_compile_note_never_overwrites_search_done(qtbot, window, monkeypatch):
     assert window.slow_steps.text() == "Search kernels ready"
 
 
-def test_no_status_tip_hides_the_status_messages(window):
+def test_no_status_tip_hides_the_status_messages(qtbot, window):
+    from PyQt6.QtGui import QStatusTipEvent
+    from PyQt6.QtWidgets import QApplication
+
     actions = window.findChildren(QAction)
     assert len(actions) > 10 and [a.text() for a in actions if a.statusTip()] == []
+    window.log("Reading massbank_ms2.mgf.gz…")
+    for tip in ("Open an MGF, MSP, mzML, mzXML or JSON spectral library", ""):
+        QApplication.sendEvent(window, QStatusTipEvent(tip))  # the mouse over, then off
+        assert window.statusBar().currentMessage() == "Reading massbank_ms2.mgf.gz…"
+    window.open_library_action.showStatusText(window.menuBar())  # a menu entry hovered
+    assert window.statusBar().currentMessage() == "Reading massbank_ms2.mgf.gz…"
 
 
 def test_reading_a_file_shows_in_the_status_line_and_the_spectra_panel(

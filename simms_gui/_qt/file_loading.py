@@ -187,7 +187,10 @@ class FileLoading:
             self._on_restored()
         elif what == "selection":
             self._apply_selection()
-        if what in ("libraries", "active", "queries", "stale", "restored", "search_started"):
+        if what in (
+            "libraries", "active", "queries", "stale", "restored", "search_started",
+            "search_finished",
+        ):  # fmt: skip
             self._update_stale()
 
     def _refresh_files(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PyQt6.QtCore import QByteArray, Qt, QTimer, pyqtSignal
+from PyQt6.QtCore import QByteArray, QEvent, Qt, QTimer, pyqtSignal
 from PyQt6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PyQt6.QtWidgets import (
     QDockWidget,
@@ -390,6 +390,14 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         for runner in list(self._tasks):
             runner.wait(30000)
         self.dask.close()
+
+    def event(self, event: QEvent) -> bool:
+        # Status tips (a menu or toolbar entry under the mouse) would replace, and on
+        # leaving clear, the status message ("Reading…", "Search done"); tooltips say
+        # the same, so the status bar keeps the window's messages only.
+        if event.type() == QEvent.Type.StatusTip:
+            return True
+        return super().event(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         if not self.confirm_close():

@@ -149,8 +149,11 @@ class SessionActions:
         if len(s.hits):
             self.results.model.set_columns(s.hit_list().columns, library.name)
             self.results.fit_columns()
-        state = "stopped" if s.cancelled else "done"
-        self.search_panel.show_done(f"{state} · {len(s.hits):,} hits (from the session)")
+        if s.hits_queries is not None:
+            state = "stopped" if s.cancelled else "done"
+            self.search_panel.show_done(f"{state} · {len(s.hits):,} hits (from the session)")
+        else:
+            self.search_panel.show_done("idle")
         self._show_params_to_session()
         self._update_stale()
 
