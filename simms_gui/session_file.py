@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from engine import HitTable, SearchParameters, SpectrumLibrary
 from simms_gui.session import LoadedFile, Session
@@ -134,7 +135,7 @@ def save_session(session: Session, path: str | Path) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
             z.writestr("manifest.json", json.dumps(manifest, indent=2))
             if search is not None:
                 z.writestr("hits.tsv", _hits_tsv(session.hits))
@@ -147,28 +148,25 @@ def save_session(session: Session, path: str | Path) -> Path:
 
 
 def _hits_tsv(hits: HitTable) -> str:
-    out = io.StringIO()
-    out.write("\t".join(_HIT_COLUMNS) + "\n")
-    for q, lib, score, m in zip(
-        hits.query_index.tolist(), hits.library_index.tolist(), hits.score.tolist(),
-        hits.matches.tolist(), strict=True,
-    ):  # fmt: skip
-        out.write(f"{q}\t{lib}\t{score!r}\t{m}\n")  # repr: the float64 round-trips exactly
-    return out.getvalue()
+    frame = pd.DataFrame({name: getattr(hits, name) for name in _HIT_COLUMNS})
+    # 17 significant digits read back to the same float64: the hits reopen bit for bit
+    return frame.to_csv(sep="\t", index=False, float_format="%.17g", lineterminator="\n")
 
 
-def _read_hits(text: str, name: str) -> HitTable:
-    lines = text.splitlines()
-    if not lines or tuple(lines[0].split("\t")) != _HIT_COLUMNS:
+def _read_hits(data: bytes, name: str) -> HitTable:
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(data), sep="\t",
+            dtype={"query_index": np.int64, "library_index": np.int64, "score": str,
+                   "matches": np.int32},
+        )  # fmt: skip
+        # numpy parses the text exactly (correctly rounded): bit-for-bit scores
+        frame["score"] = frame["score"].to_numpy(dtype=str).astype(np.float64)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise SessionFileError(f"{name}: hits.tsv is unreadable ({exc})") from None
+    if tuple(frame.columns) != _HIT_COLUMNS:
         raise SessionFileError(f"{name}: hits.tsv has no header {'/'.join(_HIT_COLUMNS)}")
-    rows = [line.split("\t") for line in lines[1:] if line]
-    if any(len(r) != 4 for r in rows):
-        raise SessionFileError(f"{name}: hits.tsv has a row without 4 columns")
-    cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
-    return HitTable.from_arrays(
-        np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64),
-        np.array(cols[2], dtype=np.float64), np.array(cols[3], dtype=np.int32),
-    )  # fmt: skip
+    return HitTable.from_arrays(*(frame[c].to_numpy() for c in _HIT_COLUMNS))
 
 
 @dataclass
@@ -284,7 +282,7 @@ def read_session(
             and not {library.path, opened.hit_queries.path} & changed
         )
         if fresh:
-            hits = _read_hits(z.read(search.get("hits", "hits.tsv")).decode(), str(path))
+            hits = _read_hits(z.read(search.get("hits", "hits.tsv")), str(path))
             n_q, n_l = len(opened.hit_queries.spectra), len(library.spectra)
             if len(hits) and (hits.query_index.max() >= n_q or hits.library_index.max() >= n_l):
                 opened.problems.append(f"{path}: hits point past the end of their files")

@@ -393,3 +393,23 @@ def test_dropping_a_session_file_opens_it(qtbot, searched, tmp_path):
         other.dropEvent(event)
     assert len(other.session.hits) == len(window.session.hits) > 0
     other.shutdown()
+
+
+def test_a_large_session_fills_its_table_in_the_background(qtbot, searched, tmp_path, monkeypatch):
+    import simms_gui._qt.session_actions as session_actions
+
+    window, _ = searched
+    window.results.select_row(5)
+    selected = window.session.selected_hit
+    path = window.save_session(tmp_path / "large.simms")
+    monkeypatch.setattr(session_actions, "RESTORE_IN_BACKGROUND", 10)  # 166 hits count as many
+    other = new_window(qtbot)
+    with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
+        other.open_session(path, background=False)
+        assert other.slow_steps.text().startswith("Preparing 166 hits for the table")
+        assert other.results.model.rowCount() == 0  # not yet: the GUI thread stays free
+    assert other.results.model.rowCount() == len(window.session.hits)
+    row = other.results.model.row_of(other.results.current_row())
+    assert (int(row["query_index"]), int(row["library_index"])) == selected
+    assert other.slow_steps.text() == ""
+    other.shutdown()

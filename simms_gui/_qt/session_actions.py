@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PyQt6.QtCore import QTimer
-from PyQt6.QtWidgets import QAbstractButton, QComboBox, QFileDialog, QMessageBox, QSpinBox
+from PyQt6.QtCore import Qt, QTimer
+from PyQt6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QComboBox,
+    QFileDialog,
+    QMessageBox,
+    QSpinBox,
+)
 from PyQt6.QtWidgets import QDoubleSpinBox as _DoubleSpin
 
 from simms_gui._qt.settings import settings
@@ -22,7 +29,10 @@ from simms_gui.session_file import (
     save_session,
 )
 
-__all__ = ["SESSION_FILTER", "SessionActions", "last_session"]
+__all__ = ["RESTORE_IN_BACKGROUND", "SESSION_FILTER", "SessionActions", "last_session"]
+
+#: Hits of an opened session above this count get their table columns in a worker thread.
+RESTORE_IN_BACKGROUND = 200_000
 
 SESSION_FILTER = f"SimMS session (*{SUFFIX});;All files (*)"
 _LAST = "session/last"
@@ -48,6 +58,9 @@ class SessionActions:
     #: Ask "save first?" when the window closes with unsaved hits (the application
     #: sets it; scripted windows close without asking).
     confirm_unsaved = False
+    #: The hits whose table columns are being prepared in the background (None: none).
+    _restoring = None
+    _restored_path = ""
 
     # ------------------------------------------------------------------ save / open
     def _remember_session(self, path: Path) -> None:
@@ -67,11 +80,17 @@ class SessionActions:
                 return None
             path = chosen
             self._remember_dir(path)
+        self.slow_steps.set_step("save", f"Saving the session ({len(self.session.hits):,} hits)…")
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        QApplication.processEvents()
         try:
             out = save_session(self.session, path)
         except Exception as exc:
             self._error("Cannot save the session", f"{path}: {exc}")
             return None
+        finally:
+            QApplication.restoreOverrideCursor()
+            self.slow_steps.clear_step("save")
         self._remember_session(out)
         self.log(f"Saved the session to {out}")
         return out
@@ -135,7 +154,10 @@ class SessionActions:
                 "Session opened with problems",
                 "\n\n".join(opened.problems),
             )
-        self.sessionOpened.emit(str(opened.path))
+        if self._restoring is None:
+            self.sessionOpened.emit(str(opened.path))
+        else:  # when the table is filled
+            self._restored_path = str(opened.path)
 
     def _on_restored(self) -> None:
         """The session took a saved session's hits: show them and their parameters."""
@@ -146,9 +168,33 @@ class SessionActions:
         library = s.hits_files[1]
         self.pair_view.clear()
         self.results.model.clear(library.name if library is not None else "")
-        if len(s.hits):
-            self.results.model.set_columns(s.hit_list().columns, library.name)
-            self.results.fit_columns()
+        self._restoring = None
+        if len(s.hits) > RESTORE_IN_BACKGROUND:
+            # the table's columns of millions of hits take seconds: off the GUI thread
+            hits = self._restoring = s.hits
+            self.slow_steps.set_step("restore", f"Preparing {len(hits):,} hits for the table…")
+
+            def done(columns, hits=hits, name=library.name) -> None:
+                if self._restoring is not hits:
+                    return
+                self._restoring = None
+                self.slow_steps.clear_step("restore")
+                if self.session.hits is hits and not self.searching:
+                    self._fill_restored(columns, name)
+                    self._apply_selection()
+                if self._restored_path:
+                    self.sessionOpened.emit(self._restored_path)
+                    self._restored_path = ""
+
+            def failed(exc, hits=hits) -> None:
+                if self._restoring is hits:
+                    self._restoring = None
+                    self.slow_steps.clear_step("restore")
+                self._error("Cannot show the hits", f"{type(exc).__name__}: {exc}")
+
+            self._start_task(lambda: s.hit_list(hits).columns, done, failed)
+        elif len(s.hits):
+            self._fill_restored(s.hit_list().columns, library.name)
         if s.hits_queries is not None:
             state = "stopped" if s.cancelled else "done"
             self.search_panel.show_done(f"{state} · {len(s.hits):,} hits (from the session)")
@@ -157,8 +203,14 @@ class SessionActions:
         self._show_params_to_session()
         self._update_stale()
 
+    def _fill_restored(self, columns: dict, library_name: str) -> None:
+        self.results.model.set_columns(columns, library_name)
+        self.results.fit_columns()
+
     def _apply_selection(self) -> None:
         """Show the session's selection (set from a script or a session file)."""
+        if self._restoring is not None:
+            return  # once the table is filled
         s = self.session
         self.query_list.select_rows(s.selected_queries)
         if s.selected_hit is not None:
