@@ -193,6 +193,10 @@ def test_stale_banner_after_new_queries_and_parameters_until_the_next_search(qtb
     assert "search parameters" in banner.text()
     window.search_panel.tolerance.setValue(0.03)
     qtbot.waitUntil(lambda: banner.isHidden(), timeout=5000)
+    # a scripted search finer than the panel shows (4 decimals) is not out of date
+    search(qtbot, window, top_n=5, tolerance=0.031234)
+    window._show_params_to_session()  # noqa: SLF001 - as the panel's timer does
+    assert window.session.stale == [] and banner.isHidden()
 
 
 # ---------------------------------------------------------------- slow steps

@@ -183,6 +183,8 @@ class FileLoading:
             self.start_search(r.params, r.backend, r.dask_address)
         elif what == "cancel_requested":
             self.stop_search()
+        elif what == "search_started":
+            self.snapshot_params()
         elif what == "restored":
             self._on_restored()
         elif what == "selection":

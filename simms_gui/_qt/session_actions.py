@@ -61,6 +61,7 @@ class SessionActions:
     #: The hits whose table columns are being prepared in the background (None: none).
     _restoring = None
     _restored_path = ""
+    _params_at_search = None
 
     # ------------------------------------------------------------------ save / open
     def _remember_session(self, path: Path) -> None:
@@ -165,6 +166,7 @@ class SessionActions:
         self.search_panel.set_parameters(s.params)
         if s.backend in ("auto", "cpu", "cuda", "dask"):
             self.search_panel.set_backend(s.backend)
+        self.snapshot_params()
         library = s.hits_files[1]
         self.pair_view.clear()
         self.results.model.clear(library.name if library is not None else "")
@@ -248,11 +250,26 @@ class SessionActions:
             if button.isCheckable():
                 button.toggled.connect(self._params_timer.start)
 
+    def snapshot_params(self) -> None:
+        """Remember what the panel shows for the hits' parameters (a search starts or opens).
+
+        The panel rounds some values (4 decimals): comparing with what it showed
+        then, not with the search's exact parameters, keeps a scripted search
+        with finer values from looking out of date.
+        """
+        try:
+            self._params_at_search = self.search_panel.parameters()
+        except ValueError:
+            self._params_at_search = None
+        self.session.show_params(None)
+
     def _show_params_to_session(self) -> None:
         try:
             params = self.search_panel.parameters()
         except ValueError:
             params = None
+        if params is not None and params == self._params_at_search:
+            params = None  # as when the hits were found
         self.session.show_params(params)
 
     def _update_stale(self) -> None:
