@@ -202,7 +202,7 @@ def test_stale_banner_after_new_queries_and_parameters_until_the_next_search(qtb
 # ---------------------------------------------------------------- slow steps
 def test_compile_note_never_overwrites_search_done(qtbot, window, monkeypatch):
     import simms_gui._qt.main_window as main_window
-    import simms_gui._qt.search_panel as search_panel
+    import simms_gui._qt.search_progress as search_panel
 
     window.load_demo(background=False)
     monkeypatch.setattr(main_window, "warming_up", lambda: True)
@@ -365,12 +365,12 @@ def test_viewer_saves_and_opens_sessions(qtbot, tmp_path):
 
 
 def test_a_search_without_progress_for_seconds_says_kernels_compile(qtbot, window, monkeypatch):
-    import simms_gui._qt.search_panel as search_panel
+    import simms_gui._qt.search_progress as search_panel
 
     monkeypatch.setattr(search_panel, "warming_up", lambda: False)
     panel = window.search_panel
     panel.set_backend("cpu")
-    panel._slow_start.setInterval(10)  # noqa: SLF001 - not three seconds in a test
+    panel.progress_view._slow_start.setInterval(10)  # noqa: SLF001 - not three seconds in a test
     panel.set_running(True)
     assert panel.progress_bar.format() == "starting…"
     qtbot.waitUntil(lambda: panel.progress_bar.format() == "preparing the search…", timeout=5000)

@@ -412,7 +412,7 @@ def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypa
 
 def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeypatch):
     import simms_gui._qt.main_window as main_window
-    import simms_gui._qt.search_panel as search_panel
+    import simms_gui._qt.search_progress as search_panel
 
     monkeypatch.setattr(search_panel, "warming_up", lambda: True)
     monkeypatch.setattr(main_window, "warming_up", lambda: True)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from PyQt6.QtCore import Qt, QTimer, pyqtSignal
+from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtGui import QStandardItemModel
 from PyQt6.QtWidgets import (
     QCheckBox,
@@ -13,9 +11,7 @@ from PyQt6.QtWidgets import (
     QFormLayout,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -25,7 +21,6 @@ from PyQt6.QtWidgets import (
 
 from engine import SearchParameters, SearchProgress
 from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
-from engine.warmup import warming_up
 from simms_gui._qt.backend_choice import (
     DASK_ADDRESS_TIP,
     dask_available,
@@ -33,18 +28,18 @@ from simms_gui._qt.backend_choice import (
     gpu_reason,
 )
 from simms_gui._qt.preprocess_dialog import PreprocessDialog
-from simms_gui._qt.progress_text import count as _count
-from simms_gui._qt.progress_text import duration as _duration
+from simms_gui._qt.search_progress import COMPILING_NOTE, SearchProgressView
 from simms_gui._qt.settings import load_json, save_json
 from simms_gui.pipelines import matching_preset, pipeline_summary
 
-__all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
+__all__ = [
+    "COMPILING_NOTE",
+    "SearchPanel",
+    "preset_names",
+    "detected_backends",
+    "dask_available",
+]
 
-#: Shown while a search waits for the kernels to compile (the first start on a machine).
-COMPILING_NOTE = (
-    "Preparing the search kernels (first run only): numba compiles them once, about a "
-    "minute on 2 cores; later starts load them from its cache in about a second."
-)
 
 _SCORES = (
     ("entropy", "Entropy similarity"),
@@ -133,11 +128,6 @@ class SearchPanel(QWidget):
         )
         self.preprocess.setMinimumContentsLength(8)
         self._custom_spec: str | None = None
-        self._running = False
-        self._last_progress: SearchProgress | None = None
-        # a search with no progress after a few seconds is compiling kernels for its settings
-        self._slow_start = QTimer(self, singleShot=True, interval=3000)
-        self._slow_start.timeout.connect(self._still_starting)
         self.preprocess_edit = QPushButton("Edit…")
         self.preprocess_edit.setToolTip(
             "Edit the preprocessing steps and their parameters (the result is the 'custom' entry)"
@@ -184,12 +174,9 @@ class SearchPanel(QWidget):
         buttons.addWidget(self.search_button, 2)
         buttons.addWidget(self.stop_button, 1)
 
-        self.progress_bar = QProgressBar(minimum=0, maximum=1000)
-        self.progress_bar.setTextVisible(True)
-        self.progress_bar.setFormat("idle")
-        self.progress_label = QLabel("")
-        self.progress_label.setWordWrap(True)
-        self.progress_label.setStyleSheet("color: palette(mid);")
+        self.progress_view = SearchProgressView(lambda: self.backend_name() == "dask")
+        self.progress_bar = self.progress_view.bar
+        self.progress_label = self.progress_view.label
 
         # the form scrolls when the panel is short (a 768-pixel screen); Search, Stop
         # and the progress stay in view below it
@@ -204,8 +191,7 @@ class SearchPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.form_scroll, 1)
         layout.addLayout(buttons)
-        layout.addWidget(self.progress_bar)
-        layout.addWidget(self.progress_label)
+        layout.addWidget(self.progress_view)
 
         self.mode.activated.connect(self._mode_chosen)
         self.precursor_unit.currentIndexChanged.connect(self._precursor_unit_changed)
@@ -454,57 +440,15 @@ class SearchPanel(QWidget):
         """Enable Stop while a search runs, Search otherwise."""
         self.search_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
-        self._running = running
-        if running:
-            self._last_progress = None
-            self.progress_bar.setValue(0)
-            if warming_up():
-                self.progress_bar.setFormat("preparing the search kernels (first run only)…")
-                self.progress_label.setText(COMPILING_NOTE)
-            else:
-                self.progress_bar.setFormat("starting…")
-                self.progress_label.setText("")
-                self._slow_start.start()
-
-    def _still_starting(self) -> None:
-        if self._running and self._last_progress is None and self.backend_name() != "dask":
-            self.progress_bar.setFormat("preparing the search…")
-            self.progress_label.setText(
-                "Indexing the library's peaks and, on the first run only, compiling the "
-                "search kernels for these settings."
-            )
+        self.progress_view.set_running(running)
 
     def show_progress(self, progress: SearchProgress) -> None:
         """Show pairs done, rate and time left (ignored once the search has ended)."""
-        if not self._running:
-            return  # a report queued before the end must not undo "stopped"
-        self._last_progress = progress
-        self.progress_bar.setValue(int(1000 * progress.fraction))
-        self.progress_bar.setFormat(f"{100 * progress.fraction:.0f} %")
-        left = progress.seconds_left
-        left_text = "" if math.isinf(left) else f" · {_duration(left)} left"
-        self.progress_label.setText(
-            f"{_count(progress.pairs_done)} / {_count(progress.pairs_total)} pairs · "
-            f"{_count(progress.pairs_per_second)} pairs/s{left_text} · {progress.hits:,} hits"
-        )
+        self.progress_view.show_progress(progress)
 
     def show_done(self, text: str, hits: int | None = None, state: str = "") -> None:
         """Final state of the progress bar; a stopped search says what it kept."""
-        self._running = False
-        self.progress_bar.setFormat(text)
-        last = self._last_progress
-        if state == "stopped" and hits is not None:
-            done = (
-                ""
-                if last is None
-                else (
-                    f" after {_count(last.pairs_done)} of {_count(last.pairs_total)} pairs "
-                    f"({100 * last.fraction:.0f} %)"
-                )
-            )
-            self.progress_label.setText(f"Stopped{done}: {hits:,} hits kept.")
-        elif state == "done" and hits is not None and last is not None:
-            self.progress_label.setText(f"{_count(last.pairs_total)} pairs · {hits:,} hits")
+        self.progress_view.show_done(text, hits, state)
 
 
 def _select(combo: QComboBox, data: object) -> None:
