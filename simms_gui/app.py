@@ -117,8 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.open_file(path, "library")
     if queries:
         window.open_file(queries, "queries")
-    if first_start() and not libraries and not queries:
-        window.load_demo(background=False)
+    first = first_start()
+    if not libraries and not queries:
+        # the first start shows the demo; later ones offer the last session (else the demo)
+        if first:
+            window.load_demo(background=False)
+        else:
+            window.restore_on_start()
     return run()
 
 

@@ -6,7 +6,6 @@ No Qt here (napari's ``components`` vs ``_qt``): the window observes a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from engine import (
 )
 from engine.export import hit_columns, write_hits
 from simms_gui.dask_connection import normalize_dask_address
+from simms_gui.files import SUPPORTED_SUFFIXES, LoadProgress, is_spectrum_file
 
 __all__ = [
     "LoadProgress",
@@ -33,50 +33,6 @@ __all__ = [
     "Session",
     "is_spectrum_file",
 ]
-
-#: File name endings the readers understand.
-SUPPORTED_SUFFIXES = tuple(
-    f"{stem}{gz}"
-    for stem in (".mgf", ".msp", ".msl", ".mzml", ".mzxml", ".json")
-    for gz in ("", ".gz")
-)
-
-
-def is_spectrum_file(path: str | Path) -> bool:
-    """True when ``path`` has a spectrum-file suffix (case-insensitive)."""
-    name = Path(path).name.lower()
-    return name.endswith(SUPPORTED_SUFFIXES)
-
-
-class LoadProgress:
-    """How far a file load has come, written by the loading thread, read by the window.
-
-    Plain attributes and an event, no Qt: the window polls :attr:`fraction` and
-    calls :meth:`cancel`; the reader calls :meth:`update` and stops when told.
-    """
-
-    def __init__(self) -> None:
-        self.done = 0
-        self.total = 0
-        self._cancelled = threading.Event()
-
-    def update(self, done: int, total: int) -> bool:
-        """The reader's progress callback: False once :meth:`cancel` was called."""
-        self.done, self.total = int(done), int(total)
-        return not self._cancelled.is_set()
-
-    def cancel(self) -> None:
-        """Ask the reader to stop at its next report."""
-        self._cancelled.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled.is_set()
-
-    @property
-    def fraction(self) -> float:
-        """Share of the file's bytes read, 0 to 1."""
-        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
 
 
 @dataclass
@@ -176,7 +132,10 @@ class Session:
     thread finds.  Events are plain names passed to each listener:
     ``"libraries"``, ``"active"``, ``"queries"``, ``"search_requested"``,
     ``"search_started"``, ``"hits"`` (hits added or replaced),
-    ``"cancel_requested"`` and ``"search_finished"``.
+    ``"cancel_requested"``, ``"search_finished"``, ``"restored"`` (a saved
+    session was opened: files, parameters and hits at once), ``"selection"``
+    (:meth:`select` from a script or a session file) and ``"stale"`` (the
+    parameters shown differ from the hits', :meth:`show_params`).
 
     Attributes
     ----------
@@ -201,6 +160,14 @@ class Session:
     hits_queries, hits_library : SpectrumLibrary or None
         The spectra the hits refer to (they may differ from the loaded ones after
         a reload).
+    hits_files : tuple of (LoadedFile or None, LoadedFile or None)
+        The query and library files of the hits (saved in session files).
+    unsaved : bool
+        Hits were found since the session was last saved or exported.
+    selected_hit : tuple of (int, int) or None
+        ``(query_index, library_index)`` of the hit the user looks at.
+    selected_queries : list of int
+        Query rows selected in the query list.
     """
 
     def __init__(self) -> None:
@@ -216,6 +183,11 @@ class Session:
         self.error: str | None = None
         self.hits_queries: SpectrumLibrary | None = None
         self.hits_library: SpectrumLibrary | None = None
+        self.hits_files: tuple[LoadedFile | None, LoadedFile | None] = (None, None)
+        self.unsaved = False
+        self.selected_hit: tuple[int, int] | None = None
+        self.selected_queries: list[int] = []
+        self._shown_params: SearchParameters | None = None
         self.listeners: list[Callable[[str], None]] = []
         self._chunks: list[HitTable] = []
         self._hits: HitTable | None = HitTable.empty()
@@ -293,6 +265,12 @@ class Session:
         self._emit("libraries")
         return entry
 
+    def set_libraries(self, entries: list[LoadedFile], active: int) -> None:
+        """Replace all libraries by ``entries``, searching ``entries[active]``."""
+        self.libraries = list(entries)
+        self.active = active if 0 <= active < len(entries) else len(entries) - 1
+        self._emit("libraries")
+
     def remove_library(self, index: int) -> None:
         """Forget library ``index``."""
         del self.libraries[index]
@@ -358,6 +336,8 @@ class Session:
         self._chunks, self._hits = [], HitTable.empty()
         self.hits_queries = self.queries.spectra if self.queries else None
         self.hits_library = self.library
+        self.hits_files = (self.queries, self.library_file)
+        self.unsaved = False
         self._emit("search_started")
         self._emit("hits")
 
@@ -375,6 +355,7 @@ class Session:
         self.backend, self.device = backend or self.backend, device
         self.cancelled, self.error = cancelled, error
         self.state = "idle"
+        self.unsaved = len(self.hits) > 0
         self._emit("search_finished")
 
     def run_search(
@@ -408,6 +389,64 @@ class Session:
                 job.backend.name, job.backend.device, cancelled=job.cancelled, error=error
             )
         return self.hits
+
+    def restore(
+        self,
+        params: SearchParameters,
+        hits: HitTable | None,
+        hits_files: tuple[LoadedFile | None, LoadedFile | None] = (None, None),
+        *,
+        backend: str = "",
+        device: str = "",
+        cancelled: bool = False,
+    ) -> None:
+        """Take the parameters and hits of a saved session (``"restored"``).
+
+        ``hits`` (None: no search was saved) refer to the spectra of ``hits_files``.
+        """
+        self.params = params
+        self._shown_params = None
+        self.backend, self.device, self.cancelled, self.error = backend, device, cancelled, None
+        queries, library = hits_files
+        if hits is None or queries is None or library is None:
+            hits, queries, library = HitTable.empty(), None, None
+        self.hits_files = (queries, library)
+        self.hits_queries = None if queries is None else queries.spectra
+        self.hits_library = None if library is None else library.spectra
+        self._chunks, self._hits = [hits], hits
+        self.unsaved = False
+        self._emit("restored")
+
+    # -- what the user looks at and what changed since the search -----------------------
+    def select(self, hit: tuple[int, int] | None = None, queries: list[int] | None = None) -> None:
+        """Select a hit ``(query_index, library_index)`` and query rows (``"selection"``)."""
+        self.selected_hit = None if hit is None else (int(hit[0]), int(hit[1]))
+        self.selected_queries = sorted(int(q) for q in (queries or []))
+        self._emit("selection")
+
+    def show_params(self, params: SearchParameters | None) -> None:
+        """The parameters the window shows now (``"stale"`` when they changed)."""
+        if params != self._shown_params:
+            self._shown_params = params
+            self._emit("stale")
+
+    @property
+    def stale(self) -> list[str]:
+        """Why the hits no longer answer the loaded inputs (empty when they do).
+
+        Reasons: ``"queries"`` or ``"library"`` differ from the searched ones,
+        ``"parameters"`` shown (:meth:`show_params`) differ from the search's.
+        """
+        if self.hits_queries is None or self.state == "running":
+            return []
+        reasons = []
+        if self.queries is None or self.queries.spectra is not self.hits_queries:
+            reasons.append("queries")
+        if self.library is not self.hits_library:
+            reasons.append("library")
+        if self._shown_params is not None and self._shown_params != self.params:
+            reasons.append("parameters")
+        return reasons
 
     # -- hits -------------------------------------------------------------------------
     @property
@@ -445,7 +484,9 @@ class Session:
         if self.hits_queries is None or self.hits_library is None:
             raise RuntimeError("no search has been run yet")
         table = self.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
-        return write_hits(
+        out = write_hits(
             path, table, self.hits_queries, self.hits_library, self.params,
             backend=self.backend, device=self.device,
         )  # fmt: skip
+        self.unsaved = False
+        return out

@@ -158,6 +158,8 @@ class Viewer:
         #: The headless model: files, parameters, search state and hits.
         self.session = Session()
         self.window = MainWindow(self.session, persist_settings=persist_settings)
+        # the application asks before quitting with unsaved hits; scripts close quietly
+        self.window.confirm_unsaved = persist_settings
         if title:
             self.window.setWindowTitle(title)
         if demo:
@@ -279,6 +281,42 @@ class Viewer:
         if which == "filtered":  # what the table shows: the view's own filter
             return self.session.export(path, self.window.results.model.hit_table(visible=True))
         return self.session.export(path, which)
+
+    # -- sessions ---------------------------------------------------------------------
+    def save_session(self, path: str | Path) -> Path:
+        """Save files (by path and content hash), parameters, hits and selection.
+
+        The format (a zip with a JSON manifest and the hits as TSV) is described
+        in ``docs/session-format.md``.
+
+        Returns
+        -------
+        Path
+            The file written (``.simms`` appended when ``path`` has no suffix).
+        """
+        from simms_gui.session_file import save_session
+
+        return save_session(self.session, path)
+
+    def open_session(self, path: str | Path) -> list[str]:
+        """Open a saved session: its files are read again and its hits restored.
+
+        Returns
+        -------
+        list of str
+            Problems, one line each: a file missing, or changed since the save
+            (content hash differs; its hits are then not restored).
+
+        Raises
+        ------
+        simms_gui.session_file.SessionFileError
+            ``path`` is not a session file this version reads.
+        """
+        from simms_gui.session_file import open_session
+
+        problems = open_session(self.session, path)
+        self._app.processEvents()
+        return problems
 
     def screenshot(self, path: str | Path) -> Path:
         """Save a PNG of the whole window."""

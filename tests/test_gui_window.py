@@ -412,20 +412,22 @@ def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypa
 
 def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeypatch):
     import simms_gui._qt.main_window as main_window
-    import simms_gui._qt.search_panel as search_panel
+    import simms_gui._qt.search_progress as search_panel
 
     monkeypatch.setattr(search_panel, "warming_up", lambda: True)
     monkeypatch.setattr(main_window, "warming_up", lambda: True)
     demo._warm_up_started -= 30  # noqa: SLF001 - as if the warm-up had run for 30 s
     demo._check_warm_up()  # noqa: SLF001
-    assert "Compiling the search kernels" in demo.statusBar().currentMessage()
+    assert "Preparing the search kernels (first run only)" in demo.slow_steps.text()
     demo.search_panel.set_running(True)
-    assert demo.search_panel.progress_bar.format() == "compiling search kernels…"
-    assert "numba compiles the search kernels once" in demo.search_panel.progress_label.text()
+    assert demo.search_panel.progress_bar.format() == (
+        "preparing the search kernels (first run only)…"
+    )
+    assert "numba compiles them once" in demo.search_panel.progress_label.text()
     demo.search_panel.set_running(False)
     monkeypatch.setattr(main_window, "warming_up", lambda: False)
     demo._check_warm_up()  # noqa: SLF001
-    assert demo.statusBar().currentMessage() == "Search kernels compiled and cached"
+    assert demo.slow_steps.text() == "Search kernels ready"
 
 
 def test_opening_a_large_library_shows_progress_and_cancels(
@@ -447,6 +449,8 @@ def test_opening_a_large_library_shows_progress_and_cancels(
         window.open_file(path, "library")
         dialog = window.load_dialogs[-1]
         assert dialog.labelText() == "Reading massbank_ms2.mgf.gz…"
+        qtbot.waitUntil(dialog.isVisible, timeout=20_000)  # shown after half a second
+        assert window.slow_steps.text().startswith("Reading massbank_ms2.mgf.gz…")
     assert len(window.session.library) == 54_390
     assert window.load_dialogs == []  # closed when the read ended
     assert len(reports) > 10  # the reader reports as it goes, not only at start and end

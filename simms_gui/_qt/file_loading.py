@@ -22,9 +22,10 @@ from engine import LoadCancelled, SpectrumFileError, SpectrumLibrary
 from simms_gui._qt.load_progress import LoadProgressDialog
 from simms_gui._qt.settings import add_recent_file, recent_files, settings
 from simms_gui._qt.worker import BackgroundTask
+from simms_gui.files import LoadProgress, is_spectrum_file
 from simms_gui.reports import report_counts, report_text
 from simms_gui.resources import demo_library_path, demo_queries_path
-from simms_gui.session import LoadProgress, is_spectrum_file
+from simms_gui.session_file import SUFFIX as SESSION_SUFFIX
 
 __all__ = ["FileLoading"]
 
@@ -108,7 +109,21 @@ class FileLoading:
     def _load_progress_dialog(self, path: Path, progress: LoadProgress) -> LoadProgressDialog:
         dialog = LoadProgressDialog(self, path.name, progress)
         self.load_dialogs.append(dialog)
-        dialog.finished_loading.connect(lambda: self.load_dialogs.remove(dialog))
+        key = f"load:{id(dialog)}"
+
+        def show(fraction: float, name=path.name) -> None:
+            text = f"Reading {name}… {100 * fraction:.0f} %"
+            self.slow_steps.set_step(key, text, fraction)
+            self.library_panel.show_loading(key, text)
+
+        def finished() -> None:
+            self.load_dialogs.remove(dialog)
+            self.slow_steps.clear_step(key)
+            self.library_panel.show_loading(key, "")
+
+        show(0.0)
+        dialog.progressed.connect(show)
+        dialog.finished_loading.connect(finished)
         return dialog
 
     def _load_failed(self, path: Path, exc: BaseException) -> None:
@@ -168,6 +183,17 @@ class FileLoading:
             self.start_search(r.params, r.backend, r.dask_address)
         elif what == "cancel_requested":
             self.stop_search()
+        elif what == "search_started":
+            self.snapshot_params()
+        elif what == "restored":
+            self._on_restored()
+        elif what == "selection":
+            self._apply_selection()
+        if what in (
+            "libraries", "active", "queries", "stale", "restored", "search_started",
+            "search_finished",
+        ):  # fmt: skip
+            self._update_stale()
 
     def _refresh_files(self) -> None:
         s = self.session
@@ -210,16 +236,17 @@ class FileLoading:
     # drag and drop
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        if any(u.isLocalFile() and is_spectrum_file(u.toLocalFile()) for u in urls):
+        if any(u.isLocalFile() and _droppable(u.toLocalFile()) for u in urls):
             event.acceptProposedAction()
         else:
             event.ignore()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
         paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
-        paths = [p for p in paths if is_spectrum_file(p)]
         event.acceptProposedAction()
-        for path in paths:
+        for path in [p for p in paths if p.lower().endswith(SESSION_SUFFIX)][:1]:
+            self.open_session(path)
+        for path in [p for p in paths if is_spectrum_file(p)]:
             kind = self.ask_kind(path)
             if kind:
                 self.open_file(path, kind)
@@ -236,3 +263,8 @@ class FileLoading:
         box.exec()
         clicked = box.clickedButton()
         return "library" if clicked is library else "queries" if clicked is queries else None
+
+
+def _droppable(path: str) -> bool:
+    """A spectrum file or a session file."""
+    return is_spectrum_file(path) or path.lower().endswith(SESSION_SUFFIX)

@@ -13,16 +13,22 @@ __all__ = ["DETAIL_FIELDS", "HitDetails"]
 #: (hit column, label, number format) shown in the pane, in order.
 DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("library_name", "Compound", ""),
+    ("library_id", "Library record", ""),
+    ("query_name", "Query", ""),
+    ("query_id", "Query ID", ""),
     ("score", "Score", ".4f"),
     ("reverse_score", "Reverse score", ".4f"),
     ("matches", "Matched peaks", "d"),
-    ("library_explained", "Library intensity explained", ".0%"),
-    ("precursor_mz_delta", "Δ precursor m/z", "+.4f"),
+    ("library_explained", "Explained (library)", ".0%"),
+    ("query_precursor_mz", "Query m/z", ".4f"),
+    ("library_precursor_mz", "Hit m/z", ".4f"),
+    ("precursor_mz_delta", "Δ m/z (Da)", "+.4f"),
+    ("precursor_ppm", "Δ m/z (ppm)", "+.1f"),
     ("library_adduct", "Adduct", ""),
     ("library_formula", "Formula", ""),
     ("library_smiles", "SMILES", ""),
     ("library_inchikey", "InChIKey", ""),
-    ("library_ion_mode", "Ion mode (library)", ""),
+    ("library_ion_mode", "Ion mode (hit)", ""),
     ("query_ion_mode", "Ion mode (query)", ""),
     ("library_instrument_type", "Instrument type", ""),
     ("library_instrument", "Instrument", ""),
@@ -30,7 +36,6 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("library_fragmentation_mode", "Fragmentation", ""),
     ("library_retention_time", "Retention time", ""),
     ("library_splash", "SPLASH", ""),
-    ("library_id", "Library record", ""),
     ("library_license", "Licence", ""),
     ("library_authors", "Authors", ""),
 )
@@ -39,6 +44,12 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
 def detail_html(row: Mapping[str, object]) -> str:
     """The pane's HTML for one hit row (fields missing from ``row`` are left out)."""
     lines = []
+    row = dict(row)
+    if "precursor_mz_delta" in row and "query_precursor_mz" in row:
+        query_mz = float(row["query_precursor_mz"])
+        row["precursor_ppm"] = (
+            float(row["precursor_mz_delta"]) / query_mz * 1e6 if query_mz else math.nan
+        )
     for key, label, fmt in DETAIL_FIELDS:
         if key not in row:
             continue
@@ -49,8 +60,10 @@ def detail_html(row: Mapping[str, object]) -> str:
         else:
             text = str(value)
         if text:
-            lines.append(f"<tr><th align='left'>{label}</th><td>{html.escape(text)}</td></tr>")
-    return "<table cellspacing='2'>" + "".join(lines) + "</table>"
+            lines.append(
+                f"<tr><th align='left' valign='top'>{label}</th><td>{html.escape(text)}</td></tr>"
+            )
+    return "<table cellspacing='2' width='100%'>" + "".join(lines) + "</table>"
 
 
 class HitDetails(QTextBrowser):

@@ -100,6 +100,8 @@ class LibraryPanel(QWidget):
         layout.addWidget(box)
 
         self._files: dict[int, LoadedFile] = {}
+        #: Files being read: key -> their row ("Reading x… 40 %") under Libraries.
+        self.loading: dict[str, QTreeWidgetItem] = {}
         self.tree.currentItemChanged.connect(self._show_report)
         self.tree.itemDoubleClicked.connect(self._activate_item)
         self.use_button.clicked.connect(lambda: self._activate_item(self.tree.currentItem()))
@@ -113,6 +115,8 @@ class LibraryPanel(QWidget):
         """Show the loaded files."""
         self._files = {}
         self.libraries_item.takeChildren()
+        for item in self.loading.values():
+            self.libraries_item.addChild(item)
         self.queries_item.takeChildren()
         for k, entry in enumerate(libraries):
             item = self._item(entry)
@@ -131,6 +135,26 @@ class LibraryPanel(QWidget):
         self.queries_item.setText(1, f"{len(queries.spectra):,}" if queries else "")
         self.hint.setVisible(not libraries and queries is None)
         self._update_buttons()
+
+    def show_loading(self, key: str, text: str) -> None:
+        """Show a file being read as ``text`` in the tree ("": it is done)."""
+        item = self.loading.get(key)
+        if not text:
+            if item is not None:
+                self.loading.pop(key)
+                parent = item.parent()
+                if parent is not None:
+                    parent.removeChild(item)
+            return
+        if item is None:
+            item = QTreeWidgetItem([text])
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            item.setForeground(0, Qt.GlobalColor.darkBlue)
+            self.libraries_item.addChild(item)
+            self.loading[key] = item
+        item.setText(0, text)
+        item.setToolTip(0, text)
+        self.hint.hide()
 
     def _item(self, entry: LoadedFile) -> QTreeWidgetItem:
         skipped, repaired = report_counts(entry.report)

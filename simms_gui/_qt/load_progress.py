@@ -5,7 +5,7 @@ from __future__ import annotations
 from PyQt6.QtCore import QTimer, pyqtSignal
 from PyQt6.QtWidgets import QProgressDialog, QWidget
 
-from simms_gui.session import LoadProgress
+from simms_gui.files import LoadProgress
 
 __all__ = ["LoadProgressDialog"]
 
@@ -21,6 +21,8 @@ class LoadProgressDialog(QProgressDialog):
     """
 
     finished_loading = pyqtSignal()
+    #: The fraction of the file read, every tenth of a second.
+    progressed = pyqtSignal(float)
 
     def __init__(self, parent: QWidget, name: str, progress: LoadProgress) -> None:
         super().__init__(f"Reading {name}…", "Cancel", 0, STEPS, parent)
@@ -36,6 +38,7 @@ class LoadProgressDialog(QProgressDialog):
     def _poll(self) -> None:
         if not self.progress.cancelled:
             self.setValue(int(STEPS * self.progress.fraction))
+            self.progressed.emit(self.progress.fraction)
 
     def _cancel(self) -> None:
         self.progress.cancel()

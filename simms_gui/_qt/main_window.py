@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PyQt6.QtCore import QByteArray, Qt, QTimer, pyqtSignal
-from PyQt6.QtGui import QAction, QCloseEvent, QKeySequence
+from PyQt6.QtCore import QByteArray, QEvent, Qt, QTimer, pyqtSignal
+from PyQt6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PyQt6.QtWidgets import (
     QDockWidget,
+    QGroupBox,
     QMainWindow,
     QMessageBox,
     QPlainTextEdit,
@@ -27,8 +28,10 @@ from simms_gui._qt.query_list import QueryList
 from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_control import SearchControl, local_backend
 from simms_gui._qt.search_panel import SearchPanel
+from simms_gui._qt.session_actions import SessionActions
 from simms_gui._qt.settings import settings
 from simms_gui._qt.spectrum_view import PairView
+from simms_gui._qt.status_line import SlowSteps
 from simms_gui._qt.worker import BackgroundTask, SearchController
 from simms_gui.dask_connection import DaskConnection
 from simms_gui.session import Session
@@ -36,7 +39,13 @@ from simms_gui.session import Session
 __all__ = ["MainWindow"]
 
 
-class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
+#: Below this screen height the Spectra and Queries panels share one tabbed dock.
+COMPACT_HEIGHT = 1000
+#: The kernels' note, while numba compiles them (or loads them from its cache).
+KERNELS_NOTE = "Preparing the search kernels (first run only)…"
+
+
+class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWindow):
     """Main window of SimMS desktop.
 
     Parameters
@@ -54,6 +63,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
     searchFinished(bool)
         A search ended (True when stopped); hits are in ``session.hits``.
     heatmapReady()
+    sessionOpened(str)
+        A session file was opened (its path).
     """
 
     fileLoaded = pyqtSignal(str, str)  # noqa: N815
@@ -61,6 +72,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
     searchStarted = pyqtSignal()  # noqa: N815
     searchFinished = pyqtSignal(bool)  # noqa: N815
     heatmapReady = pyqtSignal()  # noqa: N815
+    sessionOpened = pyqtSignal(str)  # noqa: N815
 
     def __init__(
         self,
@@ -93,15 +105,6 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.heatmap_panel = HeatmapPanel()
         self.heatmap_pair_view = PairView()
 
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.search_panel)
-        left.addWidget(self.library_panel)
-        left.addWidget(self.query_list)
-        left.setStretchFactor(2, 1)
-        left.setSizes([330, 230, 400])
-        left.setChildrenCollapsible(False)
-        self.left_splitter = left
-
         self.results_splitter = QSplitter(Qt.Orientation.Vertical)
         self.results_splitter.addWidget(self.results)
         self.results_splitter.addWidget(self.pair_view)
@@ -115,14 +118,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.tabs.addTab(self.results_splitter, "Results")
         self.tabs.addTab(self.heatmap_splitter, "Heatmap")
         self.tabs.setDocumentMode(True)
-
-        self.main_splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.main_splitter.addWidget(left)
-        self.main_splitter.addWidget(self.tabs)
-        self.main_splitter.setStretchFactor(1, 1)
-        self.main_splitter.setSizes([430, 1170])
-        self.main_splitter.setChildrenCollapsible(False)
-        self.setCentralWidget(self.main_splitter)
+        self.setCentralWidget(self.tabs)
+        self._make_docks()
 
         self.log_view = QPlainTextEdit()
         self.log_view.setReadOnly(True)
@@ -133,13 +130,18 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_dock)
         self.log_dock.hide()
 
+        self.slow_steps = SlowSteps()
+        self.statusBar().addPermanentWidget(self.slow_steps)
         self._make_actions()
         install_help_menu(self)
         self._connect()
+        self._follow_selection()
+        self._watch_parameters()
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
         if self.search_panel.settings_note:
             self.log(self.search_panel.settings_note)
         self.resize(1600, 1000)
+        self.arrange_docks()
         self._restore_state()
         self.session.connect(self._on_session_event)
         self._refresh_files()
@@ -151,19 +153,73 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self._check_warm_up()
 
     def _check_warm_up(self) -> None:
-        """Say in the status bar while the kernels compile, and when they are ready."""
+        """Say, beside the status messages, while the kernels compile, and when they are ready.
+
+        The note has its own place in the status bar, so it never replaces a
+        later message such as "Search done", nor is it replaced by one.
+        """
+        seconds = time.perf_counter() - self._warm_up_started
         if warming_up():
-            seconds = time.perf_counter() - self._warm_up_started
             if seconds > 2.0:  # loading them from numba's cache takes about a second
-                self.statusBar().showMessage(
-                    f"Compiling the search kernels (first start on this machine, about a "
-                    f"minute; {seconds:.0f} s so far)…",
-                    0,
-                )
+                self.slow_steps.set_step("kernels", f"{KERNELS_NOTE} {seconds:.0f} s")
             return
         self._warm_up_timer.stop()
-        if time.perf_counter() - self._warm_up_started > 2.0:
-            self.statusBar().showMessage("Search kernels compiled and cached", 10_000)
+        if seconds > 2.0:
+            self.slow_steps.clear_step("kernels", "Search kernels ready")
+            self.log(f"Search kernels compiled and cached in {seconds:.0f} s", status=False)
+        else:
+            self.slow_steps.clear_step("kernels")
+
+    def _make_docks(self) -> None:
+        """Search, Spectra and Queries as dock panels: closable, movable, floatable."""
+        self.search_dock = self._dock("Search", "search_dock", self.search_panel)
+        self.files_dock = self._dock("Spectra", "files_dock", self.library_panel)
+        self.queries_dock = self._dock("Queries", "queries_dock", self.query_list)
+
+    def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        for box in widget.findChildren(QGroupBox):  # the dock's title names the panel
+            if box.title() == title:
+                box.setTitle("")
+                box.setFlat(True)
+        dock.setAllowedAreas(
+            Qt.DockWidgetArea.LeftDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea
+        )
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        return dock
+
+    def arrange_docks(self, compact: bool | None = None) -> None:
+        """Lay the side panels out for the screen: stacked, or Spectra/Queries tabbed.
+
+        ``compact`` (default: a screen under :data:`COMPACT_HEIGHT` pixels high)
+        puts Spectra and Queries in one tabbed dock so both lists show many rows.
+        """
+        if compact is None:
+            screen = self.screen() or QGuiApplication.primaryScreen()
+            height = screen.availableGeometry().height() if screen is not None else 1080
+            compact = height < COMPACT_HEIGHT
+        for dock in (self.search_dock, self.files_dock, self.queries_dock):
+            self.removeDockWidget(dock)
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+            dock.show()
+        Vertical, Horizontal = Qt.Orientation.Vertical, Qt.Orientation.Horizontal  # noqa: N806
+        # the search form whole when there is room (it scrolls when there is not)
+        search = self.search_panel.preferred_height()
+        if compact:
+            self.tabifyDockWidget(self.files_dock, self.queries_dock)
+            self.queries_dock.raise_()
+            self.resizeDocks([self.search_dock, self.queries_dock], [42, 58], Vertical)
+        else:
+            rest = max(self.height() - search - 120, 300)
+            self.resizeDocks(
+                [self.search_dock, self.files_dock, self.queries_dock],
+                [search, int(0.4 * rest), int(0.6 * rest)],
+                Vertical,
+            )
+        self.resizeDocks([self.search_dock], [400 if compact else 470], Horizontal)
+        self.compact_docks = compact
 
     # ------------------------------------------------------------------ building
     def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -171,8 +227,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
         if tip:
-            action.setToolTip(tip)
-            action.setStatusTip(tip)
+            action.setToolTip(tip)  # no status tip: it would hide the status message
         action.triggered.connect(lambda _checked=False: slot())
         return action
 
@@ -205,6 +260,18 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         )
         self.export_mirror_action = a("Export &mirror plot…", lambda: self.export_mirror(None))
         self.export_heatmap_action = a("Export &heatmap…", lambda: self.export_heatmap(None))
+        self.save_session_action = a(
+            "&Save session…",
+            lambda: self.save_session(None),
+            QKeySequence.StandardKey.Save,
+            "Save the files (by path and content hash), parameters, hits and selection",
+        )
+        self.open_session_action = a(
+            "Open s&ession…",
+            lambda: self.open_session(None),
+            "Ctrl+Alt+O",
+            "Open a saved session: its files are read again and its hits restored",
+        )
         self.quit_action = a("&Quit", self.close, QKeySequence.StandardKey.Quit)
         self.heatmap_top_action = a("Heatmap of &top hits", self.heatmap_top_hits, "Ctrl+H")
         self.heatmap_selection_action = a(
@@ -219,6 +286,9 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         file_menu.addAction(self.demo_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.open_session_action)
+        file_menu.addAction(self.save_session_action)
         file_menu.addSeparator()
         export_menu = file_menu.addMenu("&Export")
         for action in (
@@ -239,7 +309,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         view_menu.addAction(self.heatmap_top_action)
         view_menu.addAction(self.heatmap_selection_action)
         view_menu.addSeparator()
-        view_menu.addAction(self.log_dock.toggleViewAction())
+        for dock in (self.search_dock, self.files_dock, self.queries_dock, self.log_dock):
+            view_menu.addAction(dock.toggleViewAction())
         help_menu = menu.addMenu("&Help")
         help_menu.addAction(self.about_action)
 
@@ -290,7 +361,10 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
         geometry = s.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
-        for name in ("main_splitter", "left_splitter", "results_splitter", "heatmap_splitter"):
+        docks = s.value("window/docks")
+        if isinstance(docks, QByteArray):
+            self.restoreState(docks)
+        for name in ("results_splitter", "heatmap_splitter"):
             state = s.value(f"window/{name}")
             if isinstance(state, QByteArray):
                 getattr(self, name).restoreState(state)
@@ -301,7 +375,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
             return
         s = settings()
         s.setValue("window/geometry", self.saveGeometry())
-        for name in ("main_splitter", "left_splitter", "results_splitter", "heatmap_splitter"):
+        s.setValue("window/docks", self.saveState())
+        for name in ("results_splitter", "heatmap_splitter"):
             s.setValue(f"window/{name}", getattr(self, name).saveState())
         self.search_panel.save_settings()
         s.sync()
@@ -319,7 +394,18 @@ class MainWindow(FileLoading, SearchControl, HitViews, QMainWindow):
             runner.wait(30000)
         self.dask.close()
 
+    def event(self, event: QEvent) -> bool:
+        # Status tips (a menu or toolbar entry under the mouse) would replace, and on
+        # leaving clear, the status message ("Reading…", "Search done"); tooltips say
+        # the same, so the status bar keeps the window's messages only.
+        if event.type() == QEvent.Type.StatusTip:
+            return True
+        return super().event(event)
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if not self.confirm_close():
+            event.ignore()
+            return
         self.save_state()
         self.shutdown()
         super().closeEvent(event)

@@ -11,7 +11,6 @@ from PyQt6.QtWidgets import (
     QDoubleSpinBox,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -173,11 +172,10 @@ class QueryList(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         header = self.table.horizontalHeader()
-        header.setStretchLastSection(False)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        char = self.fontMetrics().horizontalAdvance("0")
-        for col, width in ((0, 4), (1, 10), (3, 10), (4, 6)):
-            self.table.setColumnWidth(col, width * char)
+        header.setStretchLastSection(True)
+        self.table.setWordWrap(False)  # else long IDs wrap at "-" and lose their end
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.fit_columns()
         self.heatmap_button = QPushButton("Heatmap of selection")
         self.heatmap_button.setToolTip("All-vs-all similarity of the selected queries")
         self.count_label = QLabel("")
@@ -220,9 +218,26 @@ class QueryList(QWidget):
         self._update_count()
 
     def set_spectra(self, spectra: SpectrumLibrary | None) -> None:
-        """Show these query spectra."""
+        """Show these query spectra (ID, m/z and peak columns fitted to their contents)."""
         self.model.set_spectra(spectra)
         self._update_count()
+        self.fit_columns()
+
+    #: Widest each column gets when fitted, in characters (hover shows the rest).
+    MAX_CHARS = (5, 22, 26, 14, 8)
+
+    def fit_columns(self, rows: int = 200) -> None:
+        """Fit the columns to their header and first ``rows``, capped (wider: scroll)."""
+        char = self.fontMetrics().horizontalAdvance("0")
+        metrics = self.table.fontMetrics()
+        header = self.table.horizontalHeader()
+        n = min(rows, self.proxy.rowCount())
+        for col, max_chars in enumerate(self.MAX_CHARS):
+            width = header.fontMetrics().horizontalAdvance(_HEADERS[col]) + 3 * char
+            for row in range(n):
+                text = str(self.proxy.index(row, col).data() or "")
+                width = max(width, metrics.horizontalAdvance(text) + 2 * char)
+            self.table.setColumnWidth(col, min(width, max_chars * char))
 
     def selected_rows(self) -> list[int]:
         """Source rows of the selected queries, ascending."""

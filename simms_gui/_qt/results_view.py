@@ -31,6 +31,10 @@ _WIDTHS = {
     "library_id": 16,
     "library": 16,
 }
+#: Widest a column gets when fitted to its contents, in characters (hover shows the rest).
+MAX_FIT_CHARS = 32
+#: Rows measured when fitting columns to their contents.
+FIT_ROWS = 200
 
 
 class ResultsPanel(QWidget):
@@ -101,12 +105,23 @@ class ResultsPanel(QWidget):
             self.table.setColumnWidth(k, width * char)
         self.table.setSortingEnabled(True)
 
+        #: Shown over the table while the hits no longer answer the loaded inputs.
+        self.stale_banner = QLabel("")
+        self.stale_banner.setWordWrap(True)
+        self.stale_banner.setStyleSheet(
+            "QLabel { background: #fff3cd; color: #664d03; border: 1px solid #e0c36a;"
+            " padding: 4px; }"
+        )
+        self.stale_banner.hide()
+        self._fitted = False
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         self.query_bar = QueryFilterBar()
         self.query_bar.clearRequested.connect(self.clear_query_filter)
         layout.addWidget(self.query_bar)
+        layout.addWidget(self.stale_banner)
         layout.addWidget(self.table)
 
         self.filter_edit.textChanged.connect(self.model.set_text_filter)
@@ -118,6 +133,47 @@ class ResultsPanel(QWidget):
             lambda current, _previous: self.hitSelected.emit(current.row())
         )
         self.model.modelReset.connect(lambda: self.hitSelected.emit(self.current_row()))
+        self.model.modelReset.connect(self._unfit)
+        self.model.rowsInserted.connect(self._fit_once)
+
+    # -- column widths ----------------------------------------------------------------
+    def _unfit(self) -> None:
+        if self.model.rowCount() == 0:
+            self._fitted = False
+
+    def _fit_once(self, *_args) -> None:
+        if not self._fitted:
+            self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Fit columns to their header and first rows, capped (hover shows full text)."""
+        self._fitted = self.model.rowCount() > 0
+        char = self.fontMetrics().horizontalAdvance("0")
+        header = self.table.horizontalHeader()
+        cap = MAX_FIT_CHARS * char
+        margin = 2 * char
+        n = min(self.model.rowCount(), FIT_ROWS)
+        metrics = self.table.fontMetrics()
+        for k in range(self.model.columnCount()):
+            title = str(self.model.headerData(k, Qt.Orientation.Horizontal) or "")
+            width = header.fontMetrics().horizontalAdvance(title) + 3 * char  # sort arrow
+            for row in range(n):
+                text = self.model.data(self.model.index(row, k))
+                if text:
+                    width = max(width, metrics.horizontalAdvance(str(text)) + margin)
+            self.table.setColumnWidth(k, min(width, cap))
+
+    # -- stale hits -------------------------------------------------------------------
+    def set_stale(self, text: str) -> None:
+        """Grey the hits with ``text`` over them ("" : they are current)."""
+        self.stale_banner.setText(text)
+        self.stale_banner.setVisible(bool(text))
+        self.table.setStyleSheet("QTableView { color: gray; }" if text else "")
+
+    @property
+    def stale(self) -> bool:
+        """True while the hits are shown greyed as out of date."""
+        return not self.stale_banner.isHidden()
 
     # -- API --------------------------------------------------------------------------
     def current_row(self) -> int:

@@ -177,7 +177,7 @@ class SearchControl:
         else:
             state = "done"
         self.search_panel.set_running(False)
-        self.search_panel.show_done(f"{state} · {len(s.hits):,} hits")
+        self.search_panel.show_done(f"{state} · {len(s.hits):,} hits", len(s.hits), state)
         self.search_action.setEnabled(True)
         self.stop_action.setEnabled(False)
         if state == "failed":  # the status bar keeps the reason

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import math
-
 from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtGui import QStandardItemModel
 from PyQt6.QtWidgets import (
@@ -13,32 +9,38 @@ from PyQt6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
-    QGroupBox,
+    QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from engine import SearchParameters, SearchProgress, available_backends, gpu_status
+from engine import SearchParameters, SearchProgress
 from engine.preprocess import Pipeline, pipeline_from_spec, pipeline_spec
-from engine.warmup import warming_up
+from simms_gui._qt.backend_choice import (
+    DASK_ADDRESS_TIP,
+    dask_available,
+    detected_backends,
+    gpu_reason,
+)
 from simms_gui._qt.precursor_units import PrecursorUnits
 from simms_gui._qt.preprocess_dialog import PreprocessDialog
+from simms_gui._qt.search_progress import COMPILING_NOTE, SearchProgressView
 from simms_gui._qt.settings import load_json, save_json
 from simms_gui.pipelines import matching_preset, pipeline_summary
 
-__all__ = ["SearchPanel", "preset_names", "detected_backends", "dask_available"]
+__all__ = [
+    "COMPILING_NOTE",
+    "SearchPanel",
+    "preset_names",
+    "detected_backends",
+    "dask_available",
+]
 
-#: Shown while a search waits for the kernels to compile (the first start on a machine).
-COMPILING_NOTE = (
-    "First start on this machine: numba compiles the search kernels once (about a minute "
-    "on 2 cores); later starts load them from its cache in about a second."
-)
 
 _SCORES = (
     ("entropy", "Entropy similarity"),
@@ -64,40 +66,6 @@ def preset_names() -> tuple[str, ...]:
     names = getattr(preprocess, "PRESETS", None) or getattr(preprocess, "PRESET_NAMES", None)
     names = tuple(names) if names else ("none", "gnps", "msas")
     return ("none", *[n for n in names if n != "none"])
-
-
-@functools.cache
-def detected_backends() -> dict[str, str]:
-    """``engine.available_backends()``, detected once per process."""
-    try:
-        return dict(available_backends())
-    except Exception:  # detection must never stop the window from opening
-        return {"cpu": "CPU"}
-
-
-@functools.cache
-def dask_available() -> bool:
-    """True when dask.distributed can be imported (searches on a Dask cluster)."""
-    return importlib.util.find_spec("distributed") is not None
-
-
-#: Tooltip of the Dask address field.
-DASK_ADDRESS_TIP = (
-    "Address of the Dask scheduler, tcp://HOST:8786 (start one with `dask scheduler` and "
-    "`dask worker tcp://HOST:8786` on each machine), or local:N to start N worker "
-    "processes on this computer (closed with the window). The connection is kept "
-    "between searches while the address stays the same."
-)
-
-
-@functools.cache
-def gpu_reason() -> str:
-    """Why no GPU backend is offered (``engine.gpu_status``), detected once per process."""
-    try:
-        ok, what = gpu_status()
-    except Exception as exc:  # detection must never stop the window from opening
-        return f"GPU detection failed: {exc}"
-    return what if not ok else "GPU available"
 
 
 class SearchPanel(QWidget):
@@ -208,22 +176,24 @@ class SearchPanel(QWidget):
         buttons.addWidget(self.search_button, 2)
         buttons.addWidget(self.stop_button, 1)
 
-        self.progress_bar = QProgressBar(minimum=0, maximum=1000)
-        self.progress_bar.setTextVisible(True)
-        self.progress_bar.setFormat("idle")
-        self.progress_label = QLabel("")
-        self.progress_label.setWordWrap(True)
-        self.progress_label.setStyleSheet("color: palette(mid);")
+        self.progress_view = SearchProgressView(lambda: self.backend_name() == "dask")
+        self.progress_bar = self.progress_view.bar
+        self.progress_label = self.progress_view.label
 
-        box = QGroupBox("Search")
-        box_layout = QVBoxLayout(box)
-        box_layout.addLayout(form)
-        box_layout.addLayout(buttons)
-        box_layout.addWidget(self.progress_bar)
-        box_layout.addWidget(self.progress_label)
+        # the form scrolls when the panel is short (a 768-pixel screen); Search, Stop
+        # and the progress stay in view below it
+        form_widget = QWidget()
+        form_widget.setLayout(form)
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setWidget(form_widget)
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(box)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.form_scroll, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress_view)
 
         self.mode.activated.connect(self._mode_chosen)
         self.precursor_unit.currentIndexChanged.connect(self._precursor_unit_changed)
@@ -463,54 +433,28 @@ class SearchPanel(QWidget):
             },
         )
 
+    def preferred_height(self) -> int:
+        """Height showing the whole form, the buttons and the progress without scrolling."""
+        extra = self.sizeHint().height() - self.form_scroll.sizeHint().height()
+        return self.form_scroll.widget().sizeHint().height() + max(extra, 0) + 12
+
     # -- running state ----------------------------------------------------------------
     def set_running(self, running: bool) -> None:
         """Enable Stop while a search runs, Search otherwise."""
         self.search_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
-        if running:
-            self.progress_bar.setValue(0)
-            if warming_up():
-                self.progress_bar.setFormat("compiling search kernels…")
-                self.progress_label.setText(COMPILING_NOTE)
-            else:
-                self.progress_bar.setFormat("starting…")
-                self.progress_label.setText("")
+        self.progress_view.set_running(running)
 
     def show_progress(self, progress: SearchProgress) -> None:
-        """Show pairs done, rate and time left."""
-        self.progress_bar.setValue(int(1000 * progress.fraction))
-        self.progress_bar.setFormat(f"{100 * progress.fraction:.0f} %")
-        left = progress.seconds_left
-        left_text = "" if math.isinf(left) else f" · {_duration(left)} left"
-        self.progress_label.setText(
-            f"{_count(progress.pairs_done)} / {_count(progress.pairs_total)} pairs · "
-            f"{_count(progress.pairs_per_second)} pairs/s{left_text} · {progress.hits:,} hits"
-        )
+        """Show pairs done, rate and time left (ignored once the search has ended)."""
+        self.progress_view.show_progress(progress)
 
-    def show_done(self, text: str) -> None:
-        """Final state of the progress bar."""
-        self.progress_bar.setFormat(text)
+    def show_done(self, text: str, hits: int | None = None, state: str = "") -> None:
+        """Final state of the progress bar; a stopped search says what it kept."""
+        self.progress_view.show_done(text, hits, state)
 
 
 def _select(combo: QComboBox, data: object) -> None:
     index = combo.findData(data)
     if index >= 0:
         combo.setCurrentIndex(index)
-
-
-def _count(n: float) -> str:
-    n = float(n)
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f} min {seconds % 60:02.0f} s"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:02.0f} min"

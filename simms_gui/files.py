@@ -1,0 +1,55 @@
+"""Spectrum files as the window sees them: which names to offer, how far a read has come.
+
+No Qt here (the loading thread writes :class:`LoadProgress`, the window reads it).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+__all__ = ["SUPPORTED_SUFFIXES", "LoadProgress", "is_spectrum_file"]
+
+#: File name endings the readers understand.
+SUPPORTED_SUFFIXES = tuple(
+    f"{stem}{gz}"
+    for stem in (".mgf", ".msp", ".msl", ".mzml", ".mzxml", ".json")
+    for gz in ("", ".gz")
+)
+
+
+def is_spectrum_file(path: str | Path) -> bool:
+    """True when ``path`` has a spectrum-file suffix (case-insensitive)."""
+    name = Path(path).name.lower()
+    return name.endswith(SUPPORTED_SUFFIXES)
+
+
+class LoadProgress:
+    """How far a file load has come, written by the loading thread, read by the window.
+
+    Plain attributes and an event, no Qt: the window polls :attr:`fraction` and
+    calls :meth:`cancel`; the reader calls :meth:`update` and stops when told.
+    """
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+        self._cancelled = threading.Event()
+
+    def update(self, done: int, total: int) -> bool:
+        """The reader's progress callback: False once :meth:`cancel` was called."""
+        self.done, self.total = int(done), int(total)
+        return not self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Ask the reader to stop at its next report."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    @property
+    def fraction(self) -> float:
+        """Share of the file's bytes read, 0 to 1."""
+        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
