@@ -94,7 +94,7 @@ def test_shortcuts_are_wired(qtbot, window, boxes, monkeypatch):
     # Ctrl+F: focus the hits filter
     qtbot.keyClick(window, Qt.Key.Key_F, ctrl)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is window.results.filter_edit)
-    window.main_splitter.setFocus()
+    window.results.table.setFocus()
     # Ctrl+Return: search (no library yet: a message says so)
     fired = []
     window.search_action.triggered.connect(lambda: fired.append("search"))

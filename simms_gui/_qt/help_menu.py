@@ -204,7 +204,7 @@ def install_help_menu(window: QMainWindow) -> None:
     window.guide_action.setShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents))
     if not window.guide_action.shortcut().toString():
         window.guide_action.setShortcut(QKeySequence("F1"))
-    window.guide_action.setStatusTip("Search modes, parameters and mirror plots explained")
+    window.guide_action.setToolTip("Search modes, parameters and mirror plots explained")
     window.guide_action.triggered.connect(
         lambda: _show(window, "guide_dialog", lambda: GuideDialog(window))
     )
@@ -216,7 +216,7 @@ def install_help_menu(window: QMainWindow) -> None:
     window.about_action.triggered.connect(lambda: _about(window))
     window.find_action = QAction("&Find in hits", window)
     window.find_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Find))
-    window.find_action.setStatusTip("Filter the hits by name, ID or InChIKey")
+    window.find_action.setToolTip("Filter the hits by name, ID or InChIKey")
     window.find_action.triggered.connect(lambda: _find_hits(window))
     window.search_action.setShortcuts(
         [QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter"), QKeySequence("Ctrl+R")]
