@@ -23,6 +23,7 @@ from engine import (
 )
 from engine.export import hit_columns, write_hits
 from simms_gui.dask_connection import normalize_dask_address
+from simms_gui.network_session import NetworkSessionMixin
 
 __all__ = [
     "LoadProgress",
@@ -168,7 +169,7 @@ class SearchRequest:
     dask_address: str | None = None
 
 
-class Session:
+class Session(NetworkSessionMixin):
     """Everything the user has loaded and searched: the model the window observes.
 
     No Qt: scripts and notebooks use a session directly; the desktop window
@@ -176,7 +177,8 @@ class Session:
     thread finds.  Events are plain names passed to each listener:
     ``"libraries"``, ``"active"``, ``"queries"``, ``"search_requested"``,
     ``"search_started"``, ``"hits"`` (hits added or replaced),
-    ``"cancel_requested"`` and ``"search_finished"``.
+    ``"cancel_requested"`` and ``"search_finished"``; molecular networks add
+    theirs (:mod:`simms_gui.network_session`).
 
     Attributes
     ----------
@@ -219,6 +221,7 @@ class Session:
         self.listeners: list[Callable[[str], None]] = []
         self._chunks: list[HitTable] = []
         self._hits: HitTable | None = HitTable.empty()
+        self._init_network()
 
     # -- events -----------------------------------------------------------------------
     def connect(self, listener: Callable[[str], None]) -> None:
