@@ -3,7 +3,8 @@
 Examples
 --------
 ``simms network spectra.mgf -o net.graphml --edges edges.tsv --library massbank.mgf``
-``simms qc library.mgf -o qc.tsv`` prints the counts of duplicates and conflicts.
+``simms qc library.mgf -o qc.tsv --deduplicated clean.mgf`` prints the counts of
+duplicates and conflicts, and writes the library without its redundant copies.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 from engine.cli_progress import ProgressPrinter, cancel_on_interrupt, run_in_thread
 from engine.io import load_library
+from engine.io.mgf_writer import write_mgf
 from engine.networking import AnalysisCancelled, network, write_edges, write_graphml
 from engine.networking.export import check_network_output
 from engine.qc import library_qc, write_qc_report
@@ -76,6 +78,11 @@ def add_network_commands(sub) -> None:
     )
     q.add_argument("library", help="library spectra")
     q.add_argument("-o", "--output", help="report: one row per near-identical pair (.tsv/.csv)")
+    q.add_argument(
+        "--deduplicated",
+        metavar="OUT.mgf",
+        help="write the library with one spectrum per duplicate group (conflicts kept) as MGF",
+    )
     _score_options(q, "cosine >= 0.95, >= 3 peaks, fragments 0.02 Da, precursors 0.01 Da")
 
 
@@ -168,6 +175,8 @@ def _network(args, say, progress, token, common) -> int:
 def _qc(args, say, progress, token, common) -> int:
     if args.output:
         check_network_output(args.output, (".tsv", ".csv", ".txt"))
+    if args.deduplicated:
+        check_network_output(args.deduplicated, (".mgf",))
     overrides = _overrides(args)
     say(f"reading {args.library}")
     library = load_library(args.library, cache=not args.no_cache)
@@ -185,4 +194,8 @@ def _qc(args, say, progress, token, common) -> int:
         print(f"{name.replace('_', ' ')}\t{count}")
     if args.output:
         say(f"report -> {args.output}")
+    if args.deduplicated:
+        kept = qc.deduplicated()
+        write_mgf(kept, args.deduplicated)
+        say(f"{len(kept)} of {len(library)} spectra kept -> {args.deduplicated}")
     return 0

@@ -49,8 +49,9 @@ def test_network_files_equal_the_engine_network(data_dir, tmp_path, capsys, link
 
 def test_qc_prints_counts_and_writes_the_report(data_dir, tmp_path, capsys):
     path = data_dir / "pesticides.mgf"
-    report = tmp_path / "qc.tsv"
-    assert main(["qc", str(path), "-o", str(report), "--quiet", "--no-cache"]) == 0
+    report, clean = tmp_path / "qc.tsv", tmp_path / "clean.mgf"
+    argv = ["qc", str(path), "-o", str(report), "--deduplicated", str(clean), "--quiet"]
+    assert main([*argv, "--no-cache"]) == 0
     out = capsys.readouterr().out
     qc = engine.library_qc(engine.load_library(path, cache=False))
     for name, count in qc.counts().items():
@@ -58,6 +59,16 @@ def test_qc_prints_counts_and_writes_the_report(data_dir, tmp_path, capsys):
     table = pd.read_csv(report, sep="\t", keep_default_na=False)
     assert len(table) == len(qc.pairs) > 0
     assert (table[["index_a", "index_b"]].to_numpy() == qc.pairs).all()
+    # the de-duplicated library reads back: the spectra kept, peaks and metadata unchanged
+    kept = engine.load_library(clean, cache=False)
+    expected = qc.deduplicated()
+    assert 0 < len(kept) == len(expected) < len(qc.library)
+    assert list(kept.ids) == list(expected.ids)
+    assert np.array_equal(kept.mz, expected.mz) and np.array_equal(kept.offsets, expected.offsets)
+    assert np.array_equal(kept.intensity, expected.intensity)
+    assert np.array_equal(kept.precursor_mz, expected.precursor_mz)
+    for key in ("name", "inchikey", "smiles", "adduct"):
+        assert list(kept.metadata[key]) == list(expected.metadata[key])
 
 
 @pytest.mark.parametrize(
@@ -69,6 +80,7 @@ def test_qc_prints_counts_and_writes_the_report(data_dir, tmp_path, capsys):
         (["network", "{spectra}", "-o", "{tmp}/n.graphml", "--top-n", "2"], "max_links"),
         (["qc", "{tmp}/missing.mgf"], "missing.mgf"),
         (["qc", "{spectra}", "--threshold", "1.5"], "threshold"),
+        (["qc", "{spectra}", "--deduplicated", "{tmp}/clean.msp"], ".mgf"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(data_dir, tmp_path, capsys, args, message):

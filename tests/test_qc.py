@@ -124,3 +124,18 @@ def test_duplicate_groups_cover_by_representatives():
     assert list(reps) == [5, 1]  # most duplicates first, ties by index
     # 3's only duplicate (2) is 1's already: 3 stays, in no group
     assert list(group) == [2, 2, 2, -1, 1, 1, 1, 1, -1]
+
+
+@pytest.mark.parametrize("name", ["massbank_ms2_queries.mgf.gz", "sample.msp"])
+def test_mgf_writer_round_trip(data_dir, tmp_path, name):
+    from engine.io.mgf_writer import write_mgf
+
+    original = engine.load_library(data_dir / name, cache=False)
+    again = engine.load_library(write_mgf(original, tmp_path / "out.mgf"), cache=False)
+    for key in ("mz", "intensity", "offsets", "charge"):
+        assert np.array_equal(getattr(original, key), getattr(again, key)), key
+    assert np.array_equal(original.precursor_mz, again.precursor_mz, equal_nan=True)
+    assert np.array_equal(original.polarity(), again.polarity())
+    for key, column in original.metadata.items():
+        if (column != "").any():
+            assert list(again.metadata[key]) == list(column), key
