@@ -12,9 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine import CancelToken, SearchProgress, SpectrumLibrary, SpectrumNetwork, network
+from engine import (
+    CancelToken,
+    SearchParameters,
+    SearchProgress,
+    SpectrumLibrary,
+    SpectrumNetwork,
+    network,
+)
 from engine.networking import NetworkSettings, network_parameters
-from engine.params import SearchParameters
 
 __all__ = ["NetworkRequest", "NetworkSessionMixin"]
 
