@@ -268,6 +268,9 @@ class NetworkTab(QWidget):
             and queries is not None and queries.spectra is net.spectra
         ):  # fmt: skip
             self.query_list.select_rows([node])
+            shown = self.query_list.proxy.mapFromSource(self.query_list.model.index(node, 0))
+            if shown.isValid():
+                self.query_list.table.scrollTo(shown)
         self.nodeSelected.emit(node)
 
     def show_edge(self, edge: int) -> None:
