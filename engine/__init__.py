@@ -13,18 +13,22 @@ from engine.hits import HitTable
 from engine.io import LoadCancelled, load_library, read_library
 from engine.kernels import cosine_greedy_pair, entropy_similarity_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
+from engine.networking import AnalysisCancelled, SpectrumNetwork, network
 from engine.params import MODES, SearchParameters
+from engine.qc import LibraryQC, deduplicate, library_qc
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.search import CancelToken, SearchJob, SearchProgress
 from engine.version import __version__
 from engine.warmup import warm_up
 
 __all__ = [
+    "AnalysisCancelled",
     "Backend",
     "CancelToken",
     "HitTable",
     "ImportIssue",
     "ImportReport",
+    "LibraryQC",
     "LibrarySource",
     "LoadCancelled",
     "SearchJob",
@@ -32,17 +36,21 @@ __all__ = [
     "SearchProgress",
     "SpectrumFileError",
     "SpectrumLibrary",
+    "SpectrumNetwork",
     "__version__",
     "combine_libraries",
+    "deduplicate",
     "filter_library",
     "available_backends",
     "cosine_greedy_pair",
     "entropy_similarity_pair",
     "get_backend",
     "gpu_status",
+    "library_qc",
     "load_library",
     "modified_cosine_pair",
     "MODES",
+    "network",
     "read_library",
     "score_matrix",
     "search",

@@ -10,22 +10,22 @@ Examples
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
-import time
 from collections.abc import Sequence
-from contextlib import contextmanager
 
 from engine.api import search_job
 from engine.backends import available_backends
+from engine.cli_network import NETWORK_COMMANDS, add_network_commands, run_network_command
+from engine.cli_progress import ProgressPrinter as _ProgressPrinter
+from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
 from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client
 from engine.export import HitWriter, check_output
 from engine.io import load_library
 from engine.params import SearchParameters
 from engine.report import SpectrumFileError
-from engine.search import CancelToken, SearchProgress
+from engine.search import CancelToken
 from engine.version import __version__
 
 __all__ = ["main", "build_parser"]
@@ -124,35 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--all", action="store_true", help="list every issue, not the first 20")
 
     sub.add_parser("backends", help="list the compute backends usable here")
+    add_network_commands(sub)
     return parser
-
-
-class _ProgressPrinter:
-    """A one-line progress bar on stderr (plain lines when stderr is no terminal)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, p: SearchProgress) -> None:
-        now = time.monotonic()
-        if self.quiet or (now - self.last < (0.1 if self.tty else 5.0) and p.fraction < 1):
-            return
-        self.last = now
-        width = 30
-        bar = "#" * int(width * p.fraction)
-        left = "" if p.seconds_left == float("inf") else f", {p.seconds_left:.0f} s left"
-        line = (
-            f"[{bar:<{width}}] {100 * p.fraction:5.1f}%  {p.pairs_done:.3g}/{p.pairs_total:.3g} "
-            f"pairs, {p.pairs_per_second:.3g} pairs/s{left}, {p.hits} hits"
-        )
-        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.tty and not self.quiet and self.last:
-            sys.stderr.write("\n")
 
 
 def _preprocess_spec(value: str) -> str:
@@ -312,25 +285,6 @@ def _run_into(job, writer) -> BaseException | None:
     return failure[0] if failure else None
 
 
-@contextmanager
-def _cancel_on_interrupt(token: CancelToken, say):
-    """Ctrl-C (SIGINT) cancels the search instead of raising, until the output is written."""
-
-    def handler(signum, frame) -> None:
-        if not token.cancelled:
-            say("interrupted: stopping; the hits found so far are being written")
-        token.cancel()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals reach only the main thread; nothing to install
-        return
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _info(args: argparse.Namespace) -> int:
     status = 0
     for path in args.files:
@@ -358,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _search(args)
         if args.command == "info":
             return _info(args)
+        if args.command in NETWORK_COMMANDS:
+            return run_network_command(args)
         for name, device in available_backends().items():
             print(f"{name}\t{device}")
         return 0

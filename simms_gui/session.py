@@ -23,6 +23,7 @@ from engine import (
 from engine.export import hit_columns, write_hits
 from simms_gui.dask_connection import normalize_dask_address
 from simms_gui.files import SUPPORTED_SUFFIXES, LoadProgress, is_spectrum_file
+from simms_gui.network_session import NetworkSessionMixin
 
 __all__ = [
     "LoadProgress",
@@ -124,7 +125,7 @@ class SearchRequest:
     dask_address: str | None = None
 
 
-class Session:
+class Session(NetworkSessionMixin):
     """Everything the user has loaded and searched: the model the window observes.
 
     No Qt: scripts and notebooks use a session directly; the desktop window
@@ -135,7 +136,8 @@ class Session:
     ``"cancel_requested"``, ``"search_finished"``, ``"restored"`` (a saved
     session was opened: files, parameters and hits at once), ``"selection"``
     (:meth:`select` from a script or a session file) and ``"stale"`` (the
-    parameters shown differ from the hits', :meth:`show_params`).
+    parameters shown differ from the hits', :meth:`show_params`); molecular
+    networks add theirs (:mod:`simms_gui.network_session`).
 
     Attributes
     ----------
@@ -191,6 +193,7 @@ class Session:
         self.listeners: list[Callable[[str], None]] = []
         self._chunks: list[HitTable] = []
         self._hits: HitTable | None = HitTable.empty()
+        self._init_network()
 
     # -- events -----------------------------------------------------------------------
     def connect(self, listener: Callable[[str], None]) -> None:

@@ -13,11 +13,13 @@ from PyQt6.QtCore import QEventLoop, QTimer
 from PyQt6.QtGui import QIcon
 from PyQt6.QtWidgets import QApplication
 
-from engine import HitTable, SearchParameters, SpectrumLibrary
+from engine import HitTable, SearchParameters, SpectrumLibrary, SpectrumNetwork
+from engine.networking import NetworkSettings, network_parameters
+from simms_gui.network_session import NetworkRequest
 from simms_gui.resources import resource_path
 from simms_gui.session import HitList, Session
 
-__all__ = ["Viewer", "SearchHandle", "get_app"]
+__all__ = ["NetworkHandle", "Viewer", "SearchHandle", "get_app"]
 
 
 def get_app() -> QApplication:
@@ -101,13 +103,7 @@ class SearchHandle:
         RuntimeError
             When the search failed.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.done:
-            loop = QEventLoop()
-            QTimer.singleShot(20, loop.quit)
-            loop.exec()
-            if deadline is not None and time.monotonic() > deadline and not self.done:
-                raise TimeoutError(f"search still running after {timeout} s")
+        _process_events_until(lambda: self.done, timeout, "search")
         if self.error:
             raise RuntimeError(f"search failed: {self.error}")
         return self.hits
@@ -115,6 +111,74 @@ class SearchHandle:
     def __repr__(self) -> str:
         state = "done" if self.done else "running"
         return f"<SearchHandle {state}, {len(self.hits)} hits>"
+
+
+def _process_events_until(done, timeout: float | None, what: str) -> None:
+    """Run Qt's event loop until ``done()``; TimeoutError after ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done():
+        loop = QEventLoop()
+        QTimer.singleShot(20, loop.quit)
+        loop.exec()
+        if deadline is not None and time.monotonic() > deadline and not done():
+            raise TimeoutError(f"{what} still running after {timeout} s")
+
+
+class NetworkHandle:
+    """A molecular network being built by :meth:`Viewer.network`.
+
+    Attributes
+    ----------
+    request : NetworkRequest
+    """
+
+    def __init__(self, session: Session, request: NetworkRequest) -> None:
+        self._session = session
+        self.request = request
+
+    @property
+    def done(self) -> bool:
+        """True once the build has ended (finished, stopped or failed)."""
+        return self._session.network_state == "idle"
+
+    @property
+    def cancelled(self) -> bool:
+        """True when the build was stopped."""
+        return self.done and self._session.network_cancelled
+
+    @property
+    def error(self) -> str | None:
+        """The error message when the build failed."""
+        return self._session.network_error if self.done else None
+
+    @property
+    def network(self) -> SpectrumNetwork | None:
+        """The network, once built (None while running, or when stopped or failed)."""
+        if not self.done or self.cancelled or self.error:
+            return None
+        return self._session.network
+
+    def cancel(self) -> None:
+        """Stop building; nothing is kept."""
+        self._session.cancel_network()
+
+    def wait(self, timeout: float | None = None) -> SpectrumNetwork | None:
+        """Process Qt events until the build ends; the network (None when stopped).
+
+        Raises
+        ------
+        TimeoutError
+            Still building after ``timeout`` seconds.
+        RuntimeError
+            The build failed.
+        """
+        _process_events_until(lambda: self.done, timeout, "network")
+        if self.error:
+            raise RuntimeError(f"network failed: {self.error}")
+        return self.network
+
+    def __repr__(self) -> str:
+        return f"<NetworkHandle {'done' if self.done else 'running'}: {self.network!r}>"
 
 
 class Viewer:
@@ -249,6 +313,62 @@ class Viewer:
     def hits(self) -> HitList:
         """Current hits (all of them) as a :class:`~simms_gui.session.HitList`."""
         return self.session.hit_list()
+
+    # -- networks ---------------------------------------------------------------------
+    def network(
+        self,
+        spectra: str = "queries",
+        *,
+        label_with_library: bool = False,
+        backend: str = "auto",
+        top_n: int = 10,
+        max_links: int | None = None,
+        link_method: str = "single",
+        max_component_size: int = 100,
+        **params,
+    ) -> NetworkHandle:
+        """Build the molecular network of the queries (or the library) on a worker.
+
+        Shown in the window's Network tab; returns at once.
+
+        Parameters
+        ----------
+        spectra : {"queries", "library"}
+        label_with_library : bool
+            Label query nodes with their best hit in the active library.
+        backend : str
+        top_n, max_links, link_method, max_component_size
+            See :class:`engine.networking.NetworkSettings` (``max_links``
+            defaults to ``top_n``).
+        **params
+            Score settings, :class:`~engine.SearchParameters` fields; the rest as
+            :data:`engine.networking.NETWORK_DEFAULTS`.
+
+        Returns
+        -------
+        NetworkHandle
+            ``.wait()`` for the :class:`~engine.SpectrumNetwork`, ``.cancel()`` to stop.
+        """
+        settings = NetworkSettings(
+            top_n=top_n, max_links=top_n if max_links is None else max_links,
+            link_method=link_method, max_component_size=max_component_size,
+        )  # fmt: skip
+        request = NetworkRequest(
+            spectra, network_parameters(**params), settings, label_with_library, backend
+        )
+        self.window.tabs.setCurrentWidget(self.window.network_tab)
+        self.session.request_network(request)
+        return NetworkHandle(self.session, request)
+
+    def select_network_node(self, node: int) -> None:
+        """Select spectrum ``node`` of the network shown, as a click on it does."""
+        self.window.network_tab.select_node(node)
+        self._app.processEvents()
+
+    def show_network_edge(self, edge: int) -> None:
+        """Show the mirror plot of edge ``edge`` (a row of ``network.edges``)."""
+        self.window.network_tab.show_edge(edge)
+        self._app.processEvents()
 
     # -- views ------------------------------------------------------------------------
     def show_mirror(self, query: int, hit: int) -> None:

@@ -24,6 +24,7 @@ from simms_gui._qt.heatmap_panel import HeatmapPanel
 from simms_gui._qt.help_menu import install_help_menu
 from simms_gui._qt.hit_views import HitViews
 from simms_gui._qt.library_panel import LibraryPanel
+from simms_gui._qt.network_view import NetworkTab
 from simms_gui._qt.query_list import QueryList
 from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_control import SearchControl, local_backend
@@ -117,6 +118,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.tabs = QTabWidget()
         self.tabs.addTab(self.results_splitter, "Results")
         self.tabs.addTab(self.heatmap_splitter, "Heatmap")
+        self.network_tab = NetworkTab(self.session, self.query_list)
+        self.tabs.addTab(self.network_tab, "Network")
         self.tabs.setDocumentMode(True)
         self.setCentralWidget(self.tabs)
         self._make_docks()

@@ -1,0 +1,201 @@
+"""``simms network`` and ``simms qc``: molecular networks and library checks from the shell.
+
+Examples
+--------
+``simms network spectra.mgf -o net.graphml --edges edges.tsv --library massbank.mgf``
+``simms qc library.mgf -o qc.tsv --deduplicated clean.mgf`` prints the counts of
+duplicates and conflicts, and writes the library without its redundant copies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.cli_progress import ProgressPrinter, cancel_on_interrupt, run_in_thread
+from engine.io import load_library
+from engine.io.mgf_writer import write_mgf
+from engine.networking import AnalysisCancelled, network, write_edges, write_graphml
+from engine.networking.export import check_network_output
+from engine.qc import library_qc, write_qc_report
+from engine.search import CancelToken
+
+__all__ = ["NETWORK_COMMANDS", "add_network_commands", "run_network_command"]
+
+#: The subcommands this module adds to ``simms``.
+NETWORK_COMMANDS = ("network", "qc")
+
+
+def _score_options(p: argparse.ArgumentParser, defaults: str) -> None:
+    """Options that set the score (unset: ``defaults`` says which values apply)."""
+    g = p.add_argument_group(f"score (unset options: {defaults})")
+    g.add_argument("--mode", choices=["identity", "analog", "custom", "open"])
+    g.add_argument(
+        "--score", choices=["cosine", "modified-cosine", "entropy", "unweighted-entropy"]
+    )
+    g.add_argument("--tolerance", type=float, help="peak m/z tolerance in Da")
+    g.add_argument("--mz-power", type=float)
+    g.add_argument("--intensity-power", type=float)
+    g.add_argument("--precursor-tolerance", type=float, help="precursor window (Da, or --ppm)")
+    g.add_argument("--ppm", action="store_true", help="precursor tolerance is in ppm")
+    g.add_argument("--no-precursor-window", action="store_true", help="score every pair")
+    g.add_argument("--match-ion-mode", action=argparse.BooleanOptionalAction, default=None)
+    g.add_argument("--min-matches", type=int, help="minimum matched peaks")
+    g.add_argument("--threshold", type=float, help="minimum score")
+    g.add_argument("--preprocess", metavar="SPEC", help="preset (none, gnps, msas) or JSON")
+    p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--no-cache", action="store_true", help="do not use the library cache")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def add_network_commands(sub) -> None:
+    """Add ``network`` and ``qc`` to the ``simms`` subcommands ``sub``."""
+    n = sub.add_parser(
+        "network",
+        help="molecular network of a spectrum set (GraphML for Cytoscape, edge list)",
+        description="Link every pair of spectra scoring at least --threshold with at least "
+        "--min-matches matched peaks, keeping each spectrum's best links (matchms "
+        "SimilarityNetwork rules); components larger than --max-component-size lose their "
+        "weakest edges (GNPS).",
+    )
+    n.add_argument("spectra", help="spectra (MGF, MSP, mzML, mzXML, JSON, optionally .gz)")
+    n.add_argument("-o", "--output", help="network as GraphML (.graphml)")
+    n.add_argument("--edges", help="edge list as TSV (.tsv) or CSV (.csv)")
+    n.add_argument("--top-n", type=int, default=10, help="each spectrum's top list, 0 = all [10]")
+    n.add_argument("--max-links", type=int, default=10, help="links each spectrum proposes [10]")
+    n.add_argument("--link-method", choices=["single", "mutual"], default="single")
+    n.add_argument(
+        "--max-component-size", type=int, default=100, help="break larger components, 0 = off [100]"
+    )
+    n.add_argument("--library", help="label nodes with their best hit in this library")
+    _score_options(n, "analog mode: modified cosine, GNPS peaks, 0.7, 6 peaks; no precursor window")
+    q = sub.add_parser(
+        "qc",
+        help="library check: near-duplicate and conflicting entries",
+        description="Find pairs of near-identical library spectra (same precursor, same ion "
+        "mode, high similarity): duplicates of one compound, grouped, and conflicts "
+        "(different InChIKey first blocks).",
+    )
+    q.add_argument("library", help="library spectra")
+    q.add_argument("-o", "--output", help="report: one row per near-identical pair (.tsv/.csv)")
+    q.add_argument(
+        "--deduplicated",
+        metavar="OUT.mgf",
+        help="write the library with one spectrum per duplicate group (conflicts kept) as MGF",
+    )
+    _score_options(q, "cosine >= 0.95, >= 3 peaks, fragments 0.02 Da, precursors 0.01 Da")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The score options given on the command line, as SearchParameters fields."""
+    if args.ppm and args.precursor_tolerance is None:
+        raise ValueError("--ppm needs --precursor-tolerance")
+    given = {
+        "mode": args.mode,
+        "score": args.score,
+        "tolerance": args.tolerance,
+        "mz_power": args.mz_power,
+        "intensity_power": args.intensity_power,
+        "precursor_tolerance": args.precursor_tolerance,
+        "match_ion_mode": args.match_ion_mode,
+        "min_matches": args.min_matches,
+        "threshold": args.threshold,
+        "preprocess": args.preprocess,
+    }
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    if args.no_precursor_window:
+        kwargs["precursor_tolerance"] = None
+    if args.ppm:
+        kwargs["precursor_unit"] = "ppm"
+    return kwargs
+
+
+def run_network_command(args: argparse.Namespace) -> int:
+    """Run ``simms network`` or ``simms qc``; 0 done, 130 cancelled by Ctrl-C."""
+    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
+    progress = ProgressPrinter(args.quiet)
+    token = CancelToken()
+    common = {"backend": args.backend, "on_progress": progress, "on_message": say}
+    try:
+        with cancel_on_interrupt(token, say):
+            if args.command == "network":
+                return _network(args, say, progress, token, common)
+            return _qc(args, say, progress, token, common)
+    except AnalysisCancelled:
+        progress.done()
+        print("simms: interrupted; nothing written", file=sys.stderr)
+        return 130
+
+
+def _network(args, say, progress, token, common) -> int:
+    if not args.output and not args.edges:
+        raise ValueError("give -o NET.graphml and/or --edges EDGES.tsv")
+    if args.output:
+        check_network_output(args.output, (".graphml", ".xml"))
+    if args.edges:
+        check_network_output(args.edges, (".tsv", ".csv", ".txt"))
+    overrides = _overrides(args)
+    say(f"reading {args.spectra}")
+    spectra = load_library(args.spectra, cache=not args.no_cache)
+    library = None
+    if args.library:
+        say(f"reading {args.library}")
+        library = load_library(args.library, cache=not args.no_cache)
+    say(f"scoring {len(spectra)} × {len(spectra)} spectra")
+    net = run_in_thread(
+        lambda: network(
+            spectra,
+            top_n=args.top_n,
+            max_links=args.max_links,
+            link_method=args.link_method,
+            max_component_size=args.max_component_size,
+            library=library,
+            cancel_token=token,
+            **common,
+            **overrides,
+        )  # fmt: skip
+    )
+    progress.done()
+    written = [str(write_graphml(net, args.output))] if args.output else []
+    if args.edges:
+        written.append(str(write_edges(net, args.edges)))
+    sizes = net.component_size
+    in_components = int((sizes > 1).sum())
+    n_components = len(set(net.component[sizes > 1].tolist()))
+    say(
+        f"{len(net)} spectra, {net.n_edges} edges ({net.params.score_label} >= "
+        f"{net.params.threshold:g}, >= {net.params.min_matches} matched peaks), "
+        f"{n_components} components of 2 or more holding {in_components} spectra "
+        f"(largest {int(sizes.max()) if len(sizes) else 0}), "
+        f"{net.removed_edges} edges removed by the component size limit -> {', '.join(written)}"
+    )
+    return 0
+
+
+def _qc(args, say, progress, token, common) -> int:
+    if args.output:
+        check_network_output(args.output, (".tsv", ".csv", ".txt"))
+    if args.deduplicated:
+        check_network_output(args.deduplicated, (".mgf",))
+    overrides = _overrides(args)
+    say(f"reading {args.library}")
+    library = load_library(args.library, cache=not args.no_cache)
+    qc = run_in_thread(lambda: library_qc(library, cancel_token=token, **common, **overrides))
+    progress.done()
+    if args.output:
+        write_qc_report(qc, args.output)
+    p = qc.params
+    print(
+        f"near-identical: {p.score_label} >= {p.threshold:g}, >= {p.min_matches} matched peaks, "
+        f"fragments {p.tolerance:g} Da, precursors within {p.precursor_tolerance} "
+        f"{p.precursor_unit}" + (", same ion mode" if p.match_ion_mode else "")
+    )
+    for name, count in qc.counts().items():
+        print(f"{name.replace('_', ' ')}\t{count}")
+    if args.output:
+        say(f"report -> {args.output}")
+    if args.deduplicated:
+        kept = qc.deduplicated()
+        write_mgf(kept, args.deduplicated)
+        say(f"{len(kept)} of {len(library)} spectra kept -> {args.deduplicated}")
+    return 0

@@ -1,0 +1,88 @@
+"""What every long ``simms`` command shares: a progress line on stderr, Ctrl-C as cancel."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import TypeVar
+
+from engine.search import CancelToken, SearchProgress
+
+__all__ = ["ProgressPrinter", "cancel_on_interrupt", "run_in_thread"]
+
+T = TypeVar("T")
+
+
+class ProgressPrinter:
+    """A one-line progress bar on stderr (plain lines when stderr is no terminal)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, p: SearchProgress) -> None:
+        now = time.monotonic()
+        if self.quiet or (now - self.last < (0.1 if self.tty else 5.0) and p.fraction < 1):
+            return
+        self.last = now
+        width = 30
+        bar = "#" * int(width * p.fraction)
+        left = "" if p.seconds_left == float("inf") else f", {p.seconds_left:.0f} s left"
+        line = (
+            f"[{bar:<{width}}] {100 * p.fraction:5.1f}%  {p.pairs_done:.3g}/{p.pairs_total:.3g} "
+            f"pairs, {p.pairs_per_second:.3g} pairs/s{left}, {p.hits} hits"
+        )
+        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and not self.quiet and self.last:
+            sys.stderr.write("\n")
+
+
+@contextmanager
+def cancel_on_interrupt(token: CancelToken, say):
+    """Ctrl-C (SIGINT) cancels the search instead of raising, until the output is written."""
+
+    def handler(signum, frame) -> None:
+        if not token.cancelled:
+            say("interrupted: stopping; the hits found so far are being written")
+        token.cancel()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach only the main thread; nothing to install
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run_in_thread(work: Callable[[], T], name: str = "simms-work") -> T:
+    """``work()`` run in a worker thread while this thread only waits; its result or error.
+
+    The main thread stays free to handle a Ctrl-C at once (see
+    :func:`cancel_on_interrupt`) while numba kernels run in the worker.
+    """
+    result: list = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    if failure:
+        raise failure[0]
+    return result[0]

@@ -1,0 +1,54 @@
+"""The library check as a table: one row per near-identical pair, written atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from engine.networking.export import atomic_write, check_network_output
+from engine.qc.check import LibraryQC
+
+__all__ = ["pairs_frame", "write_qc_report"]
+
+
+def pairs_frame(qc: LibraryQC) -> pd.DataFrame:
+    """Every near-identical pair: kind, groups, ids, names, InChIKeys and precursors of both."""
+    lib = qc.library
+    a, b = qc.pairs[:, 0], qc.pairs[:, 1]
+    meta = lib.metadata
+    prec = lib.precursor_mz
+    return pd.DataFrame(
+        {
+            "kind": qc.kind,
+            "group_a": qc.group[a],
+            "group_b": qc.group[b],
+            "index_a": a,
+            "index_b": b,
+            "id_a": meta["id"][a],
+            "id_b": meta["id"][b],
+            "score": qc.score,
+            "matches": qc.matches,
+            "precursor_mz_a": prec[a],
+            "precursor_mz_b": prec[b],
+            "precursor_mz_delta": prec[b] - prec[a],
+            "name_a": meta["name"][a],
+            "name_b": meta["name"][b],
+            "inchikey_a": meta["inchikey"][a],
+            "inchikey_b": meta["inchikey"][b],
+            "adduct_a": meta["adduct"][a],
+            "adduct_b": meta["adduct"][b],
+        }
+    )
+
+
+def write_qc_report(qc: LibraryQC, path: str | os.PathLike) -> Path:
+    """Write :func:`pairs_frame` as TSV (or CSV), atomically.
+
+    Read it back with ``pandas.read_csv(path, sep="\\t", keep_default_na=False)``.
+    """
+    path = check_network_output(path, (".tsv", ".csv", ".txt"))
+    sep = "," if path.suffix.lower() == ".csv" else "\t"
+    frame = pairs_frame(qc)
+    return atomic_write(path, lambda tmp: frame.to_csv(tmp, sep=sep, index=False))
