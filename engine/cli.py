@@ -5,6 +5,7 @@ Examples
 ``simms search queries.mgf library.mgf -o hits.tsv --tolerance 0.02 --top 5``
 ``simms info library.msp`` prints the import report of a file.
 ``simms backends`` lists the compute backends usable here.
+``simms cluster spectra.mgf -o clusters.tsv`` clusters redundant spectra (:mod:`.cli_cluster`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 
 from engine.api import search_job
 from engine.backends import available_backends
+from engine.cli_cluster import add_cluster_parser, run_cluster
 from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client
 from engine.export import HitWriter, check_output
@@ -124,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--all", action="store_true", help="list every issue, not the first 20")
 
     sub.add_parser("backends", help="list the compute backends usable here")
+    add_cluster_parser(sub)
     return parser
 
 
@@ -358,6 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _search(args)
         if args.command == "info":
             return _info(args)
+        if args.command == "cluster":
+            return run_cluster(args)
         for name, device in available_backends().items():
             print(f"{name}\t{device}")
         return 0
