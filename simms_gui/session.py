@@ -14,10 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from engine import (
+    ClusterParameters,
+    ClusterResult,
     HitTable,
     SearchParameters,
     SpectrumFileError,
     SpectrumLibrary,
+    cluster_spectra,
     load_library,
     search_job,
 )
@@ -176,7 +179,7 @@ class Session:
     thread finds.  Events are plain names passed to each listener:
     ``"libraries"``, ``"active"``, ``"queries"``, ``"search_requested"``,
     ``"search_started"``, ``"hits"`` (hits added or replaced),
-    ``"cancel_requested"`` and ``"search_finished"``.
+    ``"cancel_requested"``, ``"search_finished"`` and ``"clusters"``.
 
     Attributes
     ----------
@@ -201,6 +204,8 @@ class Session:
     hits_queries, hits_library : SpectrumLibrary or None
         The spectra the hits refer to (they may differ from the loaded ones after
         a reload).
+    clusters : ClusterResult or None
+        The last clustering (:meth:`run_cluster`) of the queries or a library.
     """
 
     def __init__(self) -> None:
@@ -219,6 +224,7 @@ class Session:
         self.listeners: list[Callable[[str], None]] = []
         self._chunks: list[HitTable] = []
         self._hits: HitTable | None = HitTable.empty()
+        self.clusters: ClusterResult | None = None
 
     # -- events -----------------------------------------------------------------------
     def connect(self, listener: Callable[[str], None]) -> None:
@@ -408,6 +414,29 @@ class Session:
                 job.backend.name, job.backend.device, cancelled=job.cancelled, error=error
             )
         return self.hits
+
+    # -- clustering -------------------------------------------------------------------
+    def run_cluster(
+        self,
+        which: str = "queries",
+        params: ClusterParameters | None = None,
+        backend: str = "auto",
+        **options,
+    ) -> ClusterResult:
+        """Cluster the queries (or the active ``"library"``) here, in this thread.
+
+        ``options`` go to :func:`engine.cluster_spectra` (``consensus``,
+        ``cancel_token``, ``on_progress``); the result is kept as :attr:`clusters`
+        and announced as ``"clusters"``.
+        """
+        if which not in ("queries", "library"):
+            raise ValueError(f"which must be 'queries' or 'library', not {which!r}")
+        loaded = self.queries if which == "queries" else self.library_file
+        if loaded is None:
+            raise RuntimeError(f"open {'query spectra' if which == 'queries' else 'a library'}")
+        self.clusters = cluster_spectra(loaded.spectra, params, backend=backend, **options)
+        self._emit("clusters")
+        return self.clusters
 
     # -- hits -------------------------------------------------------------------------
     @property

@@ -243,3 +243,21 @@ def test_propagated_hits_equal_direct_search_of_representatives(clustered, massb
     assert np.array_equal(
         frame.representative_index, clustered.representatives[labels[spread.query_index]]
     )
+
+
+@pytest.mark.parametrize("dense_limit", [0, 8192])
+def test_sparse_and_dense_complete_linkage_agree(monkeypatch, dense_limit):
+    """Both ways of linking a component (sparse maps, dense compiled matrix) give the reference."""
+    import engine.cluster.linkage as linkage
+
+    monkeypatch.setattr(linkage, "DENSE_LIMIT", dense_limit)
+    rng = np.random.default_rng(7)
+    n = 60
+    first, second = np.triu_indices(n, 1)
+    keep = rng.random(len(first)) < 0.3
+    first, second = first[keep], second[keep]
+    score = rng.choice([0.75, 0.8, 0.95, 1.0], size=len(first))
+    pairs = LinkedPairs(n, first.astype(np.int64), second.astype(np.int64), score)
+    assert same_partition(
+        complete_linkage(pairs), brute_force_complete(n, first, second, score, 0.75)
+    )

@@ -17,7 +17,11 @@ import numpy as np
 
 from engine.cluster.pairs import LinkedPairs
 
-__all__ = ["complete_linkage", "components", "medoids", "single_linkage"]
+__all__ = ["DENSE_LIMIT", "complete_linkage", "components", "medoids", "single_linkage"]
+
+#: Components of up to this many spectra are linked on a dense similarity matrix in
+#: compiled code (512 MiB at most); larger ones on sparse maps.
+DENSE_LIMIT = 8192
 
 
 @numba.njit(cache=True, nogil=True)
@@ -87,8 +91,11 @@ def complete_linkage(pairs: LinkedPairs, check: Callable[[], None] | None = None
     connected component is clustered on its own, with the counts of linked
     pairs between neighbouring clusters and their smallest similarity kept in
     sparse maps (merging the smaller map into the larger) and a heap of
-    mergeable cluster pairs with stale entries skipped.  Components of one or
-    two spectra need no work.
+    mergeable cluster pairs with stale entries skipped; a component of up to
+    :data:`DENSE_LIMIT` spectra does the same on a dense matrix in compiled
+    code (a merged cluster's similarity to another is the smaller of its two
+    parts', -1 where any pair is not linked).  Both give the same clusters.
+    Components of one or two spectra need no work.
     """
     comp = components(pairs)
     labels = np.arange(pairs.n, dtype=np.int64)
@@ -108,15 +115,61 @@ def complete_linkage(pairs: LinkedPairs, check: Callable[[], None] | None = None
         for k, c in enumerate(big.tolist()):
             nodes = members[m_starts[c] : m_starts[c + 1]]  # ascending
             edges = e_order[e_bounds[k] : e_ends[k]]
-            local = _complete_component(
-                len(nodes),
-                np.searchsorted(nodes, pairs.first[edges]).tolist(),
-                np.searchsorted(nodes, pairs.second[edges]).tolist(),
-                pairs.score[edges].tolist(),
-                check,
-            )
+            first = np.searchsorted(nodes, pairs.first[edges])
+            second = np.searchsorted(nodes, pairs.second[edges])
+            if len(nodes) <= DENSE_LIMIT:
+                local = _complete_dense(len(nodes), first, second, pairs.score[edges])
+            else:
+                local = _complete_component(
+                    len(nodes), first.tolist(), second.tolist(), pairs.score[edges].tolist(), check
+                )
             labels[nodes] = nodes[local]
+            if check is not None:
+                check()
     return _canonical(labels)
+
+
+@numba.njit(cache=True, nogil=True)
+def _complete_dense(n, first, second, score):  # pragma: no cover - numba
+    """:func:`_complete_component` on a dense matrix (same merges, same ties)."""
+    sim = np.full((n, n), -1.0)
+    heap = [(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)]
+    heap.pop()
+    for k in range(len(first)):
+        a, b, s = first[k], second[k], score[k]
+        sim[a, b] = s
+        sim[b, a] = s
+        heap.append((-s, float(a), float(b), float(a), float(b), 0.0, 0.0))
+    heapq.heapify(heap)
+    alive = np.ones(n, dtype=np.bool_)
+    version = np.zeros(n, dtype=np.int64)
+    smallest = np.arange(n)
+    into = np.arange(n)
+    while len(heap):
+        entry = heapq.heappop(heap)
+        a, b = int(entry[3]), int(entry[4])
+        if not (alive[a] and alive[b]) or version[a] != entry[5] or version[b] != entry[6]:
+            continue
+        alive[b] = False
+        into[b] = a
+        smallest[a] = min(smallest[a], smallest[b])
+        version[a] += 1
+        for x in range(n):
+            if alive[x] and x != a:
+                s = min(sim[a, x], sim[b, x])  # -1 when any pair across is not linked
+                sim[a, x] = s
+                sim[x, a] = s
+                if s >= 0.0:
+                    lo, hi = min(smallest[a], smallest[x]), max(smallest[a], smallest[x])
+                    entry = (-s, float(lo), float(hi), float(a), float(x), 0.0, 0.0)
+                    heapq.heappush(heap, entry[:5] + (float(version[a]), float(version[x])))
+    root = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        r = i
+        while not alive[r]:
+            r = into[r]
+        root[i] = smallest[r]
+    return root
 
 
 def _complete_component(

@@ -168,6 +168,8 @@ class FileLoading:
             self.start_search(r.params, r.backend, r.dask_address)
         elif what == "cancel_requested":
             self.stop_search()
+        elif what == "clusters" and s.clusters is not None:
+            self.log(f"Clustered: {s.clusters.summary()}")
 
     def _refresh_files(self) -> None:
         s = self.session
