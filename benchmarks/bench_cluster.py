@@ -115,7 +115,7 @@ def main() -> None:
         ("load", f"{load_s:.2f} s"),
         ("preprocess", f"{result.timings['preprocess']:.2f} s"),
         ("pairs (search within the window)",
-         f"{result.timings['pairs']:.2f} s, {result.pairs.scored:.4g} pairs scored, "
+         f"{result.timings['pairs']:.2f} s, {result.pairs.scored:.4g} pairs in window blocks, "
          f"{len(result.pairs):,} linked"),
         ("linkage + medoids", f"{result.timings['linkage']:.2f} s"),
         ("cluster_spectra total", f"{total:.2f} s" + (

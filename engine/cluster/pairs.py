@@ -31,7 +31,8 @@ class LinkedPairs:
     score : ndarray of float64
         Exact similarity of each pair (at least the cut).
     scored : int
-        Spectrum pairs the search scored (both directions, within the window).
+        Spectrum pairs in the search's batches (both directions; the precursor
+        window's blocks, before the exact window test and the pruning).
     """
 
     n: int
