@@ -161,8 +161,8 @@ def _complete_dense(n, first, second, score):  # pragma: no cover - numba
                 sim[x, a] = s
                 if s >= 0.0:
                     lo, hi = min(smallest[a], smallest[x]), max(smallest[a], smallest[x])
-                    entry = (-s, float(lo), float(hi), float(a), float(x), 0.0, 0.0)
-                    heapq.heappush(heap, entry[:5] + (float(version[a]), float(version[x])))
+                    va, vx = float(version[a]), float(version[x])
+                    heapq.heappush(heap, (-s, float(lo), float(hi), float(a), float(x), va, vx))
     root = np.empty(n, dtype=np.int64)
     for i in range(n):
         r = i
