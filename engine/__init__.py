@@ -8,6 +8,7 @@ and Python scripts all use this same API.
 
 from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
+from engine.cluster import ClusterParameters, ClusterResult, cluster_spectra, search_clusters
 from engine.collection import combine_libraries, filter_library
 from engine.hits import HitTable
 from engine.io import LoadCancelled, load_library, read_library
@@ -25,6 +26,8 @@ __all__ = [
     "AnalysisCancelled",
     "Backend",
     "CancelToken",
+    "ClusterParameters",
+    "ClusterResult",
     "HitTable",
     "ImportIssue",
     "ImportReport",
@@ -38,6 +41,7 @@ __all__ = [
     "SpectrumLibrary",
     "SpectrumNetwork",
     "__version__",
+    "cluster_spectra",
     "combine_libraries",
     "deduplicate",
     "filter_library",
@@ -54,6 +58,7 @@ __all__ = [
     "read_library",
     "score_matrix",
     "search",
+    "search_clusters",
     "search_job",
     "warm_up",
 ]

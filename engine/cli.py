@@ -5,6 +5,7 @@ Examples
 ``simms search queries.mgf library.mgf -o hits.tsv --tolerance 0.02 --top 5``
 ``simms info library.msp`` prints the import report of a file.
 ``simms backends`` lists the compute backends usable here.
+``simms cluster spectra.mgf -o clusters.tsv`` clusters redundant spectra (:mod:`.cli_cluster`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 from engine.api import search_job
 from engine.backends import available_backends
+from engine.cli_cluster import add_cluster_parser, run_cluster
 from engine.cli_network import NETWORK_COMMANDS, add_network_commands, run_network_command
 from engine.cli_progress import ProgressPrinter as _ProgressPrinter
 from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
@@ -125,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("backends", help="list the compute backends usable here")
     add_network_commands(sub)
+    add_cluster_parser(sub)
     return parser
 
 
@@ -314,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _info(args)
         if args.command in NETWORK_COMMANDS:
             return run_network_command(args)
+        if args.command == "cluster":
+            return run_cluster(args)
         for name, device in available_backends().items():
             print(f"{name}\t{device}")
         return 0

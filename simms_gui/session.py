@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from engine import (
+    ClusterResult,
     HitTable,
     SearchParameters,
     SpectrumFileError,
@@ -21,6 +22,7 @@ from engine import (
     search_job,
 )
 from engine.export import hit_columns, write_hits
+from simms_gui.cluster_session import ClusterSessionMixin
 from simms_gui.dask_connection import normalize_dask_address
 from simms_gui.files import SUPPORTED_SUFFIXES, LoadProgress, is_spectrum_file
 from simms_gui.network_session import NetworkSessionMixin
@@ -125,7 +127,7 @@ class SearchRequest:
     dask_address: str | None = None
 
 
-class Session(NetworkSessionMixin):
+class Session(ClusterSessionMixin, NetworkSessionMixin):
     """Everything the user has loaded and searched: the model the window observes.
 
     No Qt: scripts and notebooks use a session directly; the desktop window
@@ -136,8 +138,9 @@ class Session(NetworkSessionMixin):
     ``"cancel_requested"``, ``"search_finished"``, ``"restored"`` (a saved
     session was opened: files, parameters and hits at once), ``"selection"``
     (:meth:`select` from a script or a session file) and ``"stale"`` (the
-    parameters shown differ from the hits', :meth:`show_params`); molecular
-    networks add theirs (:mod:`simms_gui.network_session`).
+    parameters shown differ from the hits', :meth:`show_params`); clustering and
+    molecular networks add theirs (:mod:`simms_gui.cluster_session`,
+    :mod:`simms_gui.network_session`).
 
     Attributes
     ----------
@@ -170,6 +173,8 @@ class Session(NetworkSessionMixin):
         ``(query_index, library_index)`` of the hit the user looks at.
     selected_queries : list of int
         Query rows selected in the query list.
+    clusters : ClusterResult or None
+        The last clustering (:meth:`run_cluster`) of the queries or a library.
     """
 
     def __init__(self) -> None:
@@ -194,6 +199,7 @@ class Session(NetworkSessionMixin):
         self._chunks: list[HitTable] = []
         self._hits: HitTable | None = HitTable.empty()
         self._init_network()
+        self.clusters: ClusterResult | None = None
 
     # -- events -----------------------------------------------------------------------
     def connect(self, listener: Callable[[str], None]) -> None:

@@ -13,7 +13,14 @@ from PyQt6.QtCore import QEventLoop, QTimer
 from PyQt6.QtGui import QIcon
 from PyQt6.QtWidgets import QApplication
 
-from engine import HitTable, SearchParameters, SpectrumLibrary, SpectrumNetwork
+from engine import (
+    ClusterParameters,
+    ClusterResult,
+    HitTable,
+    SearchParameters,
+    SpectrumLibrary,
+    SpectrumNetwork,
+)
 from engine.networking import NetworkSettings, network_parameters
 from simms_gui.network_session import NetworkRequest
 from simms_gui.resources import resource_path
@@ -308,6 +315,35 @@ class Viewer:
         if self.session.state != "running":
             raise RuntimeError("the search could not start")
         return SearchHandle(self.session, params, backend)
+
+    def cluster(
+        self, which: str = "queries", backend: str | None = None, consensus: bool = False, **params
+    ) -> ClusterResult:
+        """Cluster the query spectra (or the active library) by exact similarity; blocks.
+
+        Parameters
+        ----------
+        which : {"queries", "library"}
+            The spectra to cluster.
+        backend : {"auto", "cpu", "cuda"}, optional
+            Where the similarities are computed (default ``"auto"``).
+        consensus : bool
+            Also build each cluster's consensus spectrum.
+        **params
+            :class:`~engine.ClusterParameters` fields (``threshold=0.8``,
+            ``linkage="single"``, ``precursor_tolerance=0.01, precursor_unit="Da"``).
+
+        Returns
+        -------
+        ClusterResult
+            ``.labels``, ``.representatives``, ``.to_pandas()``, ``.write_table()``;
+            kept as ``viewer.session.clusters``, and the window logs its summary.
+        """
+        result = self.session.run_cluster(
+            which, ClusterParameters(**params), backend or "auto", consensus=consensus
+        )
+        self._app.processEvents()
+        return result
 
     @property
     def hits(self) -> HitList:

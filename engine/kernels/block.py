@@ -2,7 +2,8 @@
 
 Chooses the kernel (the pruned plain-cosine search, or every pair scored) and
 bounds its memory: with ``top_n == 0`` rows hold a whole library block, so
-queries go :data:`ALL_HITS_CHUNK` at a time.
+queries go at most :data:`ALL_HITS_MAX_ROWS` at a time, within
+:data:`ALL_HITS_ROW_BYTES` of row buffers.
 """
 
 from __future__ import annotations
@@ -23,8 +24,15 @@ from engine.kernels.threads import parallel_region
 
 __all__ = ["ALL_HITS_CHUNK", "checked_options", "search_block"]
 
-#: Query rows per kernel call when every hit is kept (bounds the row buffers).
+#: Fewest query rows per kernel call when every hit is kept.
 ALL_HITS_CHUNK = 16
+#: Most query rows per such call: each call is one parallel region, and on a busy
+#: machine a region waits for its slowest thread, so many small calls cost much
+#: more than their work (measured on the 2-core machine under load: clustering
+#: MassBank's pairs, 16 rows a call 7-33 s, 256 rows 3-10 s).
+ALL_HITS_MAX_ROWS = 256
+#: Bytes of row buffers (about 20 per column) one such call may hold.
+ALL_HITS_ROW_BYTES = 32 << 20
 
 Hits = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -48,6 +56,12 @@ def checked_options(options: SearchOptions) -> SearchOptions:
         top_n=top_n,
         same_polarity=bool(options.same_polarity),
     )
+
+
+def _all_hits_rows(width: int) -> int:
+    """Query rows per kernel call when every hit is kept, for rows ``width`` columns wide."""
+    fit = ALL_HITS_ROW_BYTES // (20 * max(width, 1))
+    return int(max(ALL_HITS_CHUNK, min(ALL_HITS_MAX_ROWS, fit)))
 
 
 def search_block(
@@ -125,7 +139,7 @@ def search_block(
             np.empty(0, np.int32),
         )
     width = row_width(options, l_start, l_stop)
-    chunk = q_stop - q_start if options.top_n > 0 else ALL_HITS_CHUNK
+    chunk = q_stop - q_start if options.top_n > 0 else _all_hits_rows(width)
     pruned = prune and options.kind != MODIFIED_COSINE
     if pruned and library_index is None:
         library_index = library_peak_index(library, l_start, l_stop)

@@ -194,6 +194,8 @@ class FileLoading:
             "search_finished",
         ):  # fmt: skip
             self._update_stale()
+        elif what == "clusters" and s.clusters is not None:
+            self.log(f"Clustered: {s.clusters.summary()}")
 
     def _refresh_files(self) -> None:
         s = self.session

@@ -1,0 +1,247 @@
+"""``simms cluster``: group redundant spectra, write clusters and representatives, search them.
+
+Examples
+--------
+``simms cluster spectra.mgf -o clusters.tsv --representatives reps.mgf``
+``simms cluster spectra.mgf -o clusters.tsv --library massbank.mgf --hits hits.tsv``
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+
+from engine.cluster import ClusterCancelled, ClusterParameters, cluster_spectra, search_clusters
+from engine.cluster.files import check_writable
+from engine.io import load_library
+from engine.params import SearchParameters
+from engine.search import CancelToken, SearchProgress
+
+__all__ = ["add_cluster_parser", "run_cluster"]
+
+
+def add_cluster_parser(sub) -> None:
+    """Add the ``cluster`` subcommand to ``simms``' subparsers."""
+    c = sub.add_parser(
+        "cluster",
+        help="cluster redundant spectra; write clusters, representatives, and their library hits",
+        description="Cluster a spectrum set by exact similarity within a precursor window "
+        "(falcon-style complete linkage by default), pick each cluster's medoid as its "
+        "representative, and optionally search only the representatives against a library.",
+    )
+    c.add_argument("spectra", help="spectra to cluster (MGF, MSP, mzML, mzXML, JSON, .gz)")
+    c.add_argument("-o", "--output", required=True, help="cluster table, one row per spectrum "
+                   "(.tsv, or .csv)")  # fmt: skip
+    c.add_argument("--representatives", metavar="MGF", help="write the representatives as MGF")
+    c.add_argument(
+        "--consensus",
+        action="store_true",
+        help="the representatives MGF holds each cluster's consensus spectrum, not its medoid",
+    )
+    c.add_argument(
+        "--score",
+        choices=["cosine", "modified-cosine", "entropy", "unweighted-entropy"],
+        default="cosine",
+        help="similarity [cosine]",
+    )
+    c.add_argument(
+        "--tolerance", type=float, default=0.02, help="fragment m/z tolerance, Da [0.02]"
+    )
+    c.add_argument(
+        "--precursor-tolerance",
+        type=float,
+        help="precursor window in Da, or ppm with --ppm [20 ppm when left out]",
+    )
+    c.add_argument("--ppm", action="store_true", help="precursor tolerance is in ppm")
+    c.add_argument(
+        "--no-precursor-window", action="store_true", help="every pair is a candidate (slow)"
+    )
+    c.add_argument(
+        "--threshold", type=float, default=0.9, help="similarity cut (distance 1 - cut) [0.9]"
+    )
+    c.add_argument("--linkage", choices=["complete", "single"], default="complete")
+    c.add_argument("--min-matches", type=int, default=0, help="matched peaks a link needs [1]")
+    c.add_argument(
+        "--preprocess",
+        metavar="SPEC",
+        default="msas",
+        help="preset (none, gnps, msas) or JSON pipeline, or @FILE.json [msas]",
+    )
+    c.add_argument(
+        "--no-match-charge", action="store_true", help="link spectra of different known charges"
+    )
+    s = c.add_argument_group("searching the clusters (representatives only)")
+    s.add_argument("--library", metavar="LIB", help="search the representatives against LIB")
+    s.add_argument("--hits", metavar="TSV", help="hits of every spectrum: its representative's")
+    s.add_argument(
+        "--search-mode",
+        choices=["identity", "analog", "custom"],
+        default="identity",
+        help="search mode of the library search [identity]",
+    )
+    s.add_argument("--top", type=int, default=10, help="hits per representative, 0 = all [10]")
+    c.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    c.add_argument("--no-cache", action="store_true", help="do not use the library cache")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def _parameters(args: argparse.Namespace) -> ClusterParameters:
+    if args.ppm and args.precursor_tolerance is None:
+        raise ValueError("--ppm needs --precursor-tolerance")
+    window: dict[str, object] = {}
+    if args.no_precursor_window:
+        window = {"precursor_tolerance": None}
+    elif args.precursor_tolerance is not None:
+        unit = "ppm" if args.ppm else "Da"
+        window = {"precursor_tolerance": args.precursor_tolerance, "precursor_unit": unit}
+    preprocess = args.preprocess
+    if preprocess.startswith("@"):
+        with open(preprocess[1:], encoding="utf-8") as fh:
+            preprocess = fh.read()
+    return ClusterParameters(
+        score=args.score, tolerance=args.tolerance, threshold=args.threshold,
+        linkage=args.linkage, min_matches=args.min_matches, preprocess=preprocess,
+        match_charge=not args.no_match_charge, **window,
+    )  # fmt: skip
+
+
+class _Progress:
+    """Pair-scoring progress on stderr: one line redrawn on a terminal, else every 5 s."""
+
+    def __init__(self, quiet: bool, what: str) -> None:
+        self.quiet, self.what = quiet, what
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, p: SearchProgress) -> None:
+        now = time.monotonic()
+        if self.quiet or (now - self.last < (0.1 if self.tty else 5.0) and p.fraction < 1):
+            return
+        self.last = now
+        bar = "#" * int(30 * p.fraction)
+        line = (
+            f"[{bar:<30}] {100 * p.fraction:5.1f}%  {self.what}: {p.pairs_done:.3g}/"
+            f"{p.pairs_total:.3g} pairs, {p.pairs_per_second:.3g} pairs/s"
+        )
+        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and not self.quiet and self.last:
+            sys.stderr.write("\n")
+            self.last = 0.0
+
+
+@contextmanager
+def _cancel_on_interrupt(token: CancelToken, say: Callable[[str], None]):
+    """Ctrl-C (SIGINT) cancels the work instead of raising (main thread only)."""
+
+    def handler(signum, frame) -> None:
+        if not token.cancelled:
+            say("interrupted: stopping; nothing is written")
+        token.cancel()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _in_worker(work: Callable[[], object]) -> object:
+    """Run ``work`` in a thread while the main thread waits (so Ctrl-C is handled at once)."""
+    out: list[object] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            out.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="simms-cluster", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    if failure:
+        raise failure[0]
+    return out[0]
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    """Run ``simms cluster``; 0 done, 2 unusable input, 130 interrupted (nothing written)."""
+    params = _parameters(args)
+    if bool(args.library) != bool(args.hits):
+        raise ValueError("--library and --hits go together")
+    search = SearchParameters(mode=args.search_mode, top_n=args.top) if args.library else None
+    for path in (args.output, args.representatives, args.hits):
+        if path:
+            check_writable(path)  # before any work: a bad path never costs a clustering
+    if args.consensus and not args.representatives:
+        raise ValueError("--consensus needs --representatives")
+    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
+    say(f"reading {args.spectra}")
+    spectra = load_library(args.spectra, cache=not args.no_cache)
+    library = None
+    if args.library:
+        say(f"reading {args.library}")
+        library = load_library(args.library, cache=not args.no_cache)
+    token = CancelToken()
+    progress = _Progress(args.quiet, "linking")
+    start = time.perf_counter()
+    with _cancel_on_interrupt(token, say):
+        try:
+            result = _in_worker(
+                lambda: cluster_spectra(
+                    spectra,
+                    params,
+                    consensus=args.consensus,
+                    backend=args.backend,
+                    on_progress=progress,
+                    on_message=say,
+                    cancel_token=token,
+                )  # fmt: skip
+            )
+            progress.done()
+            hits = None
+            if library is not None:
+                say(
+                    f"searching {result.n_clusters:,} representatives of {len(spectra):,} "
+                    f"spectra against {len(library):,} (reduction factor "
+                    f"{result.reduction_factor:.2f})"
+                )
+                progress.what = "searching"
+                hits = _in_worker(
+                    lambda: search_clusters(
+                        result,
+                        library,
+                        search,
+                        backend=args.backend,
+                        on_progress=progress,
+                        on_message=say,
+                        cancel_token=token,
+                    )  # fmt: skip
+                )
+                progress.done()
+        except ClusterCancelled:
+            progress.done()
+            print("simms: cancelled; nothing written", file=sys.stderr)
+            return 130
+    result.write_table(args.output)
+    written = [args.output]
+    if args.representatives:
+        result.write_representatives(args.representatives, consensus=args.consensus)
+        written.append(args.representatives)
+    if hits is not None:
+        hits.write(args.hits)
+        written.append(args.hits)
+    say(f"{result.summary()} in {time.perf_counter() - start:.2f} s -> {', '.join(written)}")
+    return 0
