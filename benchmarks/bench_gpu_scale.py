@@ -58,9 +58,13 @@ def diagnose(queries, library, params, be, path: Path) -> None:
     spans = {}
     for a, b in (("start", "bound"), ("bound", "score"), ("score", "select")):
         spans[b] = sum(x.elapsed_time(y) for x, y in zip(ev[a], ev[b], strict=True)) / 1e3
+    listed = sum(ev.get("listed", []))
     print(
-        f"diagnosis ({len(ev['start'])} tiles, {wall:.2f} s under the profiler): kernel seconds "
-        + ", ".join(f"{k} {v:.2f}" for k, v in spans.items()),
+        f"diagnosis ({len(ev['start'])} tiles run one at a time, {wall:.2f} s under the "
+        "profiler): kernel seconds "
+        + ", ".join(f"{k} {v:.2f}" for k, v in spans.items())
+        + f"; pairs listed for scoring {listed:,} "
+        f"({listed / (len(queries) * len(library)):.3%})",
         flush=True,
     )
     buf = io.StringIO()
@@ -84,6 +88,11 @@ def main() -> None:
         default=None,
         help="also time each kernel (CUDA events) and profile the host (cProfile) in one "
         "more search; the profile goes to this file",
+    )
+    ap.add_argument(
+        "--work-max",
+        default="",
+        help="comma-separated CudaBackend.pair_work_max values to time first (e.g. 0,65536)",
     )
     args = ap.parse_args()
 
@@ -115,6 +124,17 @@ def main() -> None:
         raise SystemExit(f"the GPU search did not run on the GPU alone: {warm.messages}")
     print(f"untimed warm-up search (upload, peak indexes): {time.perf_counter() - t:.1f} s")
 
+    default_work = be.pair_work_max
+    for value in [int(v) for v in args.work_max.split(",") if v.strip()]:
+        be.pair_work_max, before = value, be.rescored_pairs
+        t = time.perf_counter()
+        n = sum(len(c) for c in SearchJob(queries, library, params, backend=be))
+        print(
+            f"pair_work_max {value}: {time.perf_counter() - t:.2f} s, {n:,} hits, "
+            f"rescored on the host {be.rescored_pairs - before:,}",
+            flush=True,
+        )
+    be.pair_work_max, be.rescored_pairs = default_work, 0
     t = time.perf_counter()
     job = SearchJob(queries, library, params, backend=be)
     chunks, first = [], None

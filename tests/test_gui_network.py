@@ -56,14 +56,22 @@ def test_network_tab_clicks_select_spectra_and_show_mirror_plots(viewer, qtbot, 
     assert viewer.window.query_list.selected_rows() == [node]
     assert queries.ids[node] in tab.info.text()
 
-    # a real click on the middle of an edge (one far from every node): its mirror plot
+    # a real click on the middle of an edge (one far from every node and other edge)
     nodes_px = np.array([_pixels(plot, plot.node_scene_pos(i)) for i in range(len(net))])
-    clearance = [
-        np.min(np.hypot(*(nodes_px - _pixels(plot, plot.edge_scene_pos(e))).T))
-        for e in range(net.n_edges)
-    ]
-    edge = int(np.argmax(clearance))
-    assert clearance[edge] > 12
+
+    def clearance(e: int) -> float:
+        mid = _pixels(plot, plot.edge_scene_pos(e))
+        near = np.min(np.hypot(*(nodes_px - mid).T))
+        for other, (a, b) in enumerate(net.edges):
+            if other != e:  # distance from the midpoint to the other edge's segment
+                p, q = nodes_px[a], nodes_px[b]
+                t = np.clip(np.dot(mid - p, q - p) / max(np.dot(q - p, q - p), 1e-12), 0, 1)
+                near = min(near, float(np.hypot(*(mid - (p + t * (q - p))))))
+        return near
+
+    clearances = [clearance(e) for e in range(net.n_edges)]
+    edge = int(np.argmax(clearances))
+    assert clearances[edge] > 12
     _click(qtbot, plot, plot.edge_scene_pos(edge))
     assert tab.selected_edge == edge
     mirror = tab.pair_view.mirror

@@ -36,8 +36,12 @@ class TileSearch:
 
     #: Keep each query's top-N on the device when the caller merges across batches.
     device_top: bool = True
+    #: Listed pairs whose peak counts multiply to more than this go to the host's
+    #: exact rescoring instead of one GPU thread (0: never).
+    pair_work_max: int = 1 << 16
     #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
-    #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each).
+    #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each)
+    #: and the pairs each tile listed (``"listed"``); tiles then run one at a time.
     kernel_events: dict | None = None
 
     def _mark(self, stream: Any, name: str) -> None:
@@ -90,6 +94,12 @@ class TileSearch:
             if len(pending) == len(slots):
                 self._collect(*pending.popleft(), queries, library, params, parts, left)
             self._launch(tile, slot, dq, dl, params, orders, top)
+            if self.kernel_events is not None:  # diagnostics: one tile at a time, timed alone
+                slot.stream.synchronize()
+                if slot.n_pairs is not None:
+                    self.kernel_events.setdefault("listed", []).append(
+                        int(slot.n_pairs.copy_to_host()[0])
+                    )
             pending.append((tile, slot))
             while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
                 yield batches[nxt], self._batch_hits(nxt, parts, params, nxt in wide, ranks, top)
@@ -228,7 +238,7 @@ class TileSearch:
         )
         pruning = self._k.Pruning(
             bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt,
-            *self._bound_args(slot, bounded), *self._floor_args(floor),
+            *self._bound_args(slot, bounded), *self._floor_args(floor), int(self.pair_work_max),
         )  # fmt: skip
         out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
         grid = ((ncols + self.threads - 1) // self.threads, nrows)

@@ -96,6 +96,10 @@ class Pruning(NamedTuple):
     use_floor, floor : bool, device array of float64
         Pairs flagged for the host's rescoring must also have an upper bound that
         reaches ``floor[q]`` (a running top-N's N-th best score of query ``q``).
+    max_work : int
+        With ``BOUNDS_LISTED``, a listed cosine pair whose peak counts multiply to
+        more than this (> 0) is flagged for the host's exact rescoring at once: one
+        GPU thread would hold up its whole launch with that merge.
     """
 
     enabled: bool
@@ -110,6 +114,7 @@ class Pruning(NamedTuple):
     n_pairs: Any = None
     use_floor: bool = False
     floor: Any = None
+    max_work: int = 0
 
 
 class TileOutput(NamedTuple):
@@ -218,7 +223,14 @@ def _score_one(
     entropy = options.kind == ENTROPY
     ptol = options.precursor_tolerance
     ppm = options.ppm
-    prune, threshold, heavy, hcnt, qprune, qheavy, qhcnt, bounded, pairs, n_pairs, _, _ = pruning
+    prune, threshold, heavy, hcnt = (
+        pruning.enabled,
+        pruning.threshold,
+        pruning.heavy,
+        pruning.heavy_count,
+    )
+    qprune, qheavy, qhcnt = pruning.query_enabled, pruning.query_heavy, pruning.query_heavy_count
+    bounded = pruning.bounded
     out_s, out_m, ovf_r, ovf_c, counts = out
     nqp = qb - qa
     qp = q_prec[q]
@@ -236,6 +248,9 @@ def _score_one(
     if bounded == BOUNDS_IN_BUFFER and not bound_passes(out_s[r, col], den, threshold, nqp, nlp):
         out_s[r, col] = NOT_SCORED
         out_m[r, col] = 0
+        return
+    if bounded == BOUNDS_LISTED and 0 < pruning.max_work < nqp * nlp and not entropy:
+        _flag(r, col, out)  # a long merge for one thread: the host's threads take it
         return
     if entropy:
         if staged:
@@ -312,12 +327,7 @@ def _score_one(
             out_s[r, col] = NOT_SCORED
             out_m[r, col] = 0
             return
-        out_s[r, col] = FLAGGED
-        out_m[r, col] = -1
-        slot = cuda.atomic.add(counts, 1, 1)
-        if slot < ovf_r.shape[0]:
-            ovf_r[slot] = r
-            ovf_c[slot] = col
+        _flag(r, col, out)
         return
     if nm == 0:
         out_s[r, col] = 0.0
@@ -325,6 +335,18 @@ def _score_one(
         return
     out_s[r, col] = raw / den
     out_m[r, col] = nm
+
+
+@cuda.jit(device=True)
+def _flag(r, col, out):  # pragma: no cover - device code
+    """Mark pair (r, col) for the host's exact rescoring and list it."""
+    out_s, out_m, ovf_r, ovf_c, counts = out
+    out_s[r, col] = FLAGGED
+    out_m[r, col] = -1
+    slot = cuda.atomic.add(counts, 1, 1)
+    if slot < ovf_r.shape[0]:
+        ovf_r[slot] = r
+        ovf_c[slot] = col
 
 
 @cuda.jit(device=True)
