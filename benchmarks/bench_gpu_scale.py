@@ -168,6 +168,21 @@ def main() -> None:
         f"max|diff| {diff:.2e}, match mismatches {mism}",
         flush=True,
     )
+    # the identity search of bench_scale.py: 100 queries against the resident library
+    identity = SearchParameters(top_n=10)
+    q100 = base_q.subset(np.arange(100))
+    for label in ("first search (prepares the library)", "resident library"):
+        t = time.perf_counter()
+        first_id, n_id = None, 0
+        for chunk in SearchJob(q100, library, identity, backend=be):
+            if first_id is None and len(chunk):
+                first_id = time.perf_counter() - t
+            n_id += len(chunk)
+        print(
+            f"100 queries, identity, {label}: {time.perf_counter() - t:.3f} s, first hits "
+            f"{first_id if first_id is not None else float('nan'):.3f} s, {n_id} hits",
+            flush=True,
+        )
     if args.diagnose:
         diagnose(queries, library, params, be, args.diagnose)
     print("\nrun                                 pairs   seconds    pairs/s  first hits       hits")
