@@ -1,0 +1,168 @@
+"""How large a Dask search task should be: a fixed cost per task against a cost per pair.
+
+The model
+---------
+A task of ``p`` spectrum pairs keeps its worker busy for ``a + b·p`` seconds:
+
+* ``b`` (:attr:`TaskCost.pair_s`), seconds per pair on the worker's device;
+* ``a`` (:attr:`TaskCost.fixed_s`), what every task costs whatever its size: on
+  the worker the query block's unpacking, preparation and upload, the drain of
+  the GPU tile pipeline at the task's end, the top-N merge; around it the
+  scheduler's dispatch, the transfer of the block and of the hits, the client's
+  merge.
+
+A search of ``P`` pairs in ``T`` tasks spread over ``W`` workers then takes about
+``(T·a + b·P) / W``; the tasks' share of fixed cost is ``a / (a + b·p)``.
+Blocks are sized so that a task lasts :func:`task_seconds` = ``a / EPSILON``
+(fixed cost at most :data:`EPSILON` of it), but at most :data:`MAX_TASK_S` (a
+running task cannot be stopped: that is how long a Stop or a lost worker may
+cost) and at least :data:`MIN_TASK_S`.  With a precursor window, merging two
+neighbouring blocks saves one ``a`` and costs ``b`` per extra pair scored, so
+blocks grow while they waste fewer than ``a / b`` pairs
+(:meth:`TaskCost.overhead_pairs`, the ``overhead_pairs`` of
+:func:`engine.search.window.windowed_query_blocks`).
+
+Measured, not guessed: every task reports its seconds on the worker; after a
+search :func:`record` fits ``worker seconds = a_w + b·pairs`` over its tasks
+(least squares when their sizes differ enough, else ``b`` alone with the last
+``a_w``), and adds the dispatch cost the workers saw as idle time between tasks
+(``(W·span − Σ worker seconds) / T``).  Later searches on the same scheduler and
+backend are planned with that measurement; the first one uses
+:data:`DEFAULTS` (from the measurements in ``benchmarks/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "DEFAULTS",
+    "EPSILON",
+    "MAX_TASK_S",
+    "MIN_TASK_S",
+    "TaskCost",
+    "record",
+    "task_cost",
+    "task_seconds",
+]
+
+#: Largest share of a task's time that its fixed cost may take.
+EPSILON = 0.05
+#: Longest a task should run (a Stop or a lost worker waits for at most this).
+MAX_TASK_S = 2.0
+#: Shortest a task should run once the first, small block is out.
+MIN_TASK_S = 0.05
+
+
+@dataclass(frozen=True)
+class TaskCost:
+    """A task's cost: ``fixed_s + pair_s · pairs`` seconds of its worker's time.
+
+    Attributes
+    ----------
+    fixed_s : float
+        Seconds every task costs (worker side plus dispatch).
+    pair_s : float
+        Seconds per spectrum pair on one worker.
+    worker_fixed_s : float
+        The part of ``fixed_s`` spent on the worker.
+    measured : bool
+        False for the defaults, True once a search measured it.
+    """
+
+    fixed_s: float
+    pair_s: float
+    worker_fixed_s: float = 0.0
+    measured: bool = False
+
+    def overhead_pairs(self) -> int:
+        """Pairs whose scoring costs as much as one task's fixed cost."""
+        return int(min(self.fixed_s / self.pair_s, 1 << 40))
+
+    def task_pairs(self) -> float:
+        """Pairs a task should have (:func:`task_seconds` of work)."""
+        return task_seconds(self) / self.pair_s
+
+    def describe(self) -> str:
+        """One line, e.g. for a benchmark."""
+        kind = "measured" if self.measured else "default"
+        return (
+            f"{kind}: {self.fixed_s * 1e3:.1f} ms per task "
+            f"({self.worker_fixed_s * 1e3:.1f} ms on the worker), "
+            f"{1 / self.pair_s:.3g} pairs/s per worker; tasks of {task_seconds(self):.2f} s"
+        )
+
+
+#: Before any measurement: LocalCluster processes on a CPU (1 numba thread each),
+#: and one worker per GPU (RESULTS.md: ~40 ms per task, 1.7e9 pairs/s on an H200).
+DEFAULTS = {
+    "cpu": TaskCost(fixed_s=0.02, pair_s=1 / 3e7, worker_fixed_s=0.005),
+    "cuda": TaskCost(fixed_s=0.04, pair_s=1 / 1.5e9, worker_fixed_s=0.03),
+}
+
+_MEASURED: dict[tuple[str, str], TaskCost] = {}
+_LOCK = threading.Lock()
+
+
+def task_seconds(cost: TaskCost) -> float:
+    """How long a task should run: ``fixed_s / EPSILON`` within the limits."""
+    return float(np.clip(cost.fixed_s / EPSILON, MIN_TASK_S, MAX_TASK_S))
+
+
+def task_cost(address: str, backend: str) -> TaskCost:
+    """The cost model of tasks on ``backend`` (``"cpu"`` or ``"cuda"``) at ``address``."""
+    with _LOCK:
+        return _MEASURED.get((address, backend), DEFAULTS[backend])
+
+
+def record(
+    address: str,
+    backend: str,
+    pairs: Sequence[int],
+    seconds: Sequence[float],
+    *,
+    span: float,
+    workers: int,
+) -> TaskCost:
+    """Fit the model to one search's tasks and keep it for later searches.
+
+    Parameters
+    ----------
+    address, backend : str
+        Where the tasks ran (the model is kept per scheduler and backend).
+    pairs, seconds : sequence
+        Each task's pairs and seconds on its worker.
+    span : float
+        Seconds from the first task's submission to the last result.
+    workers : int
+        Workers that ran them.
+
+    Returns
+    -------
+    TaskCost
+        The new model (unchanged when there was nothing to learn from).
+    """
+    p = np.asarray(pairs, dtype=np.float64)
+    s = np.asarray(seconds, dtype=np.float64)
+    keep = p > 0
+    p, s = p[keep], s[keep]
+    previous = task_cost(address, backend)
+    if len(p) == 0 or s.sum() <= 0:
+        return previous
+    a_w = previous.worker_fixed_s
+    if len(p) >= 3 and p.max() >= 4 * p.min():
+        slope, intercept = np.polyfit(p, s, 1)
+        if slope > 0:
+            a_w = max(0.0, float(intercept))
+    b = max(float((s - a_w).clip(min=0).sum() / p.sum()), 1e-13)
+    dispatch = max(0.0, (max(1, workers) * span - float(s.sum())) / len(p))
+    cost = TaskCost(
+        fixed_s=max(a_w + min(dispatch, 1.0), 1e-4), pair_s=b, worker_fixed_s=a_w, measured=True
+    )
+    with _LOCK:
+        _MEASURED[(address, backend)] = cost
+    return cost
