@@ -13,12 +13,15 @@ A task of ``p`` spectrum pairs keeps its worker busy for ``a + b·p`` seconds:
 
 A search of ``P`` pairs in ``T`` tasks spread over ``W`` workers then takes about
 ``(T·a + b·P) / W``; the tasks' share of fixed cost is ``a / (a + b·p)``.
-Blocks are sized so that a task lasts :func:`task_seconds` = ``a / EPSILON``
-(fixed cost at most :data:`EPSILON` of it), but at most :data:`MAX_TASK_S` (a
-running task cannot be stopped: that is how long a Stop or a lost worker may
-cost) and at least :data:`MIN_TASK_S`.  With a precursor window, merging two
-neighbouring blocks saves one ``a`` and costs ``b`` per extra pair scored, so
-blocks grow while they waste fewer than ``a / b`` pairs
+After a small first block (hits come early), the queries left are split into
+:data:`SPLIT` blocks (the client merges a block's hits while the workers score
+the next one, so only the last block's merge is not hidden), but no task runs
+shorter than :func:`task_seconds` = ``a / EPSILON`` (fixed cost at most
+:data:`EPSILON` of it) nor longer than :data:`MAX_TASK_S` (a running task cannot
+be stopped: that is how long a Stop or a lost worker may cost).  With a
+precursor window, merging two neighbouring blocks saves one ``a`` and costs
+``b`` per extra pair scored, so blocks grow while they waste fewer than
+``a / b`` pairs
 (:meth:`TaskCost.overhead_pairs`, the ``overhead_pairs`` of
 :func:`engine.search.window.windowed_query_blocks`).
 
@@ -27,7 +30,7 @@ search :func:`record` fits ``worker seconds = a_w + b·pairs`` over its tasks
 (least squares when their sizes differ enough, else ``b`` alone with the last
 ``a_w``), and adds the dispatch cost the workers saw as idle time between tasks
 (``(W·span − Σ worker seconds) / T``).  Later searches on the same scheduler and
-backend are planned with that measurement; the first one uses
+backend are planned with that measurement (averaged with the one before); the first uses
 :data:`DEFAULTS` (from the measurements in ``benchmarks/RESULTS.md``).
 """
 
@@ -44,6 +47,7 @@ __all__ = [
     "EPSILON",
     "MAX_TASK_S",
     "MIN_TASK_S",
+    "SPLIT",
     "TaskCost",
     "record",
     "task_cost",
@@ -51,11 +55,13 @@ __all__ = [
 ]
 
 #: Largest share of a task's time that its fixed cost may take.
-EPSILON = 0.05
+EPSILON = 0.1
 #: Longest a task should run (a Stop or a lost worker waits for at most this).
 MAX_TASK_S = 2.0
 #: Shortest a task should run once the first, small block is out.
 MIN_TASK_S = 0.05
+#: Blocks the queries after the first block are split into, when tasks stay long enough.
+SPLIT = 3
 
 
 @dataclass(frozen=True)
@@ -84,8 +90,12 @@ class TaskCost:
         return int(min(self.fixed_s / self.pair_s, 1 << 40))
 
     def task_pairs(self) -> float:
-        """Pairs a task should have (:func:`task_seconds` of work)."""
+        """Fewest pairs a task should have (:func:`task_seconds` of work)."""
         return task_seconds(self) / self.pair_s
+
+    def max_task_pairs(self) -> float:
+        """Most pairs a task should have (:data:`MAX_TASK_S` of work)."""
+        return max(MAX_TASK_S, task_seconds(self)) / self.pair_s
 
     def describe(self) -> str:
         """One line, e.g. for a benchmark."""
@@ -109,7 +119,7 @@ _LOCK = threading.Lock()
 
 
 def task_seconds(cost: TaskCost) -> float:
-    """How long a task should run: ``fixed_s / EPSILON`` within the limits."""
+    """How long a task should run at least: ``fixed_s / EPSILON`` within the limits."""
     return float(np.clip(cost.fixed_s / EPSILON, MIN_TASK_S, MAX_TASK_S))
 
 
@@ -160,9 +170,11 @@ def record(
             a_w = max(0.0, float(intercept))
     b = max(float((s - a_w).clip(min=0).sum() / p.sum()), 1e-13)
     dispatch = max(0.0, (max(1, workers) * span - float(s.sum())) / len(p))
-    cost = TaskCost(
-        fixed_s=max(a_w + min(dispatch, 1.0), 1e-4), pair_s=b, worker_fixed_s=a_w, measured=True
-    )
+    fixed = max(a_w + min(dispatch, 1.0), 1e-4)
+    if previous.measured:  # one search is a small sample: average with what was known
+        fixed, b = (fixed + previous.fixed_s) / 2, (b + previous.pair_s) / 2
+        a_w = (a_w + previous.worker_fixed_s) / 2
+    cost = TaskCost(fixed_s=fixed, pair_s=b, worker_fixed_s=a_w, measured=True)
     with _LOCK:
         _MEASURED[(address, backend)] = cost
     return cost

@@ -241,9 +241,6 @@ class DaskSearchJob(StreamingJob):
                     s not in shard_home or shard_home[s] not in placement
                 ):
                     shard_home[s] = home_for(s)
-                where = {}
-                if shard_home.get(s) is not None:  # pinned; any other when it is gone
-                    where = {"workers": [shard_home[s]], "allow_other_workers": True}
                 payload = None
                 if mode[s] == "resident":
                     sp = specs[s].without_source()
@@ -258,8 +255,18 @@ class DaskSearchJob(StreamingJob):
                 key = f"simms-shard-{sp.token}-{mode[s]}"
                 if shard_round.get(s):  # a new key: the stranded one may linger on the scheduler
                     key += f"-{job}-{shard_round[s]}"
-                shard_futures[s] = self.client.submit(load_shard, sp, payload, key=key, **where)
+                shard_futures[s] = self.client.submit(load_shard, sp, payload, key=key, **pin(s))
             return shard_futures[s]
+
+        def pin(s: int) -> dict:
+            """Run on the shard's worker only: a copy elsewhere would be prepared anew.
+
+            Dask would otherwise steal tasks to an idle worker and copy the shard
+            there (without its peak index and GPU copy); a lost worker's shard and
+            tasks are resubmitted to another (``rescue_shards``).
+            """
+            home = shard_home.get(s)
+            return {} if home is None else {"workers": [home], "allow_other_workers": False}
 
         block_spectra: dict[int, QueryBlock] = {}
         futures: dict[str, tuple[object, Task, str]] = {}  # key -> (future, task, shard key)
@@ -275,31 +282,16 @@ class DaskSearchJob(StreamingJob):
             key = f"simms-score-{job}-{task.shard}-{task.block}-{next(serial)}"
             fut = self.client.submit(
                 score_task, shard, block_spectra[task.block], p, self.backend_name, key=key,
-                priority=-task.block, pure=False,
+                priority=-task.block, pure=False, **pin(task.shard),
             )  # fmt: skip
             futures[key] = (fut, task, shard.key)
             ac.add(fut)
 
         def rescue_shards(live: set[str]) -> None:
-            """Resubmit the shards (and their tasks) that Dask stranded when all workers left.
-
-            Dask keeps a task pinned with ``allow_other_workers`` that it had to
-            reschedule while no worker was left in 'no-worker' until its pinned worker
-            comes back, which a lost worker never does (distributed 2026.8).
-            """
+            """Resubmit the shards of lost workers, and their tasks, to live workers."""
             placement[:] = sorted(live)
-            stale = [
-                s for s, fut in shard_futures.items()
-                if shard_home.get(s) not in live and fut.status != "finished"
-            ]  # fmt: skip
-            if not stale:
-                return
-            running = {key for keys in self.client.processing().values() for key in keys}
-            for s in stale:
-                old = shard_futures[s]
-                if old.key in running or old.status == "finished":
-                    continue
-                del shard_futures[s]
+            for s in [s for s in shard_futures if shard_home.get(s) not in (None, *live)]:
+                old = shard_futures.pop(s)
                 shard_round[s] = shard_round.get(s, 0) + 1
                 if mode[s] == "resident":  # it went with its worker
                     mode[s] = "file" if path else "data"
@@ -310,7 +302,7 @@ class DaskSearchJob(StreamingJob):
                 self.client.cancel([old, *(fut for fut, _, _ in waiting)])
                 for _, task, _ in waiting:
                     submit(task)
-                self._say(f"shard {s} was stranded by the lost workers; resubmitted it")
+                self._say(f"shard {s} was stranded by a lost worker; resubmitted it to another")
 
         def resend(task: Task, shard_key: str, exc: Exception) -> bool:
             """After a shard failed to load: send it another way; False if there is none."""
@@ -356,13 +348,13 @@ class DaskSearchJob(StreamingJob):
                     self._mark_unfinished()
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
+                if time.monotonic() - watch.checked > 1.0:
+                    try:
+                        watch.check(self.client, self.grace_period, self._say, rescue_shards)
+                    except ClusterGone as gone:
+                        raise self._lost(watch, gone.scheduler) from None
                 ready = ac.next_batch(block=False) if ac.has_ready() else []
                 if not ready:
-                    if time.monotonic() - watch.checked > 1.0:
-                        try:
-                            watch.check(self.client, self.grace_period, self._say, rescue_shards)
-                        except ClusterGone as gone:
-                            raise self._lost(watch, gone.scheduler) from None
                     time.sleep(0.005)
                     continue
                 for fut in ready:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.backends import PreparedSpectra
-from engine.distributed.cost import TaskCost
+from engine.distributed.cost import SPLIT, TaskCost
 from engine.distributed.shards import shard_order
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -80,7 +80,14 @@ def query_block_bounds(
     cost: TaskCost,
     max_block: int | None = None,
 ) -> list[tuple[int, int]]:
-    """Query blocks ``(q0, q1)`` whose tasks last about the cost model's task time.
+    """Query blocks ``(q0, q1)`` sized by the task cost model (:mod:`.cost`).
+
+    Without a window: a first block of :data:`~engine.search.FIRST_QUERY_BLOCK`
+    queries, then :data:`~.cost.SPLIT` equal blocks, made larger where a task
+    would last under :func:`~.cost.task_seconds` and smaller where over
+    :data:`~.cost.MAX_TASK_S`.  With a window: blocks grouped by their queries'
+    own windows (wasting fewer pairs than a task's fixed cost is worth), those
+    over :data:`~.cost.MAX_TASK_S` split evenly.
 
     Parameters
     ----------
@@ -99,14 +106,14 @@ def query_block_bounds(
     if n_q == 0 or n_lib == 0:
         return []
     cap = max(1, int(max_block)) if max_block else n_q
-    target = max(1.0, cost.task_pairs())
     if params.precursor_tolerance is None:
         per_query = n_lib / max(1, n_shards)  # pairs one query adds to each task of a block
-        size = int(min(cap, max(1, math.ceil(target / per_query))))
-        first = min(FIRST_QUERY_BLOCK, size)
-        blocks = [(0, min(first, n_q))]
-        blocks += [(q0, min(q0 + size, n_q)) for q0 in range(blocks[0][1], n_q, size)]
-        return blocks
+        first = min(FIRST_QUERY_BLOCK, cap, n_q)
+        lo = math.ceil(cost.task_pairs() / per_query)  # fixed cost <= EPSILON of a task
+        hi = math.ceil(cost.max_task_pairs() / per_query)  # no task over MAX_TASK_S
+        size = min(cap, max(1, lo, min(hi, math.ceil((n_q - first) / SPLIT))))
+        return [(0, first)] + [(q0, min(q0 + size, n_q)) for q0 in range(first, n_q, size)]
+    target = max(1.0, cost.max_task_pairs())
     grouped = windowed_query_blocks(
         query_precursors, library_precursors, params, cap,
         first_block=FIRST_QUERY_BLOCK, overhead_pairs=cost.overhead_pairs(),
