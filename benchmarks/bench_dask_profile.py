@@ -16,9 +16,10 @@ Then predicts the all-vs-all MassBank search (54,390², threshold 0.7, top 100:
 ``benchmarks/RESULTS.md`` (one process on one H200: 1.61 s; fixed cost of a task
 on a GPU worker: about 62 ms) and the plan the engine makes for each worker count
 (:func:`engine.distributed.plan.query_block_bounds` with that cost model):
-``T(W) = b·P/W + k·a + the last block's transfer and merge``, where ``k`` is the
-number of blocks (tasks per worker); the earlier blocks' merges overlap with the
-workers' next block.
+``T(W) = b·P/W + k·a + the last block's transfer and merge`` (``c`` per hit row:
+the merge and transfer measured here), where ``k`` is the number of blocks (tasks
+per worker) the engine's plan makes with that cost model; the earlier blocks'
+merges overlap with the workers' next block.
 """
 
 from __future__ import annotations
@@ -130,14 +131,18 @@ def predict(m: dict, args) -> list[dict]:
     q, n, hits = ALL_VS_ALL["queries"], ALL_VS_ALL["library"], ALL_VS_ALL["hits"]
     pairs = q * n
     b = args.gpu_one_process / pairs
-    cost = TaskCost(fixed_s=args.gpu_task_fixed, pair_s=b, measured=True)
+    hit_s = m["merge_s_per_hit"] + m["hit_bytes"] / m["transfer_bytes_per_s"]
+    cost = TaskCost(
+        fixed_s=args.gpu_task_fixed, pair_s=b, hit_s=hit_s, hits_per_pair=hits / pairs,
+        measured=True,
+    )  # fmt: skip
     params = SearchParameters(mode="custom", threshold=args.threshold, top_n=args.top)
     rows = []
     for w in (1, 2, 4):
         blocks = query_block_bounds(np.zeros(q), np.zeros(n), params, w, cost)
         k = len(blocks)
         last = (blocks[-1][1] - blocks[-1][0]) / q * hits  # hit rows of the last block
-        tail = last * (m["merge_s_per_hit"] + m["hit_bytes"] / m["transfer_bytes_per_s"])
+        tail = last * hit_s
         first_block = blocks[0][1] - blocks[0][0]
         send = first_block * m["query_block_bytes_per_query"] / m["transfer_bytes_per_s"]
         total = b * pairs / w + k * cost.fixed_s + tail + send

@@ -142,6 +142,44 @@ def test_resident_shards_are_reused(cluster, massbank_library, massbank_queries)
     assert worker_stats(client)["prepared"] - after_second["prepared"] == 2
 
 
+def test_query_blocks_follow_the_task_cost_model():
+    """Blocks cover every query once; costlier merges make more, costlier tasks fewer."""
+    from engine.distributed.cost import MAX_TASK_S, TaskCost
+    from engine.distributed.plan import query_block_bounds
+
+    params = SearchParameters(mode="custom")
+    queries, library = np.zeros(50_000), np.zeros(50_000)
+
+    def blocks(**cost):
+        found = query_block_bounds(queries, library, params, 2, TaskCost(**cost))
+        assert found[0] == (0, 64) and found[-1][1] == len(queries)
+        assert all(a[1] == b[0] for a, b in zip(found, found[1:], strict=False))
+        return len(found)
+
+    gpu = {"pair_s": 1 / 1.7e9, "hits_per_pair": 1.2e-3}
+    cheap, dear = blocks(fixed_s=0.06, hit_s=5e-8, **gpu), blocks(fixed_s=0.06, hit_s=5e-7, **gpu)
+    assert 2 <= cheap < dear
+    assert blocks(fixed_s=0.5, hit_s=5e-7, **gpu) < dear
+    # no hits to merge: one block after the first, unless a task would run too long
+    assert blocks(fixed_s=0.06, pair_s=1 / 1.7e9) == 2
+    slow = 1 / 1e6  # 1.25e9 pairs per worker at 1e6 pairs/s: tasks of MAX_TASK_S at most
+    cost = TaskCost(fixed_s=0.06, pair_s=slow)
+    found = query_block_bounds(queries, library, params, 2, cost)
+    longest = max(q1 - q0 for q0, q1 in found) * len(library) / 2 * slow
+    assert MAX_TASK_S * 0.9 < longest <= MAX_TASK_S * 1.01  # a query more or less
+
+
+def test_task_cost_is_measured(cluster, data):
+    """After a search the model of its cluster is measured, and the next plan uses it."""
+    _, client = cluster
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=5)
+    DaskSearchJob(queries, library, params, client=client, backend="cpu").run()
+    job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+    assert job.task_cost.measured and job.task_cost.pair_s > 0 and job.task_cost.fixed_s > 0
+    assert job.task_cost.hits_per_pair > 0
+
+
 def test_ties_broken_by_library_index(cluster, data):
     """The top-N is the canonical one: among equal scores the lowest library index."""
     _, client = cluster

@@ -339,6 +339,7 @@ class DaskSearchJob(StreamingJob):
         watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
         first_start: float | None = None  # when the first finished task began, on this clock
         tries: dict[str, int] = {}  # key -> attempts to fetch its result
+        client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
         try:
             while pending_blocks or futures:
                 while pending_blocks and len(futures) < in_flight_max and not self.cancelled:
@@ -394,6 +395,7 @@ class DaskSearchJob(StreamingJob):
                         ac.add(fut)
                         continue
                     hits, source, notes, seconds = result
+                    hit_rows += len(hits)
                     done.add(ident)
                     self.tasks_done += 1
                     self.task_times.append((task.pairs, float(seconds)))
@@ -417,7 +419,9 @@ class DaskSearchJob(StreamingJob):
                         parts[task.block].append(hits)
                         if remaining[task.block] == 0:
                             block_spectra.pop(task.block, None)
+                            merge_start = time.perf_counter()
                             chunk = self._emit(parts.pop(task.block))
+                            client_s += time.perf_counter() - merge_start
                             if len(chunk):
                                 yield chunk
                     self._report()
@@ -427,6 +431,7 @@ class DaskSearchJob(StreamingJob):
                 record(
                     self.address, self._device_kind, pairs, seconds,
                     span=time.perf_counter() - first_start, workers=len(watch.live) or 1,
+                    hits=hit_rows, client_s=client_s,
                 )  # fmt: skip
         finally:
             self.progress.elapsed = time.perf_counter() - start

@@ -3,11 +3,11 @@
 The library is cut into shards of its order (precursor m/z when a precursor
 tolerance is set, so a query block visits only the shards its window touches;
 the library's own order otherwise).  Queries (precursor-sorted with a window) are
-cut into blocks: a small first block so hits come early, then blocks whose tasks
-last about :func:`~engine.distributed.cost.task_seconds` by the cost model
-(:mod:`.cost`); with a window, blocks are grouped by their queries' own windows
-as :func:`engine.search.window.windowed_query_blocks` does, wasting fewer pairs
-than a task's fixed cost is worth.  A task is one (shard, block) pair.
+cut into blocks: a small first block so hits come early, then as many blocks as
+the task cost model (:mod:`.cost`) finds best (fixed cost per task against the
+client's merge of the last block); with a window, blocks are grouped by their
+queries' own windows as :func:`engine.search.window.windowed_query_blocks` does,
+wasting fewer pairs than a task's fixed cost is worth.  A task is one (shard, block) pair.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.backends import PreparedSpectra
-from engine.distributed.cost import SPLIT, TaskCost
+from engine.distributed.cost import TaskCost
 from engine.distributed.shards import shard_order
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -83,9 +83,8 @@ def query_block_bounds(
     """Query blocks ``(q0, q1)`` sized by the task cost model (:mod:`.cost`).
 
     Without a window: a first block of :data:`~engine.search.FIRST_QUERY_BLOCK`
-    queries, then :data:`~.cost.SPLIT` equal blocks, made larger where a task
-    would last under :func:`~.cost.task_seconds` and smaller where over
-    :data:`~.cost.MAX_TASK_S`.  With a window: blocks grouped by their queries'
+    queries, then :meth:`TaskCost.blocks` equal blocks (fixed cost per task against
+    the merge of the last block).  With a window: blocks grouped by their queries'
     own windows (wasting fewer pairs than a task's fixed cost is worth), those
     over :data:`~.cost.MAX_TASK_S` split evenly.
 
@@ -107,11 +106,9 @@ def query_block_bounds(
         return []
     cap = max(1, int(max_block)) if max_block else n_q
     if params.precursor_tolerance is None:
-        per_query = n_lib / max(1, n_shards)  # pairs one query adds to each task of a block
         first = min(FIRST_QUERY_BLOCK, cap, n_q)
-        lo = math.ceil(cost.task_pairs() / per_query)  # fixed cost <= EPSILON of a task
-        hi = math.ceil(cost.max_task_pairs() / per_query)  # no task over MAX_TASK_S
-        size = min(cap, max(1, lo, min(hi, math.ceil((n_q - first) / SPLIT))))
+        k = cost.blocks((n_q - first) * float(n_lib), n_shards)
+        size = min(cap, max(1, math.ceil((n_q - first) / k)))
         return [(0, first)] + [(q0, min(q0 + size, n_q)) for q0 in range(first, n_q, size)]
     target = max(1.0, cost.max_task_pairs())
     grouped = windowed_query_blocks(
