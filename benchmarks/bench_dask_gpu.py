@@ -31,13 +31,19 @@ pair, transfer of a query block and of the hits, the client's merge per hit)
 and predicts the 1/2/4-GPU times of the all-vs-all MassBank search from those
 costs and the single-GPU figures of ``benchmarks/RESULTS.md`` (``--gpu-*``).
 
-GPU run (the lead's; Python 3.12 with numba and numba-cuda; dask, distributed
-and their pure-Python dependencies carried as wheels), from the repository root::
+GPU run, from the repository root of a machine with 1, 2 or 4 GPUs (Python 3.12
+with numba and numba-cuda; dask, distributed and their dependencies installed
+from wheels: ``pip install --no-index .whl/*.whl``, the cp312 wheels of dask
+2026.8.0, distributed 2026.8.0, click, cloudpickle, fsspec, importlib_metadata,
+jinja2, lazy_importer, locket, markupsafe, msgpack, packaging, partd, psutil,
+pyyaml, sortedcontainers, tblib, toolz, tornado, zict, zipp; pyteomics), with the
+MassBank files in ``DATA`` (``massbank_ms2.mgf.gz``, ``massbank_ms2_queries.mgf.gz``)
+or the library in ``.ext/massbank_ms2.npz``::
 
     python3 benchmarks/bench_dask_gpu.py --library massbank --queries 0 --gpus 1,2,4 \\
-        --cache .ext --repeats 2 --json $OUT/dask_massbank.json
+        --cache .ext --data DATA --repeats 2 --json $OUT/dask_massbank.json
     python3 benchmarks/bench_dask_gpu.py --library scale --queries 100000 --gpus 1,2,4 \\
-        --work $OUT/scale --repeats 1 --deadline 500 --json $OUT/dask_scale.json
+        --cache .ext --data DATA --deadline 500 --json $OUT/dask_scale.json
 
 On this CPU machine::
 
@@ -53,6 +59,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -90,7 +97,7 @@ def load_data(args) -> tuple[SpectrumLibrary, Path, SpectrumLibrary]:
     """The library, an ``.npz`` holding exactly it (the workers read it), the queries."""
     from engine.io import read_library
 
-    work = args.work or Path(os.environ.get("OUT", "/tmp")) / "simms-dask-bench"
+    work = args.work or Path(tempfile.mkdtemp(prefix="simms-dask-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     query_file = None
     if args.library in ("massbank", "scale"):
@@ -105,10 +112,10 @@ def load_data(args) -> tuple[SpectrumLibrary, Path, SpectrumLibrary]:
             library = replicate(massbank, args.replicas, args.jitter, seed=1)
         else:
             library = massbank
+        npz = work / f"library_{args.library}.npz"
+        library.save(npz)  # the file the workers read their shards from
     else:
-        library = SpectrumLibrary.load(Path(args.library))
-    npz = work / f"library_{args.library if args.library in ('massbank', 'scale') else 'x'}.npz"
-    library.save(npz)
+        npz = Path(args.library).resolve()
     library = SpectrumLibrary.load(npz)
     n = args.queries if args.queries is not None else (100_000 if args.library == "scale" else 0)
     if n <= 0:
@@ -246,7 +253,7 @@ def scaling(args) -> None:
     client = distributed.Client(cluster, set_as_default=False)
     procs: list[subprocess.Popen] = []
     rows: list[dict] = []
-    log_dir = args.work or Path(os.environ.get("OUT", "/tmp"))
+    log_dir = args.log_dir
     log_dir.mkdir(parents=True, exist_ok=True)
     try:
         for n in counts:
@@ -334,7 +341,9 @@ def scaling(args) -> None:
 if __name__ == "__main__":
     from bench_dask_profile import main as profile_main
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--library", default="massbank", help="massbank, scale or an .npz path")
     ap.add_argument(
         "--queries",
@@ -356,7 +365,10 @@ if __name__ == "__main__":
     )
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--cache", type=Path, default=None, help="folder with massbank_ms2.npz")
-    ap.add_argument("--work", type=Path, default=None, help="folder for the library file and logs")
+    ap.add_argument("--work", type=Path, default=None, help="folder for the library file")
+    ap.add_argument(
+        "--log-dir", type=Path, default=Path(os.environ.get("OUT", "/tmp")), help="worker logs"
+    )
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
         "--profile",

@@ -169,8 +169,8 @@ def record(
     a_w = previous.worker_fixed_s
     if len(p) >= 3 and p.max() >= 4 * p.min():
         slope, intercept = np.polyfit(p, s, 1)
-        if slope > 0:
-            a_w = max(0.0, float(intercept))
+        if slope > 0:  # a task takes at least its fixed cost: noise cannot push it above
+            a_w = float(np.clip(intercept, 0.0, s.min()))
     b = max(float((s - a_w).clip(min=0).sum() / p.sum()), 1e-13)
     dispatch = max(0.0, (max(1, workers) * span - float(s.sum())) / len(p))
     fixed = max(a_w + min(dispatch, 1.0), 1e-4)
