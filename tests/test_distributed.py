@@ -323,9 +323,14 @@ def test_all_workers_lost_raises_and_keeps_hits(data):
     assert len(err.incomplete_queries) == 0  # top_n > 0: a cut block's hits are dropped whole
 
 
-def test_all_workers_lost_lists_queries_with_part_of_their_hits(data):
-    queries, library = data
-    params = SearchParameters(mode="custom", top_n=0, threshold=0.6, min_matches=3, batch_size=16)
+def test_all_workers_lost_lists_queries_with_part_of_their_hits(data, massbank_library):
+    queries, _ = data
+    # the whole library and the unpruned modified cosine: tasks of tens of ms, so the
+    # worker is killed while the first block still has shards to do
+    library = massbank_library
+    params = SearchParameters(
+        mode="custom", score="modified_cosine", top_n=0, threshold=0.6, min_matches=3
+    )
     expected, _ = single_process(queries, library, params)
     with own_cluster(1) as (lc, client):
         job = DaskSearchJob(

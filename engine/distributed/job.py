@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from engine.distributed.cluster import (
-    CHECK_TIMEOUT,
     GRACE_PERIOD,
     ClusterError,
     ClusterLostError,
@@ -270,7 +269,9 @@ class DaskSearchJob(StreamingJob):
 
         block_spectra: dict[int, QueryBlock] = {}
         futures: dict[str, tuple[object, Task, str]] = {}  # key -> (future, task, shard key)
-        ac = distributed.as_completed(loop=self.client.loop)
+        # results are fetched by as_completed on the client's loop: a result whose worker
+        # dies while sending it is waited for there (it is redone) while this loop goes on
+        ac = distributed.as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
 
         def submit(task: Task) -> None:
             q0, q1 = blocks_by_id[task.block][0]
@@ -338,7 +339,6 @@ class DaskSearchJob(StreamingJob):
         in_flight_max = max(2 * max(1, len(workers)), 4) * max(1, plan.n_shards)
         watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
         first_start: float | None = None  # when the first finished task began, on this clock
-        tries: dict[str, int] = {}  # key -> attempts to fetch its result
         client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
         try:
             while pending_blocks or futures:
@@ -358,7 +358,7 @@ class DaskSearchJob(StreamingJob):
                 if not ready:
                     time.sleep(0.005)
                     continue
-                for fut in ready:
+                for fut, result in ready:
                     if fut.key not in futures:
                         continue
                     _, task, shard_key = futures.pop(fut.key)
@@ -367,7 +367,7 @@ class DaskSearchJob(StreamingJob):
                         self.duplicates_ignored += 1
                         continue
                     if fut.status == "error":
-                        exc = fut.exception()
+                        exc = result if isinstance(result, BaseException) else fut.exception()
                         if isinstance(exc, ShardFileUnavailable | ShardNotResident) and resend(
                             task, shard_key, exc
                         ):
@@ -375,25 +375,9 @@ class DaskSearchJob(StreamingJob):
                         if type(exc).__name__ == "KilledWorker":
                             raise ClusterError(f"Dask gave up on a task: {exc}") from None
                         raise exc
-                    result = None
-                    if fut.status == "finished":
-                        # bounded, growing: a result whose worker dies while sending it is
-                        # redone, and meanwhile the watch must run (stranded shards)
-                        tries[fut.key] = tries.get(fut.key, 0) + 1
-                        wait = min(2.0 ** tries[fut.key], self.grace_period + CHECK_TIMEOUT)
-                        try:
-                            result = fut.result(timeout=wait)
-                        except TimeoutError:
-                            pass
-                        except Exception:
-                            if fut.status != "cancelled":
-                                raise
-                    if fut.status == "cancelled":  # not by this job: the scheduler's state is gone
+                    if fut.status == "cancelled" or isinstance(result, BaseException):
+                        # not by this job (it forgets what it cancels): the scheduler lost it
                         raise self._lost(watch, "its tasks were dropped") from None
-                    if result is None:  # its result went with a worker: it is redone
-                        futures[fut.key] = (fut, task, shard_key)
-                        ac.add(fut)
-                        continue
                     hits, source, notes, seconds = result
                     hit_rows += len(hits)
                     done.add(ident)
