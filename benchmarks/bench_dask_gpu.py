@@ -211,9 +211,17 @@ def single_process(queries, library, params, backend, threads):
         be.warm_up()
     # a small search prepares the library and compiles the host-side merge
     SearchJob(queries.subset(np.arange(min(64, len(queries)))), library, params, backend=be).run()
-    t = time.perf_counter()
-    hits = SearchJob(queries, library, params, backend=be).run()
-    sec = time.perf_counter() - t
+    import numba
+
+    before = numba.get_num_threads()
+    if backend == "cpu":  # the host-side merges too run on the threads of one worker
+        numba.set_num_threads(threads)
+    try:
+        t = time.perf_counter()
+        hits = SearchJob(queries, library, params, backend=be).run()
+        sec = time.perf_counter() - t
+    finally:
+        numba.set_num_threads(before)
     device = be.device
     if hasattr(be, "close"):
         be.close()  # the workers have the GPUs to themselves from here
