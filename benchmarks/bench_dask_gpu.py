@@ -235,7 +235,13 @@ def scaling(args) -> None:
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
     counts = sorted({int(g) for g in args.gpus.split(",")})
-    say("nvidia-smi -L:\n" + sh(["nvidia-smi", "-L"]))
+    listing = sh(["nvidia-smi", "-L"])
+    say("nvidia-smi -L:\n" + listing)
+    if args.backend == "cuda":
+        gpus = sum(line.startswith("GPU ") for line in listing.splitlines())
+        if any(n > gpus for n in counts):
+            say(f"only {gpus} GPUs: worker counts above that are left out")
+            counts = [n for n in counts if n <= gpus]
     say(f"python {sys.version.split()[0]}, distributed {distributed.__version__}")
     library, npz, queries = load_data(args)
     params = SearchParameters(
