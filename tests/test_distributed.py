@@ -74,6 +74,10 @@ PARAMS = {
     ),
     "identity": SearchParameters(top_n=5),
     "entropy-wide-window": SearchParameters(top_n=5, precursor_tolerance=50.0),
+    "modified-cosine": SearchParameters(
+        mode="custom", score="modified_cosine", top_n=5, threshold=0.3, precursor_tolerance=100.0
+    ),
+    "entropy-no-window": SearchParameters(mode="custom", score="entropy", top_n=5, threshold=0.5),
 }
 
 
@@ -95,10 +99,85 @@ def test_identical_to_single_process(cluster, data, name):
     assert seen[-1][0] == seen[-1][1]  # progress reaches its total
     if params.precursor_tolerance is None:
         assert seen[-1] == (pairs_total, pairs_total)
-    else:  # one process groups queries by their own windows; Dask tasks stay per block
-        assert seen[-1][1] >= pairs_total
+    else:  # both group queries by their windows, by their own cost of a block
+        assert 0 < seen[-1][1] <= len(queries) * len(library)
     assert job.duplicates_ignored == 0
     assert job.backend.name == "dask" and "2 workers" in job.backend.device
+
+
+def worker_stats(client):
+    """Shard preparations, transfers, file reads and reuses, summed over the workers."""
+    from engine.distributed.shards import shard_stats
+
+    stats = client.run(shard_stats)
+    return {k: sum(s[k] for s in stats.values()) for k in next(iter(stats.values()))}
+
+
+def test_resident_shards_are_reused(cluster, massbank_library, massbank_queries):
+    """A second search of the same library sends and prepares nothing: its shards stay."""
+    _, client = cluster
+    library = massbank_library.subset(range(7, len(massbank_library), 25))  # no other test's
+    first, second = massbank_queries.subset(range(40)), massbank_queries.subset(range(40, 90))
+    params = SearchParameters(mode="custom", top_n=5, tolerance=0.1)
+    before = worker_stats(client)
+    job = DaskSearchJob(first, library, params, client=client, backend="cpu", n_shards=2)
+    assert_identical(job.run(), single_process(first, library, params)[0])
+    after_first = worker_stats(client)
+    assert after_first["prepared"] - before["prepared"] == 2
+    assert after_first["received"] - before["received"] == 2  # one transfer per shard
+    assert set(job.shard_sources.values()) == {"data"}
+    # other queries, another fragment tolerance (the cosine's peaks do not depend on it)
+    params = SearchParameters(mode="custom", top_n=5, tolerance=0.05, threshold=0.2)
+    job = DaskSearchJob(second, library, params, client=client, backend="cpu", n_shards=2)
+    assert_identical(job.run(), single_process(second, library, params)[0])
+    after_second = worker_stats(client)
+    for what in ("prepared", "received", "read"):
+        assert after_second[what] == after_first[what], what
+    assert after_second["reused"] - after_first["reused"] == 2
+    assert set(job.shard_sources.values()) == {"resident"}
+    # another preprocessing is another shard: prepared (and sent) again
+    params = SearchParameters(mode="custom", top_n=5, mz_power=1.0)
+    job = DaskSearchJob(second, library, params, client=client, backend="cpu", n_shards=2)
+    assert_identical(job.run(), single_process(second, library, params)[0])
+    assert worker_stats(client)["prepared"] - after_second["prepared"] == 2
+
+
+def test_query_blocks_follow_the_task_cost_model():
+    """Blocks cover every query once; costlier merges make more, costlier tasks fewer."""
+    from engine.distributed.cost import MAX_TASK_S, TaskCost
+    from engine.distributed.plan import query_block_bounds
+
+    params = SearchParameters(mode="custom")
+    queries, library = np.zeros(50_000), np.zeros(50_000)
+
+    def blocks(**cost):
+        found = query_block_bounds(queries, library, params, 2, TaskCost(**cost))
+        assert found[0] == (0, 64) and found[-1][1] == len(queries)
+        assert all(a[1] == b[0] for a, b in zip(found, found[1:], strict=False))
+        return len(found)
+
+    gpu = {"pair_s": 1 / 1.7e9, "hits_per_pair": 1.2e-3}
+    cheap, dear = blocks(fixed_s=0.06, hit_s=5e-8, **gpu), blocks(fixed_s=0.06, hit_s=5e-7, **gpu)
+    assert 2 <= cheap < dear
+    assert blocks(fixed_s=0.5, hit_s=5e-7, **gpu) < dear
+    # no hits to merge: one block after the first, unless a task would run too long
+    assert blocks(fixed_s=0.06, pair_s=1 / 1.7e9) == 2
+    slow = 1 / 1e6  # 1.25e9 pairs per worker at 1e6 pairs/s: tasks of MAX_TASK_S at most
+    cost = TaskCost(fixed_s=0.06, pair_s=slow)
+    found = query_block_bounds(queries, library, params, 2, cost)
+    longest = max(q1 - q0 for q0, q1 in found) * len(library) / 2 * slow
+    assert MAX_TASK_S * 0.9 < longest <= MAX_TASK_S * 1.01  # a query more or less
+
+
+def test_task_cost_is_measured(cluster, data):
+    """After a search the model of its cluster is measured, and the next plan uses it."""
+    _, client = cluster
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=5)
+    DaskSearchJob(queries, library, params, client=client, backend="cpu").run()
+    job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+    assert job.task_cost.measured and job.task_cost.pair_s > 0 and job.task_cost.fixed_s > 0
+    assert job.task_cost.hits_per_pair > 0
 
 
 def test_ties_broken_by_library_index(cluster, data):
@@ -150,8 +229,9 @@ def test_worker_killed_mid_search(cluster, data):
             os.kill(pid, signal.SIGKILL)
 
     job = DaskSearchJob(
-        queries, library, params, client=client, backend="cpu", on_progress=kill_once
-    )
+        queries, library, params, client=client, backend="cpu", on_progress=kill_once,
+        max_block_queries=16,
+    )  # fmt: skip
     hits = job.run()
     assert killed, "the search ended before a worker could be killed"
     assert_identical(hits, expected)
@@ -167,7 +247,9 @@ def test_cancel_keeps_finished_blocks(cluster, data):
     queries, library = data
     params = SearchParameters(mode="custom", top_n=5, batch_size=16)
     expected = search(queries, library, params, backend="cpu")
-    job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+    job = DaskSearchJob(
+        queries, library, params, client=client, backend="cpu", max_block_queries=16
+    )
     for _chunk in job:
         job.cancel()
     assert job.cancelled and not job.finished
@@ -208,7 +290,10 @@ def test_all_workers_lost_raises_and_keeps_hits(data):
     params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     expected, _ = single_process(queries, library, params)
     with own_cluster(2) as (lc, client):
-        job = DaskSearchJob(queries, library, params, client=client, backend="cpu", grace_period=1)
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", grace_period=1,
+            max_block_queries=16,
+        )  # fmt: skip
         chunks = []
         with pytest.raises(ClusterLostError) as info:
             for chunk in job:  # the final hits of a query block
@@ -238,14 +323,20 @@ def test_all_workers_lost_raises_and_keeps_hits(data):
     assert len(err.incomplete_queries) == 0  # top_n > 0: a cut block's hits are dropped whole
 
 
-def test_all_workers_lost_lists_queries_with_part_of_their_hits(data):
-    queries, library = data
-    params = SearchParameters(mode="custom", top_n=0, threshold=0.6, min_matches=3, batch_size=16)
+def test_all_workers_lost_lists_queries_with_part_of_their_hits(data, massbank_library):
+    queries, _ = data
+    # the whole library and the unpruned modified cosine: tasks of tens of ms, so the
+    # worker is killed while the first block still has shards to do
+    library = massbank_library
+    params = SearchParameters(
+        mode="custom", score="modified_cosine", top_n=0, threshold=0.6, min_matches=3
+    )
     expected, _ = single_process(queries, library, params)
     with own_cluster(1) as (lc, client):
         job = DaskSearchJob(
-            queries, library, params, client=client, backend="cpu", n_shards=3, grace_period=1
-        )
+            queries, library, params, client=client, backend="cpu", n_shards=3, grace_period=1,
+            max_block_queries=16,
+        )  # fmt: skip
         with pytest.raises(ClusterLostError) as info:
             for _chunk in job:  # top_n=0: a chunk per (shard, block); its block is cut
                 if job.tasks_done < job.tasks_total:
@@ -276,7 +367,9 @@ def test_search_finishes_when_the_only_worker_restarts(data):
     params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     expected, pairs_total = single_process(queries, library, params)
     with own_cluster(1) as (lc, client):
-        job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", max_block_queries=16
+        )
         killed = []
         for _chunk in job:
             if not killed:  # the shard is resident on the worker: it goes with it
@@ -305,7 +398,9 @@ def test_lost_scheduler_raises(data):
     queries, library = data
     params = SearchParameters(mode="custom", top_n=10, batch_size=16)
     with own_cluster(1) as (lc, client):
-        job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", max_block_queries=16
+        )
         chunks = []
         try:
             with pytest.raises(ClusterLostError) as info:

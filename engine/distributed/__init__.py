@@ -2,12 +2,16 @@
 
 The library is split into shards: by precursor m/z ranges when a precursor
 tolerance is set (a query block then only visits the shards its window
-touches), evenly otherwise.  Each shard is loaded once on a worker, from the
-library's cache file when the worker can read it, else from arrays sent by the
-client, and stays resident there (a per-process cache, also reused by later
-searches of the same library).  Query blocks go out as tasks
-``(shard, block) -> each query's top-N within the shard``, in global library
-indexes; the client merges each block's top-N over its shards and streams the
+touches), evenly otherwise.  Each shard is prepared once on a worker and stays
+in that worker's store (keyed by the library's content hash, the shard's range,
+the preprocessing and powers), with its peak index and, on a GPU worker, its
+device copy: a later search of the same library sends and prepares nothing
+(the client asks the workers what they hold).  A shard a worker lacks is read
+from the library's cache file when the worker can read it, else sent once.
+Queries go out in blocks sized by a measured task cost model (:mod:`.cost`: a
+fixed cost per task against a cost per pair), as tasks ``(shard, block) ->
+each query's top-N within the shard`` (merged on the worker, so only that
+travels); the client merges each block's top-N over its shards and streams the
 final hits of a block as soon as all its shards are done, with progress and
 cancellation as in :class:`engine.search.SearchJob`.
 

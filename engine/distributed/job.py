@@ -1,10 +1,13 @@
-"""The client side of a Dask search: plan (shard, query block) tasks, merge, stream hits.
+"""The client side of a Dask search: place shards, send query blocks, merge, stream hits.
 
-The library is split into shards: by precursor m/z ranges when a precursor
-tolerance is set (a query block then only visits the shards its window
-touches), evenly otherwise.  Query blocks go out as tasks
-``(shard, block) -> each query's top-N within the shard`` (:mod:`.shards`); the
-client merges each block's top-N over its shards and streams the final hits of a
+The plan (:mod:`.plan`) cuts the library into shards and the queries into
+blocks sized by the task cost model (:mod:`.cost`).  Shards go to the workers
+that already hold them (:func:`.shards.resident_tokens`: nothing is sent or
+prepared again), the others to the least loaded workers, with the path of the
+library's cache file or their spectra.  Tasks ``(shard, block) -> each query's
+top-N within the shard`` (:func:`.shards.score_task`) return only that top-N;
+the client merges each block's top-N over its shards (exact: the same kernel on
+the same arrays, ties broken by library index) and streams the final hits of a
 block as soon as all its shards are done, with progress and cancellation as in
 :class:`engine.search.SearchJob`.
 """
@@ -14,15 +17,14 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engine.backends import PreparedSpectra
 from engine.distributed.cluster import (
-    CHECK_TIMEOUT,
     GRACE_PERIOD,
     ClusterError,
     ClusterLostError,
@@ -30,33 +32,26 @@ from engine.distributed.cluster import (
     distributed_module,
     shutdown,
 )
+from engine.distributed.cost import TaskCost, record, task_cost
+from engine.distributed.plan import SearchPlan, Task, make_plan
 from engine.distributed.shards import (
     PEAK_FIELDS,
     QueryBlock,
     ShardFileUnavailable,
+    ShardNotResident,
     ShardSpec,
-    file_fingerprint,
-    library_fingerprint,
     load_shard,
     score_task,
-    shard_order,
     worker_device,
 )
-from engine.distributed.watch import ClusterGone, ClusterWatch
+from engine.distributed.sources import library_file, library_fingerprint, resident_homes
+from engine.distributed.watch import ClusterGone, ClusterWatch, lost_message
 from engine.hits import HitTable
-from engine.io.cache import cache_path
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchProgress, StreamingJob, library_window, query_blocks
+from engine.search import CancelToken, SearchProgress, StreamingJob
 
 __all__ = ["DaskSearchJob", "search"]
-
-
-@dataclass
-class _Task:
-    shard: int
-    block: int
-    pairs: int
 
 
 def _sorted_indexes(parts: list[np.ndarray]) -> np.ndarray:
@@ -99,6 +94,17 @@ class DaskSearchJob(StreamingJob):
     grace_period : float
         Seconds to wait, once every worker is lost, for one to (re)join before
         raising :class:`ClusterLostError` (default :data:`GRACE_PERIOD`).
+    max_block_queries : int, optional
+        Most queries per block (default: as the task cost model sizes them).
+
+    Attributes
+    ----------
+    task_cost : TaskCost
+        The cost model the blocks were sized by (:mod:`engine.distributed.cost`).
+    task_times : list of (int, float)
+        Pairs and worker seconds of each finished task.
+    shard_sources : dict
+        ``"shard s"`` -> ``"file"``, ``"data"`` or ``"resident"`` (found on its worker).
 
     Raises
     ------
@@ -124,11 +130,14 @@ class DaskSearchJob(StreamingJob):
         library_path: str | Path | None = None,
         own_client: bool = False,
         grace_period: float = GRACE_PERIOD,
+        max_block_queries: int | None = None,
     ) -> None:
         if backend not in ("auto", "cpu", "cuda"):
             raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
         if n_shards is not None and n_shards < 1:
             raise ValueError("n_shards must be >= 1")
+        if max_block_queries is not None and max_block_queries < 1:
+            raise ValueError("max_block_queries must be >= 1")
         if not grace_period >= 0:
             raise ValueError(f"grace_period must be >= 0 seconds, not {grace_period!r}")
         super().__init__(
@@ -138,15 +147,17 @@ class DaskSearchJob(StreamingJob):
         self.grace_period = float(grace_period)
         self.client = client
         self.backend_name = backend
-        self.shard_sources: dict[str, int] = {}  # "file"/"data" -> shards loaded that way
+        self.shard_sources: dict[str, str] = {}
         self.tasks_done = 0
         self.tasks_total = 0
         self.duplicates_ignored = 0
+        self.task_times: list[tuple[int, float]] = []
         #: Queries whose search did not finish (cancelled, or the cluster was lost):
         #: no hits, or only part of them (those are also in ``incomplete_queries``,
         #: which stays empty with ``top_n > 0``: a cancelled block's hits are dropped whole).
         self.unfinished_queries = np.empty(0, dtype=np.int64)
         self._n_shards, self._library_path = n_shards, library_path
+        self._max_block = max_block_queries
         self._own_client = own_client
         self._seen_notes: set[str] = set()
         self._left: tuple[dict, dict] = ({}, {})  # block -> tasks left; block -> (queries, tasks)
@@ -156,156 +167,167 @@ class DaskSearchJob(StreamingJob):
         except Exception as exc:  # noqa: BLE001 - scheduler went away
             raise ClusterError(f"the Dask cluster does not answer: {exc}") from None
         kinds = sorted({str(d) for d in devices.values()})
+        self._device_kind = "cuda" if any(k.startswith("cuda") for k in kinds) else "cpu"
+        self.task_cost: TaskCost = task_cost(self.address, self._device_kind)
         self.backend = _ClusterBackend(
             name="dask",
             device=f"{describe(client)} ({'; '.join(kinds) if kinds else 'no workers yet'})",
         )
 
     # -- internals --------------------------------------------------------------------
-    def _plan(self):
-        p = self.params
-        by_precursor = p.precursor_tolerance is not None
-        queries = PreparedSpectra.for_search(self.queries, p)
-        q_order = shard_order(queries.precursor_mz, by_precursor)
-        if by_precursor:
-            queries = queries.reordered(q_order)
-        l_order = shard_order(self.library.precursor_mz, by_precursor)
-        l_prec = self.library.precursor_mz[l_order]
-        n_lib = int(np.isfinite(l_prec).sum()) if by_precursor else len(self.library)
-        workers = sorted(self.client.nthreads())
-        n_shards = max(1, min(self._n_shards or len(workers) or 1, n_lib or 1))
-        bounds = np.linspace(0, n_lib, n_shards + 1).round().astype(np.int64)
-        # Without a precursor window, larger query blocks make fewer, longer tasks: a
-        # task has a fixed cost (shipping and uploading its queries, draining the
-        # GPU pipeline), so aim at a few tasks per worker.  With a window, blocks
-        # stay small so each one's precursor range (and so its shard set) stays narrow.
-        task_size = p.batch_size
-        if not by_precursor:
-            per_worker = -(-len(queries) // (4 * max(1, len(workers))))
-            task_size = max(p.batch_size, -(-per_worker // p.batch_size) * p.batch_size)
-        blocks = []
-        for b, (q0, q1) in enumerate(query_blocks(len(queries), task_size)):
-            if by_precursor:
-                lo, hi = library_window(queries.precursor_mz[q0:q1], l_prec[:n_lib], p)
-            else:
-                lo, hi = 0, n_lib
-            tasks = [
-                _Task(s, b, (q1 - q0) * int(min(hi, bounds[s + 1]) - max(lo, bounds[s])))
-                for s in range(n_shards)
-                if min(hi, bounds[s + 1]) > max(lo, bounds[s])
-            ]
-            if tasks:
-                blocks.append(((q0, q1), tasks))
-        return queries, q_order, l_order, bounds, workers, blocks
-
-    def _library_file(self) -> tuple[str | None, str]:
-        arrays = {k: getattr(self.library, k) for k in PEAK_FIELDS}
-        fingerprint = library_fingerprint(arrays)
-        candidates = []
-        if self._library_path is not None:
-            candidates.append(Path(self._library_path))
-        elif self.library.source is not None and self.library.source.sha256:
-            candidates.append(cache_path(self.library.source.sha256))
-        for path in candidates:
-            path = path.resolve()
-            if file_fingerprint(path) == fingerprint:
-                return str(path), fingerprint
-            if self._library_path is not None:
-                self._say(f"{path} does not hold this library; sending the shards' spectra instead")
-        return None, fingerprint
-
     def __iter__(self) -> Iterator[HitTable]:
         distributed = distributed_module()
         start = time.perf_counter()
         p = self.params
-        queries, q_order, l_order, bounds, workers, blocks = self._plan()
-        self.progress = SearchProgress(pairs_total=sum(t.pairs for _, ts in blocks for t in ts))
-        self.tasks_total = sum(len(ts) for _, ts in blocks)
+        workers = sorted(self.client.nthreads())
+        plan: SearchPlan = make_plan(
+            self.queries, self.library, p, self._n_shards or len(workers) or 1, self.task_cost,
+            self._max_block,
+        )  # fmt: skip
+        queries, q_order, l_order, bounds = (
+            plan.queries,
+            plan.query_order,
+            plan.library_order,
+            plan.bounds,
+        )
+        self.progress = SearchProgress(pairs_total=plan.pairs)
+        self.tasks_total = plan.n_tasks
         job = uuid.uuid4().hex[:12]
-        path, fingerprint = self._library_file() if blocks else (None, "")
-        shard_futures: dict[int, object] = {}
-        shard_home: dict[int, str] = {}  # the worker each shard was pinned to
-        shard_round: dict[int, int] = {}  # how often each shard was resubmitted
-        payload_mode: set[int] = set()
-        placement = list(workers)  # workers the shards are spread over (the live ones)
-        n_workers = max(1, len(workers))
-
-        def spec(s: int, with_path: bool) -> ShardSpec:
-            return ShardSpec(
-                fingerprint, path if with_path else None, p.preprocess, p.mz_power,
-                p.intensity_power, p.score, p.tolerance, p.precursor_tolerance is not None,
-                int(bounds[s]), int(bounds[s + 1]),
+        fingerprint = library_fingerprint(self.library) if plan.blocks else ""
+        path = (
+            library_file(self.library, self._library_path, fingerprint, self._say)
+            if plan.blocks
+            else None
+        )
+        specs = [
+            ShardSpec(
+                fingerprint,
+                path,
+                p.preprocess,
+                p.mz_power,
+                p.intensity_power,
+                p.score,
+                p.tolerance,
+                p.precursor_tolerance is not None,
+                int(bounds[s]),
+                int(bounds[s + 1]),
             )  # fmt: skip
+            for s in range(plan.n_shards)
+        ]
+        resident = resident_homes(self.client) if plan.blocks else {}
+        mode = {s: "resident" if specs[s].token in resident else "file" if path else "data"
+                for s in range(plan.n_shards)}  # fmt: skip
+        shard_home: dict[int, str] = {
+            s: resident[specs[s].token] for s in mode if mode[s] == "resident"
+        }
+        placement = list(workers)  # workers new shards go to (the live ones)
+
+        def home_for(s: int) -> str | None:
+            """The least loaded live worker (by shards of this search) for a shard to send."""
+            if not placement:
+                return None
+            load = Counter(shard_home.get(t) for t in range(plan.n_shards) if t != s)
+            return min(
+                placement, key=lambda w: (load[w], (placement.index(w) - s) % len(placement))
+            )
+
+        shard_futures: dict[int, object] = {}
+        shard_round: dict[int, int] = {}  # how often each shard was resubmitted
 
         def shard_future(s: int):
             if s not in shard_futures:
-                where = {}
-                if placement:  # prefer a worker per shard; any other when it is gone
-                    shard_home[s] = placement[s % len(placement)]
-                    where = {"workers": [shard_home[s]], "allow_other_workers": True}
-                if path is not None and s not in payload_mode:
-                    sp, payload, kind = spec(s, True), None, "file"
+                if mode[s] != "resident" and (
+                    s not in shard_home or shard_home[s] not in placement
+                ):
+                    shard_home[s] = home_for(s)
+                payload = None
+                if mode[s] == "resident":
+                    sp = specs[s].without_source()
+                elif mode[s] == "file":
+                    sp = specs[s]
                 else:
-                    sp, kind = spec(s, False), "data"
+                    sp = specs[s].without_source()
                     index = l_order[bounds[s] : bounds[s + 1]]
                     raw = self.library.subset(index)
                     payload = {k: getattr(raw, k) for k in PEAK_FIELDS}
                     payload["global_index"] = np.asarray(index, dtype=np.int64)
-                key = f"simms-shard-{sp.token}-{kind}"
+                key = f"simms-shard-{sp.token}-{mode[s]}"
                 if shard_round.get(s):  # a new key: the stranded one may linger on the scheduler
                     key += f"-{job}-{shard_round[s]}"
-                shard_futures[s] = self.client.submit(load_shard, sp, payload, key=key, **where)
+                shard_futures[s] = self.client.submit(load_shard, sp, payload, key=key, **pin(s))
             return shard_futures[s]
 
-        block_spectra: dict[int, QueryBlock] = {}
-        futures: dict[str, tuple[object, _Task]] = {}
-        ac = distributed.as_completed(loop=self.client.loop)
+        def pin(s: int) -> dict:
+            """Run on the shard's worker only: a copy elsewhere would be prepared anew.
 
-        def submit(task: _Task) -> None:
+            Dask would otherwise steal tasks to an idle worker and copy the shard
+            there (without its peak index and GPU copy); a lost worker's shard and
+            tasks are resubmitted to another (``rescue_shards``).
+            """
+            home = shard_home.get(s)
+            return {} if home is None else {"workers": [home], "allow_other_workers": False}
+
+        block_spectra: dict[int, QueryBlock] = {}
+        futures: dict[str, tuple[object, Task, str]] = {}  # key -> (future, task, shard key)
+        # results are fetched by as_completed on the client's loop: a result whose worker
+        # dies while sending it is waited for there (it is redone) while this loop goes on
+        ac = distributed.as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
+
+        def submit(task: Task) -> None:
             q0, q1 = blocks_by_id[task.block][0]
             if task.block not in block_spectra:
                 block_spectra[task.block] = QueryBlock(
                     queries.reordered(np.arange(q0, q1)), np.asarray(q_order[q0:q1], dtype=np.int64)
                 )
+            shard = shard_future(task.shard)
             key = f"simms-score-{job}-{task.shard}-{task.block}-{next(serial)}"
             fut = self.client.submit(
-                score_task, shard_future(task.shard), block_spectra[task.block], p,
-                self.backend_name, key=key, priority=-task.block, pure=False,
+                score_task, shard, block_spectra[task.block], p, self.backend_name, key=key,
+                priority=-task.block, pure=False, **pin(task.shard),
             )  # fmt: skip
-            futures[key] = (fut, task)
+            futures[key] = (fut, task, shard.key)
             ac.add(fut)
 
         def rescue_shards(live: set[str]) -> None:
-            """Resubmit the shards (and their tasks) that Dask stranded when all workers left.
-
-            Dask keeps a task pinned with ``allow_other_workers`` that it had to
-            reschedule while no worker was left in 'no-worker' until its pinned worker
-            comes back, which a lost worker never does (distributed 2026.8).
-            """
+            """Resubmit the shards of lost workers, and their tasks, to live workers."""
             placement[:] = sorted(live)
-            stale = [
-                s for s, fut in shard_futures.items()
-                if shard_home.get(s) not in live and fut.status != "finished"
-            ]  # fmt: skip
-            if not stale:
-                return
-            running = {key for keys in self.client.processing().values() for key in keys}
-            for s in stale:
-                old = shard_futures[s]
-                if old.key in running or old.status == "finished":
-                    continue
-                del shard_futures[s]
+            for s in [s for s in shard_futures if shard_home.get(s) not in (None, *live)]:
+                old = shard_futures.pop(s)
                 shard_round[s] = shard_round.get(s, 0) + 1
+                if mode[s] == "resident":  # it went with its worker
+                    mode[s] = "file" if path else "data"
+                shard_home.pop(s, None)
                 waiting = [
-                    futures.pop(k) for k in [k for k, (_, t) in futures.items() if t.shard == s]
+                    futures.pop(k) for k in [k for k, v in futures.items() if v[1].shard == s]
                 ]
-                self.client.cancel([old, *(fut for fut, _ in waiting)])
-                for _, task in waiting:
+                self.client.cancel([old, *(fut for fut, _, _ in waiting)])
+                for _, task, _ in waiting:
                     submit(task)
-                self._say(f"shard {s} was stranded by the lost workers; resubmitted it")
+                self._say(f"shard {s} was stranded by a lost worker; resubmitted it to another")
+
+        def resend(task: Task, shard_key: str, exc: Exception) -> bool:
+            """After a shard failed to load: send it another way; False if there is none."""
+            s = task.shard
+            current = shard_futures.get(s)
+            if current is not None and current.key != shard_key:
+                submit(task)  # its shard was already resubmitted
+                return True
+            if mode[s] == "data" or isinstance(exc, ShardFileUnavailable) and mode[s] != "file":
+                return False
+            if mode[s] == "file":
+                self._say(
+                    f"a worker cannot use the library file ({exc}); sending the shard's spectra"
+                )
+                mode[s] = "data"
+            else:  # not resident after all (its worker was replaced)
+                mode[s] = "file" if path else "data"
+            shard_futures.pop(s, None)
+            shard_home.pop(s, None)
+            submit(task)
+            return True
 
         serial = itertools.count()
-        blocks_by_id = {tasks[0].block: (rng, tasks) for rng, tasks in blocks}
+        blocks_by_id = {b: block for b, block in enumerate(plan.blocks)}
         pending_blocks = list(blocks_by_id)
         remaining = {b: len(tasks) for b, (_, tasks) in blocks_by_id.items()}
         self._left = (
@@ -314,8 +336,10 @@ class DaskSearchJob(StreamingJob):
         )
         parts: dict[int, list[HitTable]] = {b: [] for b in blocks_by_id}
         done: set[tuple[int, int]] = set()
-        in_flight_max = max(2 * n_workers, 4) * max(1, len(bounds) - 1)
+        in_flight_max = max(2 * max(1, len(workers)), 4) * max(1, plan.n_shards)
         watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
+        first_start: float | None = None  # when the first finished task began, on this clock
+        client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
         try:
             while pending_blocks or futures:
                 while pending_blocks and len(futures) < in_flight_max and not self.cancelled:
@@ -325,62 +349,52 @@ class DaskSearchJob(StreamingJob):
                     self._mark_unfinished()
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
+                if time.monotonic() - watch.checked > 1.0:
+                    try:
+                        watch.check(self.client, self.grace_period, self._say, rescue_shards)
+                    except ClusterGone as gone:
+                        raise self._lost(watch, gone.scheduler) from None
                 ready = ac.next_batch(block=False) if ac.has_ready() else []
                 if not ready:
-                    if time.monotonic() - watch.checked > 1.0:
-                        try:
-                            watch.check(self.client, self.grace_period, self._say, rescue_shards)
-                        except ClusterGone as gone:
-                            raise self._lost(watch, gone.scheduler) from None
-                    time.sleep(0.02)
+                    time.sleep(0.005)
                     continue
-                for fut in ready:
+                for fut, result in ready:
                     if fut.key not in futures:
                         continue
-                    _, task = futures.pop(fut.key)
+                    _, task, shard_key = futures.pop(fut.key)
                     ident = (task.shard, task.block)
                     if ident in done:
                         self.duplicates_ignored += 1
                         continue
                     if fut.status == "error":
-                        exc = fut.exception()
-                        if isinstance(exc, ShardFileUnavailable) and task.shard not in payload_mode:
-                            self._say(
-                                f"a worker cannot use the library file ({exc}); "
-                                "sending the shard's spectra"
-                            )
-                            payload_mode.add(task.shard)
-                            shard_futures.pop(task.shard, None)
-                            submit(task)
+                        exc = result if isinstance(result, BaseException) else fut.exception()
+                        if isinstance(exc, ShardFileUnavailable | ShardNotResident) and resend(
+                            task, shard_key, exc
+                        ):
                             continue
                         if type(exc).__name__ == "KilledWorker":
                             raise ClusterError(f"Dask gave up on a task: {exc}") from None
                         raise exc
-                    result = None
-                    if fut.status == "finished":
-                        try:  # bounded: a result whose worker dies while sending it is redone
-                            result = fut.result(timeout=self.grace_period + CHECK_TIMEOUT)
-                        except TimeoutError:
-                            pass
-                        except Exception:
-                            if fut.status != "cancelled":
-                                raise
-                    if fut.status == "cancelled":  # not by this job: the scheduler's state is gone
+                    if fut.status == "cancelled" or isinstance(result, BaseException):
+                        # not by this job (it forgets what it cancels): the scheduler lost it
                         raise self._lost(watch, "its tasks were dropped") from None
-                    if result is None:  # its result went with a worker: it is redone
-                        futures[fut.key] = (fut, task)
-                        ac.add(fut)
-                        continue
-                    hits, source, notes = result
+                    hits, source, notes, seconds = result
+                    hit_rows += len(hits)
                     done.add(ident)
                     self.tasks_done += 1
-                    self.shard_sources.setdefault(f"shard {task.shard}", source)
+                    self.task_times.append((task.pairs, float(seconds)))
+                    now = time.perf_counter()
+                    first_start = min(first_start or now, now - float(seconds))
+                    self.shard_sources.setdefault(
+                        f"shard {task.shard}",
+                        "resident" if mode[task.shard] == "resident" else source,
+                    )
                     for note in notes:
                         if note not in self._seen_notes:
                             self._seen_notes.add(note)
                             self._say(note)
                     self.progress.pairs_done += task.pairs
-                    self.progress.elapsed = time.perf_counter() - start
+                    self.progress.elapsed = now - start
                     remaining[task.block] -= 1
                     if p.top_n == 0:
                         if len(hits):
@@ -388,14 +402,24 @@ class DaskSearchJob(StreamingJob):
                     else:
                         parts[task.block].append(hits)
                         if remaining[task.block] == 0:
+                            block_spectra.pop(task.block, None)
+                            merge_start = time.perf_counter()
                             chunk = self._emit(parts.pop(task.block))
+                            client_s += time.perf_counter() - merge_start
                             if len(chunk):
                                 yield chunk
                     self._report()
             self.finished = True
+            if self.task_times and first_start is not None:
+                pairs, seconds = zip(*self.task_times, strict=True)
+                record(
+                    self.address, self._device_kind, pairs, seconds,
+                    span=time.perf_counter() - first_start, workers=len(watch.live) or 1,
+                    hits=hit_rows, client_s=client_s,
+                )  # fmt: skip
         finally:
             self.progress.elapsed = time.perf_counter() - start
-            leftover = [f for f, _ in futures.values()]
+            leftover = [f for f, _, _ in futures.values()]
             futures.clear()
             try:
                 if leftover and self.client.status == "running":
@@ -421,20 +445,10 @@ class DaskSearchJob(StreamingJob):
     def _lost(self, watch: ClusterWatch, scheduler: str | None = None) -> ClusterLostError:
         """The error of a search whose workers (or scheduler) are gone."""
         self._mark_unfinished()
-        hits, grace = self.hits, f"{self.grace_period:g} s"
-        if scheduler is not None:
-            what = f"lost the connection to the Dask scheduler at {self.address} ({scheduler})"
-        elif watch.peak == 0:
-            what = f"no Dask worker joined {self.address} within {grace}"
-        elif watch.peak == 1:
-            what = f"the only Dask worker of {self.address} was lost (none back within {grace})"
-        else:
-            what = (
-                f"all {watch.peak} Dask workers of {self.address} were lost "
-                f"(none back within {grace})"
-            )
+        hits = self.hits
         message = (
-            f"{what}; {self.tasks_total - self.tasks_done} of {self.tasks_total} tasks not done, "
+            f"{lost_message(self.address, watch.peak, self.grace_period, scheduler)}; "
+            f"{self.tasks_total - self.tasks_done} of {self.tasks_total} tasks not done, "
             f"{len(self.unfinished_queries)} of {len(self.queries)} queries unfinished; "
             f"the {len(hits)} hits found before are kept"
         )
@@ -456,6 +470,7 @@ def search(
     on_progress: Callable[[SearchProgress], None] | None = None,
     cancel_token: CancelToken | None = None,
     n_shards: int | None = None,
+    max_block_queries: int | None = None,
     **param_overrides,
 ) -> HitTable:
     """:func:`engine.search` on a Dask cluster: the same hits, in canonical order."""
@@ -464,6 +479,6 @@ def search(
         params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
     job = DaskSearchJob(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
-        cancel_token=cancel_token, n_shards=n_shards,
+        cancel_token=cancel_token, n_shards=n_shards, max_block_queries=max_block_queries,
     )  # fmt: skip
     return job.run()

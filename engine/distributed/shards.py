@@ -1,23 +1,32 @@
 """The worker side of a Dask search: library shards resident per process, and the task.
 
-Each shard is loaded once on a worker, from the library's cache file when the
-worker can read it, else from arrays sent by the client, and stays resident
-there (also for later searches of the same library).  A task scores one query
-block against one shard and returns each query's top-N in global indexes.
+Each shard is prepared once on a worker and kept in a worker-local store keyed
+by what decides its content (:attr:`ShardSpec.token`: the library's content
+hash, the shard's range of the library order, the preprocessing and powers),
+with what later searches derive from it (the CPU peak index, the GPU's resident
+copy).  The client asks the workers which shards they hold
+(:func:`resident_tokens`) and sends a shard's spectra (or the path of the
+library's cache file) only to a worker that does not hold it; a second search
+of the same library prepares and sends nothing (:func:`shard_stats` counts).
+
+A task scores one query block against one shard and returns each query's top-N
+in global indexes (merged on the worker, so only the top-N travels), with the
+seconds it took (the client's task cost model, :mod:`.cost`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import threading
-from collections import OrderedDict
+import time
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from engine.backends import Batch, PreparedSpectra, cpu_fallback, get_backend
+from engine.backends.base import preparation_key
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -29,12 +38,15 @@ __all__ = [
     "QueryBlock",
     "Shard",
     "ShardFileUnavailable",
+    "ShardNotResident",
     "ShardSpec",
     "file_fingerprint",
     "library_fingerprint",
     "load_shard",
+    "resident_tokens",
     "score_task",
     "shard_order",
+    "shard_stats",
     "worker_backend",
     "worker_device",
 ]
@@ -66,8 +78,25 @@ class ShardSpec:
 
     @property
     def token(self) -> str:
-        text = repr(dataclasses.astuple(dataclasses.replace(self, path=None)))
-        return hashlib.sha1(text.encode()).hexdigest()[:16]
+        """The shard's key in the worker store: what decides its prepared content.
+
+        The library's content hash, the order and range the shard is cut from, and
+        :func:`~engine.backends.base.preparation_key` (preprocessing and powers;
+        the score and fragment tolerance only where they change the peaks, as for
+        entropy), not where the spectra come from (file or sent arrays).
+        """
+        what = (
+            self.fingerprint, self.by_precursor, self.start, self.stop,
+            preparation_key(self.preparation),
+        )  # fmt: skip
+        return hashlib.sha1(repr(what).encode()).hexdigest()[:16]
+
+    def without_source(self) -> ShardSpec:
+        """This spec for a worker that holds the shard already (no path, no arrays)."""
+        return ShardSpec(
+            self.fingerprint, None, self.preprocess, self.mz_power, self.intensity_power,
+            self.score, self.tolerance, self.by_precursor, self.start, self.stop,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,6 +128,10 @@ class ShardFileUnavailable(OSError):
     """The worker cannot use the library cache file (absent, unreadable or other content)."""
 
 
+class ShardNotResident(LookupError):
+    """The worker does not hold the shard that a task without its spectra asked for."""
+
+
 PEAK_FIELDS = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
 
 #: Worker-process cache of prepared shards, most recently used last.
@@ -108,6 +141,22 @@ _LOCK = threading.Lock()  # guards _RESIDENT and _BACKENDS
 KERNEL_LOCK = threading.Lock()  # one kernel launch at a time per process (numba layers)
 _BACKENDS: dict = {}
 _FINGERPRINTS: dict[tuple, str] = {}
+#: What this process did for its shards: ``prepared`` (spectra preprocessed and
+#: weighted), ``received`` (shard spectra sent to it), ``read`` (shards read from a
+#: library file), ``reused`` (a shard found in the store).
+_STATS: Counter = Counter()
+
+
+def resident_tokens() -> list[str]:
+    """Worker function: tokens of the shards this process holds."""
+    with _LOCK:
+        return list(_RESIDENT)
+
+
+def shard_stats() -> dict[str, int]:
+    """Worker function: shard preparations, transfers, file reads and reuses so far."""
+    with _LOCK:
+        return {k: int(_STATS[k]) for k in ("prepared", "received", "read", "reused")}
 
 
 def library_fingerprint(arrays) -> str:
@@ -146,12 +195,25 @@ def shard_order(precursor_mz: np.ndarray, by_precursor: bool) -> np.ndarray:
 
 
 def load_shard(spec: ShardSpec, payload: dict | None) -> Shard:
-    """Worker task: the prepared shard, from the per-process cache, the file or the payload."""
+    """Worker task: the prepared shard, from the worker store, the file or the payload.
+
+    Raises
+    ------
+    ShardNotResident
+        Neither a path nor spectra were given and this worker does not hold it.
+    ShardFileUnavailable
+        The library file cannot be read here, or holds another library.
+    """
     key = spec.token
     with _LOCK:
+        if payload is not None:
+            _STATS["received"] += 1
         if key in _RESIDENT:
+            _STATS["reused"] += 1
             _RESIDENT.move_to_end(key)
             return _RESIDENT[key]
+    if payload is None and spec.path is None:
+        raise ShardNotResident(f"shard {key} is not resident on this worker")
     if payload is None:
         path = Path(spec.path)
         try:
@@ -163,6 +225,8 @@ def load_shard(spec: ShardSpec, payload: dict | None) -> Shard:
             raise ShardFileUnavailable(f"{path} holds another library")
         index = shard_order(arrays["precursor_mz"], spec.by_precursor)[spec.start : spec.stop]
         raw, source = _shard_library(arrays, index), "file"
+        with _LOCK:
+            _STATS["read"] += 1
     else:
         index = payload["global_index"]
         raw, source = _shard_library(payload, np.arange(len(index))), "data"
@@ -170,6 +234,7 @@ def load_shard(spec: ShardSpec, payload: dict | None) -> Shard:
     global_index = np.asarray(index, dtype=np.int64)
     shard = Shard(prepared.with_index(global_index), global_index, source)
     with _LOCK:
+        _STATS["prepared"] += 1
         _RESIDENT[key] = shard
         while len(_RESIDENT) > _RESIDENT_MAX:
             _RESIDENT.popitem(last=False)
@@ -190,21 +255,35 @@ def worker_device(name: str) -> str:
 
 
 def score_task(shard: Shard, block: QueryBlock, params: SearchParameters, backend: str):
-    """Worker task: each query's top-N of ``block`` within ``shard``, in global indexes."""
+    """Worker task: each query's top-N of ``block`` within ``shard``, in global indexes.
+
+    Returns
+    -------
+    hits : HitTable
+        The block's hits within the shard, each query's top-N (merged here, so
+        only these travel), in global query and library indexes.
+    source : str
+        How the shard came to this worker (``"file"`` or ``"data"``).
+    notes : list of str
+        One-line notices (e.g. a GPU failure and the CPU fallback).
+    seconds : float
+        Time this task took on the worker (the client's cost model).
+    """
+    start = time.perf_counter()
     library, queries = shard.spectra, block.spectra
     if params.precursor_tolerance is None:
         l_lo, l_hi = 0, len(library)
     else:
         l_lo, l_hi = library_window(queries.precursor_mz, library.precursor_mz, params)
     kernel_params = params  # the shard ranks ties by global library index (Shard.spectra.index)
-    size = params.batch_size
-    batches = [
-        Batch(q0, min(q0 + size, len(queries)), l0, min(l0 + size, l_hi))
-        for q0 in range(0, len(queries), size)
-        for l0 in range(l_lo, l_hi, size)
-    ]
     engine_backend, notes = worker_backend(backend)
     notes = list(notes)
+    q_size, l_size = engine_backend.block_shape(params.batch_size)
+    batches = [
+        Batch(q0, min(q0 + q_size, len(queries)), l0, min(l0 + l_size, l_hi))
+        for q0 in range(0, len(queries), q_size)
+        for l0 in range(l_lo, l_hi, l_size)
+    ]
     with KERNEL_LOCK:
         try:
             items = list(
@@ -225,4 +304,5 @@ def score_task(shard: Shard, block: QueryBlock, params: SearchParameters, backen
         hits.score,
         hits.matches,
     )
-    return mapped.top_per_query(params.top_n), shard.source, notes
+    top = mapped.top_per_query(params.top_n)
+    return top, shard.source, notes, time.perf_counter() - start

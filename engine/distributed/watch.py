@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from engine.distributed.cluster import CHECK_TIMEOUT
 
-__all__ = ["ClusterGone", "ClusterWatch"]
+__all__ = ["ClusterGone", "ClusterWatch", "lost_message"]
 
 
 class ClusterGone(Exception):
@@ -92,3 +92,15 @@ class ClusterWatch:
                 except (OSError, TimeoutError):  # the scheduler did not answer: next check
                     return
         self.live = live
+
+
+def lost_message(address: str, peak: int, grace_period: float, scheduler: str | None) -> str:
+    """What was lost, in words: the scheduler (and why), or how many workers."""
+    grace = f"{grace_period:g} s"
+    if scheduler is not None:
+        return f"lost the connection to the Dask scheduler at {address} ({scheduler})"
+    if peak == 0:
+        return f"no Dask worker joined {address} within {grace}"
+    if peak == 1:
+        return f"the only Dask worker of {address} was lost (none back within {grace})"
+    return f"all {peak} Dask workers of {address} were lost (none back within {grace})"

@@ -1,0 +1,187 @@
+"""How large a Dask search task should be: a fixed cost per task against a cost per pair.
+
+The model
+---------
+A task of ``p`` spectrum pairs keeps its worker busy for ``a + b·p`` seconds:
+
+* ``b`` (:attr:`TaskCost.pair_s`), seconds per pair on the worker's device;
+* ``a`` (:attr:`TaskCost.fixed_s`), what every task costs whatever its size: on
+  the worker the query block's unpacking, preparation and upload, the drain of
+  the GPU tile pipeline at the task's end, the top-N merge; around it the
+  scheduler's dispatch, the transfer of the block and of the hits, the client's
+  merge.
+
+A search of ``P`` pairs in ``T`` tasks spread over ``W`` workers then takes about
+``(T·a + b·P) / W`` plus what the client does after the last task: merge the
+last block's hits, ``c`` seconds per hit row (:attr:`TaskCost.hit_s`; the
+earlier blocks' merges overlap with the workers' next block; fetching a task's
+hits counts in ``a``).  With ``k``
+blocks after a small first one (hits come early) and ``h`` hit rows per pair
+(:attr:`TaskCost.hits_per_pair`), ``k·a + c·h·P/k`` is least at
+``k = sqrt(c·h·P / a)`` (:meth:`TaskCost.blocks`); more blocks where a task
+would run over :data:`MAX_TASK_S` (a running task cannot be stopped: that is
+how long a Stop or a lost worker may cost).  With a precursor window, merging
+two neighbouring blocks saves one ``a`` and costs ``b`` per extra pair scored,
+so blocks grow while they waste fewer than ``a / b`` pairs
+(:meth:`TaskCost.overhead_pairs`, the ``overhead_pairs`` of
+:func:`engine.search.window.windowed_query_blocks`), and are split where a task
+would run over :data:`MAX_TASK_S`.
+
+Measured, not guessed: every task reports its seconds on the worker and the
+client times its merge of the hits; after a search :func:`record`
+fits ``worker seconds = a_w + b·pairs`` over its tasks (least squares when their
+sizes differ enough, else ``b`` alone with the last ``a_w``), adds the dispatch
+cost the workers saw as idle time between tasks (``(W·span − Σ worker seconds)
+/ T``), and takes ``c`` and ``h``.  Later searches on the same scheduler and
+backend are planned with that measurement (averaged with the one before); the
+first uses :data:`DEFAULTS` (from the measurements in ``benchmarks/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "DEFAULTS",
+    "MAX_TASK_S",
+    "TaskCost",
+    "record",
+    "task_cost",
+]
+
+#: Longest a task should run (a Stop or a lost worker waits for at most this).
+MAX_TASK_S = 2.0
+
+
+@dataclass(frozen=True)
+class TaskCost:
+    """A task's cost: ``fixed_s + pair_s · pairs`` seconds of its worker's time.
+
+    Attributes
+    ----------
+    fixed_s : float
+        Seconds every task costs (worker side plus dispatch).
+    pair_s : float
+        Seconds per spectrum pair on one worker.
+    worker_fixed_s : float
+        The part of ``fixed_s`` spent on the worker.
+    measured : bool
+        False for the defaults, True once a search measured it.
+    """
+
+    fixed_s: float
+    pair_s: float
+    worker_fixed_s: float = 0.0
+    hit_s: float = 0.0
+    hits_per_pair: float = 0.0
+    measured: bool = False
+
+    def overhead_pairs(self) -> int:
+        """Pairs whose scoring costs as much as one task's fixed cost."""
+        return int(min(self.fixed_s / self.pair_s, 1 << 40))
+
+    def max_task_pairs(self) -> float:
+        """Most pairs a task should have (:data:`MAX_TASK_S` of work)."""
+        return MAX_TASK_S / self.pair_s
+
+    def blocks(self, pairs: float, workers: int) -> int:
+        """Blocks to cut a search of ``pairs`` pairs on ``workers`` workers into.
+
+        ``sqrt(c·h·P / a)`` (fixed costs against the last block's merge), at
+        least enough that no task runs over :data:`MAX_TASK_S`, at least one.
+        """
+        tail = self.hit_s * self.hits_per_pair * pairs
+        best = round(math.sqrt(tail / self.fixed_s)) if tail > 0 else 1
+        return max(1, best, math.ceil(pairs / max(1, workers) / self.max_task_pairs()))
+
+    def describe(self) -> str:
+        """One line, e.g. for a benchmark."""
+        kind = "measured" if self.measured else "default"
+        return (
+            f"{kind}: {self.fixed_s * 1e3:.1f} ms per task "
+            f"({self.worker_fixed_s * 1e3:.1f} ms on the worker), "
+            f"{1 / self.pair_s:.3g} pairs/s per worker, {self.hits_per_pair:.2g} hits per pair, "
+            f"{self.hit_s * 1e9:.0f} ns per hit on the client"
+        )
+
+
+#: Before any measurement (no hits expected: one block after the first, split only
+#: by :data:`MAX_TASK_S`): LocalCluster processes on a CPU (1 numba thread each),
+#: and one worker per GPU (RESULTS.md: ~60 ms per task, 1.7e9 pairs/s on an H200).
+DEFAULTS = {
+    "cpu": TaskCost(fixed_s=0.02, pair_s=1 / 3e7, worker_fixed_s=0.005, hit_s=1e-7),
+    "cuda": TaskCost(fixed_s=0.06, pair_s=1 / 1.7e9, worker_fixed_s=0.04, hit_s=1e-7),
+}
+
+_MEASURED: dict[tuple[str, str], TaskCost] = {}
+_LOCK = threading.Lock()
+
+
+def task_cost(address: str, backend: str) -> TaskCost:
+    """The cost model of tasks on ``backend`` (``"cpu"`` or ``"cuda"``) at ``address``."""
+    with _LOCK:
+        return _MEASURED.get((address, backend), DEFAULTS[backend])
+
+
+def record(
+    address: str,
+    backend: str,
+    pairs: Sequence[int],
+    seconds: Sequence[float],
+    *,
+    span: float,
+    workers: int,
+    hits: int = 0,
+    client_s: float = 0.0,
+) -> TaskCost:
+    """Fit the model to one search's tasks and keep it for later searches.
+
+    Parameters
+    ----------
+    address, backend : str
+        Where the tasks ran (the model is kept per scheduler and backend).
+    pairs, seconds : sequence
+        Each task's pairs and seconds on its worker.
+    span : float
+        Seconds from the first task's submission to the last result.
+    workers : int
+        Workers that ran them.
+    hits, client_s : int, float
+        Hit rows the tasks returned, and the client's seconds merging them.
+
+    Returns
+    -------
+    TaskCost
+        The new model (unchanged when there was nothing to learn from).
+    """
+    p = np.asarray(pairs, dtype=np.float64)
+    s = np.asarray(seconds, dtype=np.float64)
+    keep = p > 0
+    p, s = p[keep], s[keep]
+    previous = task_cost(address, backend)
+    if len(p) == 0 or s.sum() <= 0:
+        return previous
+    a_w = previous.worker_fixed_s
+    if len(p) >= 3 and p.max() >= 4 * p.min():
+        slope, intercept = np.polyfit(p, s, 1)
+        if slope > 0:  # a task takes at least its fixed cost: noise cannot push it above
+            a_w = float(np.clip(intercept, 0.0, s.min()))
+    b = max(float((s - a_w).clip(min=0).sum() / p.sum()), 1e-13)
+    dispatch = max(0.0, (max(1, workers) * span - float(s.sum())) / len(p))
+    fixed = max(a_w + min(dispatch, 1.0), 1e-4)
+    h, c = hits / float(p.sum()), (client_s / hits if hits else previous.hit_s)
+    if previous.measured:  # one search is a small sample: average with what was known
+        fixed, b = (fixed + previous.fixed_s) / 2, (b + previous.pair_s) / 2
+        a_w, h = (a_w + previous.worker_fixed_s) / 2, (h + previous.hits_per_pair) / 2
+        c = (c + previous.hit_s) / 2
+    cost = TaskCost(
+        fixed_s=fixed, pair_s=b, worker_fixed_s=a_w, hit_s=c, hits_per_pair=h, measured=True
+    )
+    with _LOCK:
+        _MEASURED[(address, backend)] = cost
+    return cost

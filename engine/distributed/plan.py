@@ -1,0 +1,162 @@
+"""The plan of a Dask search: library shards, query blocks sized by the task cost model.
+
+The library is cut into shards of its order (precursor m/z when a precursor
+tolerance is set, so a query block visits only the shards its window touches;
+the library's own order otherwise).  Queries (precursor-sorted with a window) are
+cut into blocks: a small first block so hits come early, then as many blocks as
+the task cost model (:mod:`.cost`) finds best (fixed cost per task against the
+client's merge of the last block); with a window, blocks are grouped by their
+queries' own windows as :func:`engine.search.window.windowed_query_blocks` does,
+wasting fewer pairs than a task's fixed cost is worth.  A task is one (shard, block) pair.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.backends import PreparedSpectra
+from engine.distributed.cost import TaskCost
+from engine.distributed.shards import shard_order
+from engine.library import SpectrumLibrary
+from engine.params import SearchParameters
+from engine.search import FIRST_QUERY_BLOCK, library_window
+from engine.search.window import windowed_query_blocks
+
+__all__ = ["SearchPlan", "Task", "make_plan", "query_block_bounds"]
+
+
+@dataclass
+class Task:
+    """One (shard, query block) task and the pairs it scores."""
+
+    shard: int
+    block: int
+    pairs: int
+
+
+@dataclass
+class SearchPlan:
+    """What a Dask search will do.
+
+    Attributes
+    ----------
+    queries : PreparedSpectra
+        The queries, prepared and (with a window) sorted by precursor m/z.
+    query_order, library_order : ndarray
+        Planned position -> original index.
+    bounds : ndarray
+        Shard ``s`` holds library positions ``bounds[s]:bounds[s + 1]`` of the order.
+    blocks : list of ((q0, q1), list of Task)
+        Query blocks with their tasks, in the order they are sent.
+    """
+
+    queries: PreparedSpectra
+    query_order: np.ndarray
+    library_order: np.ndarray
+    bounds: np.ndarray
+    blocks: list[tuple[tuple[int, int], list[Task]]]
+
+    @property
+    def n_shards(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def pairs(self) -> int:
+        return sum(t.pairs for _, tasks in self.blocks for t in tasks)
+
+    @property
+    def n_tasks(self) -> int:
+        return sum(len(tasks) for _, tasks in self.blocks)
+
+
+def query_block_bounds(
+    query_precursors: np.ndarray,
+    library_precursors: np.ndarray,
+    params: SearchParameters,
+    n_shards: int,
+    cost: TaskCost,
+    max_block: int | None = None,
+) -> list[tuple[int, int]]:
+    """Query blocks ``(q0, q1)`` sized by the task cost model (:mod:`.cost`).
+
+    Without a window: a first block of :data:`~engine.search.FIRST_QUERY_BLOCK`
+    queries, then :meth:`TaskCost.blocks` equal blocks (fixed cost per task against
+    the merge of the last block).  With a window: blocks grouped by their queries'
+    own windows (wasting fewer pairs than a task's fixed cost is worth), those
+    over :data:`~.cost.MAX_TASK_S` split evenly.
+
+    Parameters
+    ----------
+    query_precursors, library_precursors : ndarray
+        In planned order (sorted ascending, NaN last, when ``params`` has a
+        precursor tolerance); the library part the shards cover.
+    params : SearchParameters
+    n_shards : int
+        Shards the library is cut into (evenly).
+    cost : TaskCost
+        The task cost model.
+    max_block : int, optional
+        Most queries per block (default: no limit but the model's).
+    """
+    n_q, n_lib = len(query_precursors), len(library_precursors)
+    if n_q == 0 or n_lib == 0:
+        return []
+    cap = max(1, int(max_block)) if max_block else n_q
+    if params.precursor_tolerance is None:
+        first = min(FIRST_QUERY_BLOCK, cap, n_q)
+        k = cost.blocks((n_q - first) * float(n_lib), n_shards)
+        size = min(cap, max(1, math.ceil((n_q - first) / k)))
+        return [(0, first)] + [(q0, min(q0 + size, n_q)) for q0 in range(first, n_q, size)]
+    target = max(1.0, cost.max_task_pairs())
+    grouped = windowed_query_blocks(
+        query_precursors, library_precursors, params, cap,
+        first_block=FIRST_QUERY_BLOCK, overhead_pairs=cost.overhead_pairs(),
+    )  # fmt: skip
+    blocks = []
+    for q0, q1 in grouped:  # a block longer than a task should be is split evenly
+        lo, hi = library_window(query_precursors[q0:q1], library_precursors, params)
+        touched = max(1, math.ceil((hi - lo) * n_shards / n_lib))
+        pieces = max(1, min(q1 - q0, round((q1 - q0) * (hi - lo) / touched / target)))
+        edges = np.linspace(q0, q1, pieces + 1).round().astype(np.int64)
+        blocks += [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    return blocks
+
+
+def make_plan(
+    queries: SpectrumLibrary,
+    library: SpectrumLibrary,
+    params: SearchParameters,
+    n_shards: int,
+    cost: TaskCost,
+    max_block: int | None = None,
+) -> SearchPlan:
+    """Shards, query blocks and tasks of a search of ``queries`` against ``library``."""
+    by_precursor = params.precursor_tolerance is not None
+    prepared = PreparedSpectra.for_search(queries, params)
+    q_order = shard_order(prepared.precursor_mz, by_precursor)
+    if by_precursor:
+        prepared = prepared.reordered(q_order)
+    l_order = shard_order(library.precursor_mz, by_precursor)
+    l_prec = library.precursor_mz[l_order]
+    n_lib = int(np.isfinite(l_prec).sum()) if by_precursor else len(library)
+    n_shards = max(1, min(n_shards, n_lib or 1))
+    bounds = np.linspace(0, n_lib, n_shards + 1).round().astype(np.int64)
+    blocks = []
+    for q0, q1 in query_block_bounds(
+        prepared.precursor_mz, l_prec[:n_lib], params, n_shards, cost, max_block
+    ):
+        if by_precursor:
+            lo, hi = library_window(prepared.precursor_mz[q0:q1], l_prec[:n_lib], params)
+        else:
+            lo, hi = 0, n_lib
+        tasks = [
+            Task(s, len(blocks), (q1 - q0) * int(min(hi, bounds[s + 1]) - max(lo, bounds[s])))
+            for s in range(n_shards)
+            if min(hi, bounds[s + 1]) > max(lo, bounds[s])
+        ]
+        if tasks:
+            blocks.append(((q0, q1), tasks))
+    return SearchPlan(prepared, q_order, l_order, bounds, blocks)
