@@ -269,6 +269,10 @@ def test_layout_at_1366x768(qtbot, searched):
     window.arrange_docks(compact=True)
     qtbot.waitExposed(window)
     qtbot.wait(50)
+    # the window fits the screen: no tab or panel asks for more than 1366 x 768
+    smallest = window.minimumSizeHint().expandedTo(window.minimumSize())
+    assert smallest.width() <= 1366 and smallest.height() <= 768, smallest
+    assert window.width() <= 1366 and window.height() <= 768
     panel = window.search_panel
     assert panel.search_button.visibleRegion().boundingRect().height() > 10
     assert panel.progress_bar.visibleRegion().boundingRect().height() > 5

@@ -37,7 +37,8 @@ class CpuBackend(Backend):
 
     @property
     def device(self) -> str:
-        return f"CPU, {self.threads or numba.config.NUMBA_NUM_THREADS} threads"
+        n = self.threads or numba.config.NUMBA_NUM_THREADS
+        return f"CPU, {n} thread{'s' if n != 1 else ''}"
 
     def __init__(self, threads: int | None = None) -> None:
         """

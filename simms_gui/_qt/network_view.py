@@ -117,19 +117,24 @@ class NetworkTab(QWidget):
         )
         self.info.setWordWrap(True)
         self.info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        bar = QHBoxLayout()
-        for text, widget in (
-            ("Spectra", self.source), ("Score ≥", self.threshold),
-            ("Matched peaks ≥", self.min_matches), ("Top K", self.top_n),
-            ("Links", self.link_method), ("Max component", self.max_size),
+        # two rows, so the tab (and the window) still fit a 1366-pixel-wide screen
+        first, second = QHBoxLayout(), QHBoxLayout()
+        for row, text, widget in (
+            (first, "Spectra", self.source), (first, "Score ≥", self.threshold),
+            (first, "Matched peaks ≥", self.min_matches), (first, "Top K", self.top_n),
+            (second, "Links", self.link_method), (second, "Max component", self.max_size),
         ):  # fmt: skip
-            bar.addWidget(QLabel(text))
-            bar.addWidget(widget)
-        bar.addWidget(self.label_library)
-        bar.addStretch(1)
-        bar.addWidget(self.progress)
-        bar.addWidget(self.build_button)
-        bar.addWidget(self.stop_button)
+            row.addWidget(QLabel(text))
+            row.addWidget(widget)
+        first.addStretch(1)
+        second.addWidget(self.label_library)
+        second.addStretch(1)
+        second.addWidget(self.progress)
+        second.addWidget(self.build_button)
+        second.addWidget(self.stop_button)
+        bar = QVBoxLayout()
+        bar.addLayout(first)
+        bar.addLayout(second)
         self.bar = bar
         self.build_button.clicked.connect(self.request_from_controls)
         self.stop_button.clicked.connect(self.session.cancel_network)
