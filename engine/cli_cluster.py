@@ -9,18 +9,15 @@ Examples
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable
-from contextlib import contextmanager
 
+from engine.cli_progress import ProgressPrinter, cancel_on_interrupt, run_in_thread
 from engine.cluster import ClusterCancelled, ClusterParameters, cluster_spectra, search_clusters
 from engine.cluster.files import check_writable
 from engine.io import load_library
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchProgress
+from engine.search import CancelToken
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 
@@ -110,72 +107,6 @@ def _parameters(args: argparse.Namespace) -> ClusterParameters:
     )  # fmt: skip
 
 
-class _Progress:
-    """Pair-scoring progress on stderr: one line redrawn on a terminal, else every 5 s."""
-
-    def __init__(self, quiet: bool, what: str) -> None:
-        self.quiet, self.what = quiet, what
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, p: SearchProgress) -> None:
-        now = time.monotonic()
-        if self.quiet or (now - self.last < (0.1 if self.tty else 5.0) and p.fraction < 1):
-            return
-        self.last = now
-        bar = "#" * int(30 * p.fraction)
-        line = (
-            f"[{bar:<30}] {100 * p.fraction:5.1f}%  {self.what}: {p.pairs_done:.3g}/"
-            f"{p.pairs_total:.3g} pairs, {p.pairs_per_second:.3g} pairs/s"
-        )
-        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.tty and not self.quiet and self.last:
-            sys.stderr.write("\n")
-            self.last = 0.0
-
-
-@contextmanager
-def _cancel_on_interrupt(token: CancelToken, say: Callable[[str], None]):
-    """Ctrl-C (SIGINT) cancels the work instead of raising (main thread only)."""
-
-    def handler(signum, frame) -> None:
-        if not token.cancelled:
-            say("interrupted: stopping; nothing is written")
-        token.cancel()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _in_worker(work: Callable[[], object]) -> object:
-    """Run ``work`` in a thread while the main thread waits (so Ctrl-C is handled at once)."""
-    out: list[object] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            out.append(work())
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=target, name="simms-cluster", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        thread.join(0.2)
-    if failure:
-        raise failure[0]
-    return out[0]
-
-
 def run_cluster(args: argparse.Namespace) -> int:
     """Run ``simms cluster``; 0 done, 2 unusable input, 130 interrupted (nothing written)."""
     params = _parameters(args)
@@ -195,11 +126,11 @@ def run_cluster(args: argparse.Namespace) -> int:
         say(f"reading {args.library}")
         library = load_library(args.library, cache=not args.no_cache)
     token = CancelToken()
-    progress = _Progress(args.quiet, "linking")
+    progress = ProgressPrinter(args.quiet, "linking", hits=False)
     start = time.perf_counter()
-    with _cancel_on_interrupt(token, say):
+    with cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"):
         try:
-            result = _in_worker(
+            result = run_in_thread(
                 lambda: cluster_spectra(
                     spectra,
                     params,
@@ -219,7 +150,7 @@ def run_cluster(args: argparse.Namespace) -> int:
                     f"{result.reduction_factor:.2f})"
                 )
                 progress.what = "searching"
-                hits = _in_worker(
+                hits = run_in_thread(
                     lambda: search_clusters(
                         result,
                         library,

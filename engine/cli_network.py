@@ -117,7 +117,7 @@ def run_network_command(args: argparse.Namespace) -> int:
     token = CancelToken()
     common = {"backend": args.backend, "on_progress": progress, "on_message": say}
     try:
-        with cancel_on_interrupt(token, say):
+        with cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"):
             if args.command == "network":
                 return _network(args, say, progress, token, common)
             return _qc(args, say, progress, token, common)

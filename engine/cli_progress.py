@@ -20,8 +20,8 @@ T = TypeVar("T")
 class ProgressPrinter:
     """A one-line progress bar on stderr (plain lines when stderr is no terminal)."""
 
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
+    def __init__(self, quiet: bool, what: str = "", hits: bool = True) -> None:
+        self.quiet, self.what, self.hits = quiet, what, hits
         self.tty = sys.stderr.isatty()
         self.last = 0.0
 
@@ -33,9 +33,11 @@ class ProgressPrinter:
         width = 30
         bar = "#" * int(width * p.fraction)
         left = "" if p.seconds_left == float("inf") else f", {p.seconds_left:.0f} s left"
+        what = f"{self.what}: " if self.what else ""
+        hits = f", {p.hits} hits" if self.hits else ""
         line = (
-            f"[{bar:<{width}}] {100 * p.fraction:5.1f}%  {p.pairs_done:.3g}/{p.pairs_total:.3g} "
-            f"pairs, {p.pairs_per_second:.3g} pairs/s{left}, {p.hits} hits"
+            f"[{bar:<{width}}] {100 * p.fraction:5.1f}%  {what}{p.pairs_done:.3g}/"
+            f"{p.pairs_total:.3g} pairs, {p.pairs_per_second:.3g} pairs/s{left}{hits}"
         )
         sys.stderr.write(("\r" + line) if self.tty else line + "\n")
         sys.stderr.flush()
@@ -43,15 +45,20 @@ class ProgressPrinter:
     def done(self) -> None:
         if self.tty and not self.quiet and self.last:
             sys.stderr.write("\n")
+        self.last = 0.0
 
 
 @contextmanager
-def cancel_on_interrupt(token: CancelToken, say):
-    """Ctrl-C (SIGINT) cancels the search instead of raising, until the output is written."""
+def cancel_on_interrupt(
+    token: CancelToken,
+    say,
+    message: str = "interrupted: stopping; the hits found so far are being written",
+):
+    """Ctrl-C (SIGINT) cancels the work instead of raising, until the output is written."""
 
     def handler(signum, frame) -> None:
         if not token.cancelled:
-            say("interrupted: stopping; the hits found so far are being written")
+            say(message)
         token.cancel()
 
     if threading.current_thread() is not threading.main_thread():
