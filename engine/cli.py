@@ -20,6 +20,7 @@ from engine.backends import available_backends
 from engine.cli_cluster import add_cluster_parser, run_cluster
 from engine.cli_network import NETWORK_COMMANDS, add_network_commands, run_network_command
 from engine.cli_progress import ProgressPrinter as _ProgressPrinter
+from engine.cli_progress import add_dask_options
 from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
 from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client
@@ -114,12 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
     s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    d = s.add_mutually_exclusive_group()
-    d.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster at tcp://HOST:PORT")
-    d.add_argument(
-        "--dask-local", type=int, metavar="N", help="start a local Dask cluster of N workers"
-    )
-    s.add_argument("--dask-timeout", type=float, default=10.0, help="seconds to reach --dask [10]")
+    add_dask_options(s)
 
     i = sub.add_parser("info", help="read spectrum files and print their import reports")
     i.add_argument("files", nargs="+")

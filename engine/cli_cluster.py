@@ -12,7 +12,13 @@ import argparse
 import sys
 import time
 
-from engine.cli_progress import ProgressPrinter, cancel_on_interrupt, run_in_thread
+from engine.cli_progress import (
+    ProgressPrinter,
+    add_dask_options,
+    cancel_on_interrupt,
+    dask_client,
+    run_in_thread,
+)
 from engine.cluster import ClusterCancelled, ClusterParameters, cluster_spectra, search_clusters
 from engine.cluster.files import check_writable
 from engine.io import load_library
@@ -83,6 +89,7 @@ def add_cluster_parser(sub) -> None:
     )
     s.add_argument("--top", type=int, default=10, help="hits per representative, 0 = all [10]")
     c.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    add_dask_options(c)
     c.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
@@ -128,7 +135,10 @@ def run_cluster(args: argparse.Namespace) -> int:
     token = CancelToken()
     progress = ProgressPrinter(args.quiet, "linking", hits=False)
     start = time.perf_counter()
-    with cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"):
+    with (
+        dask_client(args) as client,
+        cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
+    ):
         try:
             result = run_in_thread(
                 lambda: cluster_spectra(
@@ -136,6 +146,7 @@ def run_cluster(args: argparse.Namespace) -> int:
                     params,
                     consensus=args.consensus,
                     backend=args.backend,
+                    client=client,
                     on_progress=progress,
                     on_message=say,
                     cancel_token=token,
@@ -156,6 +167,7 @@ def run_cluster(args: argparse.Namespace) -> int:
                         library,
                         search,
                         backend=args.backend,
+                        client=client,
                         on_progress=progress,
                         on_message=say,
                         cancel_token=token,

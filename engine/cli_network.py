@@ -12,7 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli_progress import ProgressPrinter, cancel_on_interrupt, run_in_thread
+from engine.cli_progress import (
+    ProgressPrinter,
+    add_dask_options,
+    cancel_on_interrupt,
+    dask_client,
+    run_in_thread,
+)
 from engine.io import load_library
 from engine.io.mgf_writer import write_mgf
 from engine.networking import AnalysisCancelled, network, write_edges, write_graphml
@@ -44,6 +50,7 @@ def _score_options(p: argparse.ArgumentParser, defaults: str) -> None:
     g.add_argument("--threshold", type=float, help="minimum score")
     g.add_argument("--preprocess", metavar="SPEC", help="preset (none, gnps, msas) or JSON")
     p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    add_dask_options(p)
     p.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
 
@@ -117,7 +124,11 @@ def run_network_command(args: argparse.Namespace) -> int:
     token = CancelToken()
     common = {"backend": args.backend, "on_progress": progress, "on_message": say}
     try:
-        with cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"):
+        with (
+            dask_client(args) as client,
+            cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
+        ):
+            common["client"] = client
             if args.command == "network":
                 return _network(args, say, progress, token, common)
             return _qc(args, say, progress, token, common)

@@ -71,6 +71,33 @@ def cancel_on_interrupt(
         signal.signal(signal.SIGINT, previous)
 
 
+def add_dask_options(parser) -> None:
+    """``--dask ADDRESS`` / ``--dask-local N`` / ``--dask-timeout S`` on a subcommand."""
+    d = parser.add_mutually_exclusive_group()
+    d.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster at tcp://HOST:PORT")
+    d.add_argument(
+        "--dask-local", type=int, metavar="N", help="start a local Dask cluster of N workers"
+    )
+    parser.add_argument(
+        "--dask-timeout", type=float, default=10.0, help="seconds to reach --dask [10]"
+    )
+
+
+@contextmanager
+def dask_client(args):
+    """The Dask client that ``args`` ask for (None without ``--dask``), closed at the end."""
+    if not (getattr(args, "dask", None) or getattr(args, "dask_local", None)):
+        yield None
+        return
+    from engine.distributed import open_client, shutdown
+
+    client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
+    try:
+        yield client
+    finally:
+        shutdown(client)
+
+
 def run_in_thread(work: Callable[[], T], name: str = "simms-work") -> T:
     """``work()`` run in a worker thread while this thread only waits; its result or error.
 

@@ -482,3 +482,52 @@ def test_engine_imports_without_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_cluster_network_and_qc_on_a_cluster_equal_one_process(cluster, data):
+    """Clustering, networking and the library check run through the same Dask job machinery."""
+    from engine import cluster_spectra, library_qc, network
+
+    _, client = cluster
+    library = data[1].subset(range(800))
+    common = {"backend": "cpu", "cpu_threads": 1}
+
+    local = cluster_spectra(library, **common)
+    remote = cluster_spectra(library, client=client, **common)
+    np.testing.assert_array_equal(local.labels, remote.labels)
+    np.testing.assert_array_equal(local.representatives, remote.representatives)
+    assert len(np.unique(local.labels)) < len(library)  # some spectra were linked
+
+    net_local = network(library, preprocess="none", **common)
+    net_remote = network(library, preprocess="none", client=client, **common)
+    np.testing.assert_array_equal(net_local.edges, net_remote.edges)
+    np.testing.assert_allclose(net_local.score, net_remote.score, rtol=0, atol=1e-12)
+    assert len(net_local.edges) > 0
+
+    qc_local = library_qc(library, **common)
+    qc_remote = library_qc(library, client=client, **common)
+    np.testing.assert_array_equal(qc_local.pairs, qc_remote.pairs)
+    np.testing.assert_array_equal(qc_local.kind, qc_remote.kind)
+    assert len(qc_local.pairs) > 0
+
+
+def test_cli_cluster_and_network_on_a_cluster(cluster, data_dir, tmp_path):
+    import pandas as pd
+
+    from engine.cli import main
+
+    lc, _ = cluster
+    path = str(data_dir / "pesticides.mgf")
+    dask = ["--dask", lc.scheduler_address]
+    common = ["-q", "--no-cache", "--backend", "cpu"]
+    for command, out, extra in (
+        ("cluster", "clusters", ["--threshold", "0.7"]),
+        ("network", "edges", ["--tolerance", "0.1", "--threshold", "0.6", "--min-matches", "3"]),
+    ):
+        one, many = tmp_path / f"{out}-one.tsv", tmp_path / f"{out}-dask.tsv"
+        flag = "-o" if command == "cluster" else "--edges"
+        assert main([command, path, flag, str(one), *common, *extra]) == 0
+        assert main([command, path, flag, str(many), *common, *extra, *dask]) == 0
+        a, b = pd.read_csv(one, sep="\t"), pd.read_csv(many, sep="\t")
+        assert len(a) > 0
+        pd.testing.assert_frame_equal(a, b)

@@ -52,6 +52,7 @@ def cluster_spectra(
     *,
     consensus: bool = False,
     backend: str | Backend = "auto",
+    client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
@@ -79,8 +80,9 @@ def cluster_spectra(
     consensus : bool
         Also build each cluster's consensus spectrum
         (:func:`~engine.cluster.consensus_spectra`).
-    backend, on_progress, on_message, cancel_token, cpu_threads
-        As for :func:`engine.search_job`; progress comes from the pair search.
+    backend, client, on_progress, on_message, cancel_token, cpu_threads
+        As for :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
+        scores the pairs on its cluster); progress comes from the pair search.
     **param_overrides
         Fields of :class:`ClusterParameters` (``threshold=0.8``, ``linkage="single"``).
 
@@ -119,8 +121,8 @@ def cluster_spectra(
     say(f"scoring pairs of {len(spectra):,} spectra within the precursor window")
     t = time.perf_counter()
     pairs, device = linked_pairs(
-        prepared, params, backend=backend, on_progress=on_progress, on_message=on_message,
-        cancel_token=token, cpu_threads=cpu_threads,
+        prepared, params, backend=backend, client=client, on_progress=on_progress,
+        on_message=on_message, cancel_token=token, cpu_threads=cpu_threads,
     )  # fmt: skip
     timings["pairs"] = time.perf_counter() - t
     check()

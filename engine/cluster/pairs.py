@@ -50,6 +50,7 @@ def linked_pairs(
     params: ClusterParameters,
     *,
     backend: str | Backend = "auto",
+    client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
@@ -73,7 +74,7 @@ def linked_pairs(
     """
     search = dataclasses.replace(params.search_parameters(), preprocess="none")
     job = search_job(
-        spectra, spectra, search, backend=backend, on_progress=on_progress,
+        spectra, spectra, search, client=client, backend=backend, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token, cpu_threads=cpu_threads,
         keep_hits=False,
     )  # fmt: skip

@@ -114,6 +114,7 @@ def search_clusters(
     params: SearchParameters | None = None,
     *,
     backend: str | Backend = "auto",
+    client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
@@ -129,6 +130,9 @@ def search_clusters(
         The library to search.
     params : SearchParameters, optional
         The search (default: identity mode, as :func:`engine.search`).
+    backend, client, on_progress, on_message, cancel_token
+        As for :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
+        runs the search on its cluster).
     **param_overrides
         Fields of :class:`SearchParameters` (``top_n=5``, ``mode="analog"``).
 
@@ -147,7 +151,7 @@ def search_clusters(
     library = as_library(library)
     queries = clusters.representative_spectra()
     job = search_job(
-        queries, library, params, backend=backend, on_progress=on_progress,
+        queries, library, params, client=client, backend=backend, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token,
     )  # fmt: skip
     hits = job.run()

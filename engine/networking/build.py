@@ -54,6 +54,7 @@ def run_search(
     params: SearchParameters,
     *,
     backend: str | Backend,
+    client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None,
     on_message: Callable[[str], None] | None,
     cancel_token: CancelToken,
@@ -61,7 +62,7 @@ def run_search(
 ) -> HitTable:
     """Every hit of one local search; :class:`AnalysisCancelled` when cancelled."""
     job = search_job(
-        queries, library, params, backend=backend, on_progress=on_progress,
+        queries, library, params, client=client, backend=backend, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token, cpu_threads=cpu_threads,
     )  # fmt: skip
     hits = job.run()
@@ -81,6 +82,7 @@ def network(
     library: SpectrumLibrary | str | os.PathLike | None = None,
     library_params: SearchParameters | None = None,
     backend: str | Backend = "auto",
+    client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
@@ -111,8 +113,9 @@ def network(
         Search every spectrum against it and label nodes with their best hit.
     library_params : SearchParameters, optional
         Settings of that search (default: identity mode).
-    backend, on_progress, on_message, cancel_token, cpu_threads
-        As in :func:`engine.search_job`; progress comes from the all-vs-all
+    backend, client, on_progress, on_message, cancel_token, cpu_threads
+        As in :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
+        runs the searches on its cluster); progress comes from the all-vs-all
         search, then from the library search.
     **param_overrides
         Fields of :class:`SearchParameters` (``score="cosine"``, ``tolerance=0.1``).
@@ -136,7 +139,7 @@ def network(
     spectra = as_library(spectra)
     token = cancel_token or CancelToken()
     common = {
-        "backend": backend, "on_progress": on_progress, "on_message": on_message,
+        "backend": backend, "client": client, "on_progress": on_progress, "on_message": on_message,
         "cancel_token": token, "cpu_threads": cpu_threads,
     }  # fmt: skip
     hits = run_search(spectra, spectra, params, **common)

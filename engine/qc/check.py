@@ -159,6 +159,7 @@ def library_qc(
     params: SearchParameters | None = None,
     *,
     backend: str | Backend = "auto",
+    client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
@@ -177,8 +178,9 @@ def library_qc(
     params : SearchParameters, optional
         Default :data:`QC_DEFAULTS` (cosine >= 0.95 on the fragments, >= 3 matched
         peaks, fragments 0.02 Da, precursors 0.01 Da, same ion mode).
-    backend, on_progress, on_message, cancel_token, cpu_threads
-        As in :func:`engine.search_job`.
+    backend, client, on_progress, on_message, cancel_token, cpu_threads
+        As in :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
+        runs the search on its cluster).
     **param_overrides
         Fields of :class:`SearchParameters` (``threshold=0.9``, ...).
 
@@ -198,7 +200,7 @@ def library_qc(
     params = dataclasses.replace(params, top_n=0)
     library = as_library(library)
     hits = run_search(
-        library, library, params, backend=backend, on_progress=on_progress,
+        library, library, params, backend=backend, client=client, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token or CancelToken(), cpu_threads=cpu_threads,
     )  # fmt: skip
     q, l = hits.query_index, hits.library_index
