@@ -7,7 +7,6 @@ desktop application and scripts all come through here.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import os
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from engine.distributed import DaskSearchJob
 from engine.hits import HitTable
 from engine.io import load_library
 from engine.library import SpectrumLibrary
-from engine.params import SearchParameters
+from engine.params import SearchParameters, check_keywords
 from engine.search import CancelToken, SearchContext, SearchJob, SearchProgress
 
 __all__ = ["as_library", "parameters_with", "score_matrix", "search", "search_job"]
@@ -45,17 +44,7 @@ def parameters_with(
 
     Raises ``TypeError`` naming every keyword that is no parameter.
     """
-    names = [f.name for f in dataclasses.fields(SearchParameters)]
-    unknown = [k for k in overrides if k not in names]
-    if unknown:
-        hints = []
-        for k in unknown:
-            close = difflib.get_close_matches(k, names, n=1)
-            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise TypeError(
-            f"{caller}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(hints)}; search parameters are: {', '.join(names)}"
-        )
+    check_keywords(SearchParameters, overrides, caller, "search parameters")
     if params is None:
         return SearchParameters(**overrides)
     if not isinstance(params, SearchParameters):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
@@ -261,3 +262,23 @@ def _integer(name: str, value: object) -> int:
     if not math.isfinite(number) or number != int(number):
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     return int(number)
+
+
+def check_keywords(cls: type, overrides: dict[str, object], caller: str, what: str) -> None:
+    """Raise ``TypeError`` naming every key of ``overrides`` that is no field of ``cls``.
+
+    Each unknown keyword gets the closest field name as a hint, and the message
+    lists the fields (``what`` names them, e.g. ``"search parameters"``).
+    """
+    names = [f.name for f in fields(cls)]
+    unknown = [k for k in overrides if k not in names]
+    if not unknown:
+        return
+    hints = []
+    for k in unknown:
+        close = difflib.get_close_matches(k, names, n=1)
+        hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise TypeError(
+        f"{caller}() got unexpected keyword argument{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(hints)}; {what} are: {', '.join(names)}"
+    )

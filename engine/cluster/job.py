@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import time
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from engine.cluster.pairs import linked_pairs
 from engine.cluster.params import ClusterParameters
 from engine.cluster.result import ClusterResult
 from engine.library import SpectrumLibrary
+from engine.params import check_keywords
 from engine.preprocess import pipeline_from_spec
 from engine.search import CancelToken, SearchProgress
 
@@ -30,17 +30,7 @@ def cluster_parameters(
     params: ClusterParameters | None, overrides: dict[str, object]
 ) -> ClusterParameters:
     """``params`` with keyword ``overrides``; a TypeError names any keyword that is no field."""
-    names = [f.name for f in dataclasses.fields(ClusterParameters)]
-    unknown = [k for k in overrides if k not in names]
-    if unknown:
-        hints = []
-        for k in unknown:
-            close = difflib.get_close_matches(k, names, n=1)
-            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise TypeError(
-            f"unexpected keyword argument(s) {', '.join(hints)}; "
-            f"cluster parameters are: {', '.join(names)}"
-        )
+    check_keywords(ClusterParameters, overrides, "cluster_spectra", "cluster parameters")
     if params is None:
         return ClusterParameters(**overrides)
     return dataclasses.replace(params, **overrides) if overrides else params
