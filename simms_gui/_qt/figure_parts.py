@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 
 import pyqtgraph as pg
-from PyQt6 import QtCore, QtGui
+from PyQt6 import QtCore, QtGui, QtWidgets
 
-__all__ = ["AbsoluteAxis", "FitLabel"]
+__all__ = ["AbsoluteAxis", "FitLabel", "hint_or_plot"]
 
 
 class AbsoluteAxis(pg.AxisItem):
@@ -69,3 +69,22 @@ class FitLabel(pg.LabelItem):
 def _escape(text: str) -> str:
     """Escape text for pyqtgraph's HTML labels."""
     return html.escape(text, quote=False)
+
+
+def hint_or_plot(
+    owner: QtWidgets.QWidget, text: str, plot: QtWidgets.QWidget
+) -> tuple[QtWidgets.QLabel, QtWidgets.QStackedLayout]:
+    """A centred grey hint and ``plot`` stacked in ``owner``: empty plots show the hint, not axes.
+
+    Returns the hint label and the stack (``stack.setCurrentWidget(plot)`` once
+    there is something to draw).
+    """
+    hint = QtWidgets.QLabel(text)
+    hint.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+    hint.setWordWrap(True)
+    hint.setStyleSheet("color: palette(mid); font-size: 11pt;")
+    stack = QtWidgets.QStackedLayout(owner)
+    stack.setContentsMargins(0, 0, 0, 0)
+    stack.addWidget(hint)
+    stack.addWidget(plot)
+    return hint, stack

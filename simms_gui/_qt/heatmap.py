@@ -15,6 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PyQt6 import QtCore, QtGui, QtWidgets
 
+from simms_gui._qt.figure_parts import hint_or_plot
 from simms_gui._qt.plots import export_plot
 
 __all__ = ["HeatmapWidget"]
@@ -105,17 +106,12 @@ class HeatmapWidget(QtWidgets.QWidget):
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground("w")
         #: Shown instead of empty axes while there is no matrix.
-        self.hint = QtWidgets.QLabel(
+        self.hint, self.stack = hint_or_plot(
+            self,
             "No heatmap yet: select queries, then choose “Top hits of selected queries” "
-            "or “All vs all of selected queries”"
+            "or “All vs all of selected queries”",
+            self.graphics,
         )
-        self.hint.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-        self.hint.setWordWrap(True)
-        self.hint.setStyleSheet("color: palette(mid); font-size: 11pt;")
-        self.stack = QtWidgets.QStackedLayout(self)
-        self.stack.setContentsMargins(0, 0, 0, 0)
-        self.stack.addWidget(self.hint)
-        self.stack.addWidget(self.graphics)
 
         self.plot_item: pg.PlotItem = self.graphics.addPlot(row=0, col=0)
         plot = self.plot_item

@@ -25,7 +25,7 @@ from PyQt6 import QtCore, QtWidgets
 
 from engine.matching import PeakMatches
 from simms_gui._qt.figure_export import CANVAS_DPI, write_figure
-from simms_gui._qt.figure_parts import AbsoluteAxis, FitLabel
+from simms_gui._qt.figure_parts import AbsoluteAxis, FitLabel, hint_or_plot
 from simms_gui._qt.peak_labels import (
     label_candidates,
     place_peak_labels,
@@ -106,14 +106,7 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         super().__init__(parent)
         self.plot_widget = pg.GraphicsLayoutWidget()
         self.plot_widget.setBackground("w")
-        self.hint = QtWidgets.QLabel(_HINT)
-        self.hint.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
-        self.hint.setWordWrap(True)
-        self.hint.setStyleSheet("color: palette(mid); font-size: 11pt;")
-        self.stack = QtWidgets.QStackedLayout(self)
-        self.stack.setContentsMargins(0, 0, 0, 0)
-        self.stack.addWidget(self.hint)
-        self.stack.addWidget(self.plot_widget)
+        self.hint, self.stack = hint_or_plot(self, _HINT, self.plot_widget)
 
         figure = self.plot_widget.ci
         figure.setContentsMargins(4, 2, 12, 2)
