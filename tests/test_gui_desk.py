@@ -421,3 +421,19 @@ def test_a_large_session_fills_its_table_in_the_background(qtbot, searched, tmp_
     assert (int(row["query_index"]), int(row["library_index"])) == selected
     assert other.slow_steps.text() == ""
     other.shutdown()
+
+
+def test_first_start_window_fits_the_screen(qtbot):
+    """With no saved geometry the window never starts larger than the screen's free area."""
+    from simms_gui._qt.main_window import MainWindow
+
+    w = MainWindow(persist_settings=False)
+    qtbot.addWidget(w)
+    free = w.screen().availableGeometry()
+    w.fit_to_screen(free.width() + 600, free.height() + 400)
+    assert w.width() <= max(free.width(), w.minimumSizeHint().width())
+    assert w.height() <= max(free.height(), w.minimumSizeHint().height())
+    assert (w.x(), w.y()) == (free.x(), free.y())
+    w.fit_to_screen(400, 300)  # smaller than the screen: the size asked for (or the minimum)
+    assert w.width() <= max(400, w.minimumSizeHint().width())
+    w.shutdown()

@@ -193,6 +193,22 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
         return dock
 
+    def fit_to_screen(self, width: int = 1600, height: int = 1000) -> None:
+        """Start at ``width`` x ``height``, or the screen's free area where that is smaller.
+
+        Without this a 1366 x 768 laptop (or a window manager that does not
+        shrink new windows) gets a window whose status bar and hit pane lie
+        off screen.
+        """
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            self.resize(width, height)
+            return
+        free = screen.availableGeometry()
+        self.resize(min(width, free.width()), min(height, free.height()))
+        if width > free.width() or height > free.height():
+            self.move(free.topLeft())
+
     def arrange_docks(self, compact: bool | None = None) -> None:
         """Lay the side panels out for the screen: stacked, or Spectra/Queries tabbed.
 
@@ -364,6 +380,9 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         geometry = s.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
+        else:  # first start: never larger than the screen
+            self.fit_to_screen()
+            self.arrange_docks()
         docks = s.value("window/docks")
         if isinstance(docks, QByteArray):
             self.restoreState(docks)
