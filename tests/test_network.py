@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import engine
+from engine.collection import combine_libraries
 from engine.networking import (
     AnalysisCancelled,
     limit_component_size,
@@ -126,9 +127,11 @@ def test_graphml_and_edge_list_round_trip(spectra, massbank_library, tmp_path):
     assert graph.number_of_nodes() == len(spectra)
     assert graph.number_of_edges() == net.n_edges
     nodes = net.node_columns()
+    # node ids are the spectrum ids of hit exports (unique in this file)
+    assert set(graph.nodes) == set(spectra.ids)
     for i in (0, int(net.edges[0, 0]), len(spectra) - 1):
-        attrs = graph.nodes[str(i)]
-        assert attrs["spectrum_id"] == spectra.ids[i]
+        attrs = graph.nodes[spectra.ids[i]]
+        assert attrs["index"] == i and attrs["spectrum_id"] == spectra.ids[i]
         assert attrs["precursor_mz"] == pytest.approx(spectra.precursor_mz[i])
         assert attrs["name"] == spectra.metadata["name"][i]
         assert attrs["inchikey"] == spectra.metadata["inchikey"][i]
@@ -138,7 +141,7 @@ def test_graphml_and_edge_list_round_trip(spectra, massbank_library, tmp_path):
     for (a, b), s, m, d in zip(
         net.edges, net.score, net.matches, net.precursor_mz_delta(), strict=True
     ):
-        attrs = graph.edges[str(a), str(b)]
+        attrs = graph.edges[spectra.ids[a], spectra.ids[b]]
         assert attrs["score"] == pytest.approx(s, abs=1e-12)
         assert attrs["matches"] == m
         assert attrs["precursor_mz_delta"] == pytest.approx(d, abs=1e-9)
@@ -172,3 +175,11 @@ def test_bad_settings_and_cancel(spectra, tmp_path):
     token.cancel()
     with pytest.raises(AnalysisCancelled):
         network(spectra, cancel_token=token, backend="cpu", **SCORE)
+
+
+def test_graphml_falls_back_to_indexes_when_ids_repeat(spectra, tmp_path):
+    twice = combine_libraries([spectra.subset(range(30)), spectra.subset(range(30))])
+    net = network(twice, min_matches=1, backend="cpu", **SCORE)
+    graph = nx.read_graphml(write_graphml(net, tmp_path / "twice.graphml"))
+    assert set(graph.nodes) == {str(i) for i in range(60)}
+    assert graph.nodes["31"]["spectrum_id"] == spectra.ids[1]

@@ -54,16 +54,20 @@ def _umask() -> int:
 def write_graphml(net: SpectrumNetwork, path: str | os.PathLike) -> Path:
     """Write ``net`` as GraphML (Cytoscape: File → Import → Network from File).
 
-    Nodes are keyed by spectrum index and carry ``spectrum_id`` (as in hit
-    exports), ``precursor_mz``, ``name``, ``inchikey``, ``component``, the best
-    library hit (``library_name``, ``library_score`` ...) and ``label``; edges carry
-    ``score``, ``matches`` and ``precursor_mz_delta``.  Read it back with
-    ``networkx.read_graphml(path)``.
+    Node ids are the spectrum ids of hit exports (``query_id`` / ``library_id``)
+    when every spectrum has its own; otherwise (ids missing or repeated) the
+    spectrum indexes.  Nodes carry ``index``, ``spectrum_id``, ``precursor_mz``,
+    ``name``, ``inchikey``, ``component``, the best library hit (``library_name``,
+    ``library_score`` ...) and ``label``; edges carry ``score``, ``matches`` and
+    ``precursor_mz_delta``.  Read it back with ``networkx.read_graphml(path)``.
     """
     import networkx as nx
 
     path = check_network_output(path, (".graphml", ".xml"))
     graph = net.to_networkx()
+    ids = [str(i) for i in net.spectra.ids]
+    if all(ids) and len(set(ids)) == len(ids):
+        graph = nx.relabel_nodes(graph, dict(enumerate(ids)), copy=False)
     return atomic_write(path, lambda tmp: nx.write_graphml_xml(graph, tmp))
 
 
