@@ -114,3 +114,45 @@ def test_session_builds_networks_without_qt(data_dir):
     expected = engine.network(session.queries.spectra, **SCORE)
     np.testing.assert_array_equal(net.edges, expected.edges)
     assert session.network is net and session.network_state == "idle"
+
+
+def test_network_of_the_demo(qtbot):
+    """The demo as a new user meets it: its 40 queries, then its library, from the controls."""
+    v = simms_gui.Viewer(show=True, demo=True)
+    v.window.resize(1400, 1000)
+    qtbot.addWidget(v.window)
+    tab = v.window.network_tab
+    v.window.tabs.setCurrentWidget(tab)
+    try:
+        # the demo's 40 queries are unrelated compounds: every node drawn, no edge, and why
+        qtbot.mouseClick(tab.build_button, QtCore.Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: tab.build_button.isEnabled(), timeout=120_000)
+        net = v.session.network
+        assert net is not None and len(net) == len(v.session.queries.spectra) == 40
+        assert net.n_edges == 0 and "no edge" in tab.info.text()
+        assert len(tab.plot.positions) == 40
+
+        # the demo library (3,000 spectra) at the same GNPS settings: a real network
+        tab.source.setCurrentText("library")
+        qtbot.mouseClick(tab.build_button, QtCore.Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: tab.build_button.isEnabled(), timeout=300_000)
+        net = v.session.network
+        assert len(net) == 3000 and net.n_edges > 100
+        expected = engine.network(v.session.library, backend="cpu")
+        np.testing.assert_array_equal(net.edges, expected.edges)
+        QtCore.QCoreApplication.processEvents()
+        # click the middle of the edge whose midpoint lies farthest from every node
+        plot = tab.plot
+        nodes_px = np.array([_pixels(plot, plot.node_scene_pos(i)) for i in range(len(net))])
+        mids = np.array([_pixels(plot, plot.edge_scene_pos(e)) for e in range(net.n_edges)])
+        near = np.min(np.hypot(*(nodes_px[None, :, :] - mids[:, None, :]).transpose(2, 0, 1)), 1)
+        edge = int(np.argmax(near))
+        _click(qtbot, plot, plot.edge_scene_pos(edge))
+        if tab.selected_edge != edge:  # another edge crosses there: that one is shown
+            assert tab.selected_edge is not None
+            edge = tab.selected_edge
+        mirror = tab.pair_view.mirror
+        assert mirror.matches.score == pytest.approx(net.score[edge], abs=1e-6)
+        assert mirror.matches.matches == net.matches[edge]
+    finally:
+        v.close()

@@ -238,12 +238,22 @@ class NetworkTab(QWidget):
         self.selected_node = self.selected_edge = None
         sizes = net.component_size
         components = len(set(net.component[sizes > 1].tolist()))
-        self.info.setText(
-            f"{len(net):,} spectra, {net.n_edges:,} edges ({net.params.score_label} ≥ "
-            f"{net.params.threshold:g}, ≥ {net.params.min_matches} matched peaks), "
-            f"{components} components of 2 or more, {net.removed_edges} edges removed "
-            f"by the size limit. Click a node or an edge."
+        rule = (
+            f"{net.params.score_label} ≥ {net.params.threshold:g}, "
+            f"≥ {net.params.min_matches} matched peaks"
         )
+        if net.n_edges == 0:  # say why the picture is only dots, and what to try
+            self.info.setText(
+                f"{len(net):,} spectra and no edge: no pair reaches {rule}. Lower Score or "
+                "Matched peaks, or choose Spectra: library (related compounds are rare "
+                "among a few unrelated queries)."
+            )
+        else:
+            self.info.setText(
+                f"{len(net):,} spectra, {net.n_edges:,} edges ({rule}), {components} "
+                f"components of 2 or more, {net.removed_edges} edges removed by the size "
+                "limit. Click a node or an edge."
+            )
         self.networkShown.emit()
 
     def select_node(self, node: int) -> None:
