@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main", "run"]
 
@@ -73,6 +75,11 @@ def smoke_test() -> int:
         n_with_hits = len(set(hits.query_index.tolist()))
         ok = len(hits) > 0 and float(hits.score.max()) > 0.5 and n_with_hits > 0
         viewer.show_mirror(int(hits.query_index[0]), int(hits.library_index[0]))
+        with tempfile.TemporaryDirectory() as folder:  # the tables users get (pandas)
+            viewer.export_hits(Path(folder) / "hits.tsv")
+            viewer.save_session(Path(folder) / "smoke.simms")
+            viewer.open_session(Path(folder) / "smoke.simms")
+            ok = ok and len(viewer.session.hits) == len(hits)
         viewer.close()
     except Exception as exc:  # report and fail, never a traceback-only exit
         print(f"simms-gui smoke test: FAILED: {type(exc).__name__}: {exc}", flush=True)

@@ -96,8 +96,9 @@ def test_spec_builds_one_folder_with_both_executables(monkeypatch, has_cuda):
     assert [Path(s).name for s in scripts] == ["entry_gui.py", "entry_cli.py"]
     assert kw["module_collection_mode"] == {"engine": "pyz+py"}
     assert any(Path(h).name == "rthook_simms.py" for h in kw["runtime_hooks"])
-    for heavy in ("matchms", "rdkit", "pandas", "pytest", "matplotlib", "torch"):
+    for heavy in ("matchms", "rdkit", "pytest", "matplotlib", "torch"):
         assert heavy in kw["excludes"]
+    assert "pandas" not in kw["excludes"]  # sessions, exports and reports need it
     if has_cuda:
         assert "_numba_cuda_redirector" in kw["hiddenimports"]
         assert "numba_cuda" not in kw["excludes"]
