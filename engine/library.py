@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from engine.atomic import atomic_path
 from engine.kernels.checks import INTENSITY_INVALID, MZ_INVALID, UNSORTED, peak_problems
 from engine.npz_mapped import load_npz_mapped
 from engine.report import ImportReport
@@ -280,14 +280,8 @@ class SpectrumLibrary:
             "digest": _digest(arrays),
             **(extra or {}),
         }
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays, header=np.frombuffer(json.dumps(header).encode(), np.uint8))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, **arrays, header=np.frombuffer(json.dumps(header).encode(), np.uint8))
 
     @classmethod
     def load(cls, path: str | Path) -> SpectrumLibrary:

@@ -18,7 +18,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable
@@ -29,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from engine import HitTable, SearchParameters, SpectrumLibrary
+from engine.atomic import atomic_path
 from simms_gui.session import LoadedFile, Session
 from simms_gui.version import __version__
 
@@ -132,17 +132,11 @@ def save_session(session: Session, path: str | Path) -> Path:
         },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix=".tmp") as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
             z.writestr("manifest.json", json.dumps(manifest, indent=2))
             if search is not None:
                 z.writestr("hits.tsv", _hits_tsv(session.hits))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     session.unsaved = False
     return path
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
+from engine.atomic import atomic_path
 from engine.library import SpectrumLibrary
 
 __all__ = ["atomic_write", "check_writable", "write_mgf", "write_table"]
@@ -34,19 +34,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[str]], None]) -> P
     The target is never seen half-written; on any error the temporary file goes.
     """
     path = check_writable(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+    with atomic_path(path, fsync=True) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
             write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
+from engine.atomic import fsync_file, publish, temporary_beside
 from engine.export.cells import delimited_rows, frame_for_writing
 from engine.export.columns import HIT_COLUMNS, hit_columns, provenance_lines
 from engine.hits import HitTable
@@ -207,7 +207,7 @@ class HitWriter:
                 self._parquet.add_key_value_metadata({"simms_complete": status})
                 self._parquet.close()
                 self._parquet = None
-                _fsync(self._tmp)
+                fsync_file(self._tmp)
             else:
                 line = f"# complete: {status}"[: _STATUS_WIDTH - 1]
                 self._fh.seek(self._status_at)
@@ -216,8 +216,7 @@ class HitWriter:
                 os.fsync(self._fh.fileno())
                 self._fh.close()
                 self._fh = None
-            os.chmod(self._tmp, 0o666 & ~_umask())
-            os.replace(self._tmp, self._path)
+            publish(self._tmp, self._path)
             self._tmp = None
         except BaseException:
             self.abort()
@@ -249,7 +248,7 @@ class HitWriter:
     # -- internals --------------------------------------------------------------------
     def _open_file(self) -> None:
         path = self._path
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        fd, self._tmp = temporary_beside(path)
         if self.format == "parquet":
             os.close(fd)
             return
@@ -289,20 +288,6 @@ class HitWriter:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_hits(

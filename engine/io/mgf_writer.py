@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
+from engine.atomic import atomic_path
 from engine.io._build import OTHER_METADATA
 from engine.library import SpectrumLibrary
 
@@ -63,12 +63,7 @@ def write_mgf(library: SpectrumLibrary, path: str | os.PathLike) -> Path:
     path = Path(path)
     if not path.parent.is_dir():
         raise ValueError(f"{path}: directory {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as out:
             out.writelines(_records(library))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path

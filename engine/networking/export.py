@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from engine.atomic import atomic_path
 from engine.networking.model import SpectrumNetwork
 
 __all__ = ["atomic_write", "check_network_output", "write_edges", "write_graphml"]
@@ -33,22 +33,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
     existing ``path`` as it was.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        write(str(tmp))
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_graphml(net: SpectrumNetwork, path: str | os.PathLike) -> Path:
