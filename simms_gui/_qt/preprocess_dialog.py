@@ -67,6 +67,7 @@ class _StepRow(QFrame):
         layout.setContentsMargins(6, 3, 6, 3)
         self.label = QLabel(STEP_WORDS.get(step.name, step.name))
         self.label.setMinimumWidth(250)
+        self.label.setWordWrap(True)  # long step names wrap, never cut off
         doc = (FILTERS[step.name].__doc__ or "").strip().splitlines()[0]
         self.label.setToolTip(f"{doc}\n(engine filter {step.name})")
         layout.addWidget(self.label)
