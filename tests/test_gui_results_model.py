@@ -240,3 +240,18 @@ def test_text_sort_follows_new_names_as_chunks_stream_in(qtbot):
     text = [str(v).lower() for v in cols["library_name"]]
     expected = sorted(range(30_000), key=lambda i: (text[i], cols["score"][i]), reverse=True)
     np.testing.assert_array_equal(model.view_rows, expected)
+
+
+def test_stable_order_of_keys_in_long_runs():
+    """Already sorted, reversed (with ties) and nearly sorted keys: numpy's stable order."""
+    from simms_gui._qt.sort_order import stable_order
+
+    rng = np.random.default_rng(9)
+    ties = np.sort(np.round(rng.random(50_000), 3))
+    nearly = np.sort(rng.random(50_000))
+    nearly[rng.integers(0, 50_000, 100)] = rng.random(100)
+    for key in (ties, ties[::-1], nearly, nearly[::-1], np.sort(rng.integers(0, 9, 1000))):
+        for descending in (False, True):
+            np.testing.assert_array_equal(
+                stable_order(key, descending=descending), _argsort_reference(key, descending)
+            )

@@ -6,7 +6,9 @@ milliseconds).  :func:`stable_order` uses that: every key first goes through a
 monotone map to 16-bit buckets, a stable radix sort orders the buckets, and a
 stable sort of the keys in that order (nearly sorted: timsort's runs merge
 cheaply) finishes.  Keys that fit 16 bits (text ranks of a library's names,
-match counts) need the radix pass only.  The order is the one
+match counts) need the radix pass only; keys already in long runs (a view
+sorted the other way) go straight to timsort, which merges runs in about one
+pass.  The order is the one
 ``np.argsort(key, kind="stable")`` gives, with NaN last in both directions.
 
 :class:`SourceCodes` keeps, chunk by chunk as hits stream in, the first row of
@@ -54,6 +56,11 @@ def stable_order(key: np.ndarray, *, descending: bool = False) -> np.ndarray:
         raise TypeError(f"stable_order sorts numbers, not {key.dtype}")
     if n < 2:
         return np.arange(n, dtype=np.int64)
+    descents = np.count_nonzero(key[1:] < key[:-1])
+    if descents == 0:  # already in order (equal keys keep theirs)
+        return np.arange(n, dtype=np.int64)
+    if min(descents, n - 1 - descents) < n // 64:  # long runs (re-sorting a sorted view):
+        return np.argsort(key, kind="stable").astype(np.int64)  # timsort merges them at once
     low, high = key.min(), key.max()
     if low == high:
         return np.arange(n, dtype=np.int64)
