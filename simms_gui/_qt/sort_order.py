@@ -101,10 +101,10 @@ class SourceCodes:
             grown = np.full(max(top + 1, 2 * len(self._first)), -1, dtype=np.int64)
             grown[: len(self._first)] = self._first
             self._first = grown
-        values, first = np.unique(source, return_index=True)
-        new = self._first[values] < 0
-        if new.any():
-            self._first[values[new]] = start + first[new]
+        fresh = np.flatnonzero(self._first[source] < 0)  # most rows hit known spectra
+        if len(fresh):
+            values, first = np.unique(source[fresh], return_index=True)
+            self._first[values] = start + fresh[first]
             self.version += 1
 
     def distinct(self) -> tuple[np.ndarray, np.ndarray]:
