@@ -272,10 +272,10 @@ def _window_sorted(mz, intensity, a, n, k, window, mask, lanes, counts):  # prag
                 low = lower[lane]
                 x = level[lane]
                 counts[lane] += (
-                    np.int64((m0 >= low) & (y0 >= x))
-                    + np.int64((m1 >= low) & (y1 >= x))
-                    + np.int64((m2 >= low) & (y2 >= x))
-                    + np.int64((m3 >= low) & (y3 >= x))
+                    np.int32((m0 >= low) & (y0 >= x))
+                    + np.int32((m1 >= low) & (y1 >= x))
+                    + np.int32((m2 >= low) & (y2 >= x))
+                    + np.int32((m3 >= low) & (y3 >= x))
                 )
             j += 4
         for rest in range(j, before):
@@ -368,7 +368,7 @@ def _filter_chunks(mz, intensity, offsets, precursor, codes, params, chunks):  #
         mask = np.empty(longest, dtype=np.bool_)
         scratch = np.empty(longest, dtype=np.float64)
         lanes = np.empty((3, GROUP), dtype=np.float64)
-        counts = np.empty(GROUP, dtype=np.int64)
+        counts = np.empty(GROUP, dtype=np.int32)
         for s in range(chunks[c], chunks[c + 1]):
             a = offsets[s]
             n = offsets[s + 1] - a
