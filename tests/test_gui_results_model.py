@@ -162,3 +162,96 @@ def test_streamed_chunks_are_stored_without_copying_all_rows_each_time(qtbot):
     store.append({"a": np.array([1, 2], dtype=np.int32)})
     store.append({"a": np.array([2.5])})
     np.testing.assert_array_equal(store.columns()["a"], [1.0, 2.0, 2.5])
+
+
+def _argsort_reference(key: np.ndarray, descending: bool) -> np.ndarray:
+    """numpy's stable argsort with NaN last in both directions (independent of the model)."""
+    key = np.asarray(key)
+    if key.dtype.kind == "f":
+        nan = np.isnan(key)
+        numbers = np.flatnonzero(~nan)
+        values = -key[numbers] if descending else key[numbers]
+        return np.concatenate([numbers[np.argsort(values, kind="stable")], np.flatnonzero(nan)])
+    values = -key.astype(np.int64) if descending else key
+    return np.argsort(values, kind="stable")
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_stable_order_equals_numpy_stable_argsort(descending):
+    from simms_gui._qt.sort_order import stable_order
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    scores = rng.random(n)
+    ties = np.round(rng.random(n), 2)  # many equal scores
+    ties[rng.integers(0, n, 300)] = np.nan
+    ties[rng.integers(0, n, 50)] = -0.0
+    ties[rng.integers(0, n, 50)] = 0.0
+    skewed = np.concatenate([rng.random(n - 3) * 1e-9, [1e6, -1e6, 0.5]])
+    infinite = np.where(rng.random(n) < 0.01, np.inf, rng.random(n))
+    keys = {
+        "scores": scores,
+        "ties, NaN, signed zeros": ties,
+        "skewed": skewed,
+        "infinite": infinite,
+        "all NaN": np.full(10, np.nan),
+        "constant": np.full(100, 0.25),
+        "one": np.array([3.0]),
+        "empty": np.empty(0),
+        "small ints": rng.integers(1, 40, n).astype(np.int32),
+        "large ints": rng.integers(-(10**12), 10**12, n),
+        "wide ints with ties": rng.integers(0, 200_000, n) * 1000,
+        "bools": rng.random(n) < 0.5,
+    }
+    for label, key in keys.items():
+        got = stable_order(key, descending=descending)
+        expected = _argsort_reference(key, descending)
+        np.testing.assert_array_equal(got, expected, err_msg=label)
+
+
+def test_text_sort_follows_new_names_as_chunks_stream_in(qtbot):
+    """Ranks of names are cached between sorts and redone when a new spectrum appears."""
+    rng = np.random.default_rng(12)
+    cols = _columns(30_000, rng, n_queries=200, n_lib=3000)
+    # later chunks hit spectra the first ones never hit (their names are new)
+    cols["library_index"] = np.sort(cols["library_index"])
+    names = np.array([f"Name {(i * 37) % 997:04d}" for i in range(3000)], dtype=object)
+    cols["library_name"] = names[cols["library_index"]]
+    model = HitsTableModel()
+    seen = 0
+    for part in np.array_split(np.arange(30_000), 7):
+        model.append_columns({k: v[part] for k, v in cols.items()})
+        seen = part[-1] + 1
+        for key in ("library_name", "score"):
+            for order in (Qt.SortOrder.AscendingOrder, Qt.SortOrder.DescendingOrder):
+                model.sort(-1)
+                model.sort(COL[key], order)
+                values = cols[key][:seen]
+                if key == "library_name":
+                    text = [str(v).lower() for v in values]
+                    rank = np.unique(text, return_inverse=True)[1].ravel()
+                    expected = _argsort_reference(rank, order == Qt.SortOrder.DescendingOrder)
+                else:
+                    expected = _argsort_reference(values, order == Qt.SortOrder.DescendingOrder)
+                np.testing.assert_array_equal(model.view_rows, expected, err_msg=f"{key} {order}")
+    # the sorted view is stable over the previous sort: names, then score descending
+    model.sort(COL["score"], Qt.SortOrder.DescendingOrder)
+    model.sort(COL["library_name"], Qt.SortOrder.DescendingOrder)
+    text = [str(v).lower() for v in cols["library_name"]]
+    expected = sorted(range(30_000), key=lambda i: (text[i], cols["score"][i]), reverse=True)
+    np.testing.assert_array_equal(model.view_rows, expected)
+
+
+def test_stable_order_of_keys_in_long_runs():
+    """Already sorted, reversed (with ties) and nearly sorted keys: numpy's stable order."""
+    from simms_gui._qt.sort_order import stable_order
+
+    rng = np.random.default_rng(9)
+    ties = np.sort(np.round(rng.random(50_000), 3))
+    nearly = np.sort(rng.random(50_000))
+    nearly[rng.integers(0, 50_000, 100)] = rng.random(100)
+    for key in (ties, ties[::-1], nearly, nearly[::-1], np.sort(rng.integers(0, 9, 1000))):
+        for descending in (False, True):
+            np.testing.assert_array_equal(
+                stable_order(key, descending=descending), _argsort_reference(key, descending)
+            )

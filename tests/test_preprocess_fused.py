@@ -271,3 +271,52 @@ def test_metadata_and_precursors_are_the_inputs(pesticides):
     # the same memory (a library holds read-only views of its arrays), not a copy
     assert np.shares_memory(out.precursor_mz, lib.precursor_mz)
     np.testing.assert_array_equal(out.precursor_mz, lib.precursor_mz)
+
+
+def dense_spectra(seed: int) -> SpectrumLibrary:
+    """Spectra of every size around the window kernel's groups and blocks (16, 32 peaks).
+
+    Sorted m/z, packed densely enough that windows hold hundreds of peaks, with
+    equal m/z values, intensities of few levels (many ties), NaN, zero and
+    negative zero intensities, and infinite m/z at the ends of some spectra.
+    """
+    rng = np.random.default_rng(seed)
+    sizes = [*range(1, 70), 95, 96, 97, 128, 129, 300, 700]
+    mz, intensity = [], []
+    for i, n in enumerate(sizes):
+        spacing = rng.choice([0.01, 0.3, 2.0, 40.0])
+        peaks = np.sort(np.round(rng.uniform(50, 50 + spacing * n, n), 1))
+        levels = rng.integers(1, 8, n).astype(float)
+        if i % 4 == 1:
+            levels[rng.integers(0, n)] = np.nan
+        if i % 5 == 2:
+            levels[rng.integers(0, n, 2)] = [0.0, -0.0]
+        if i % 7 == 3 and n > 2:
+            peaks[-1] = np.inf
+        if i % 11 == 5 and n > 2:
+            peaks[0] = -np.inf
+        mz.append(peaks)
+        intensity.append(levels if i % 3 else rng.uniform(0, 100, n))
+    mz.append(np.array([np.nan]))  # one peak of unknown m/z
+    intensity.append(np.array([5.0]))
+    return SpectrumLibrary.from_peak_lists(mz, intensity)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"k": 6, "window": 50.0},
+        {"k": 1, "window": 0.0},
+        {"k": 0, "window": 5.0},
+        {"k": 3, "window": float("inf")},
+        {"k": 40, "window": 10.0},
+        {"k": 2, "window": 1e-3},
+        {"k": 6, "window": 1e6},
+    ],
+)
+def test_window_filter_at_group_and_block_edges(seed, params):
+    lib = dense_spectra(seed)
+    pipe = Pipeline((Step("window_filter", params),))
+    assert compile_plan(pipe.steps, FILTERS) is not None
+    assert_same(pipe(lib), pipe.reference(lib))

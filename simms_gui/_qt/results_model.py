@@ -2,11 +2,15 @@
 
 Rows live in growing numpy columns (``engine.export.hit_columns`` plus the
 library's name).  What the view shows is ``_view``, an int64 array of storage
-rows: sorting is one ``np.argsort`` of a column over the visible rows, filtering
-one boolean mask; ``data()`` reads ``column[_view[row]]``.  Text columns sort and
-filter through integer codes computed over the *distinct* spectra they come
-from (a library has tens of thousands of names, a hit list may have millions of
-rows), so a million hits sort and filter in well under a second.
+rows: sorting is one stable sort of a column over the visible rows
+(:func:`~simms_gui._qt.sort_order.stable_order`: radix buckets, then a nearly
+sorted timsort), filtering one boolean mask; ``data()`` reads
+``column[_view[row]]``.  Text columns sort and filter through integer codes
+computed over the *distinct* spectra they come from (a library has tens of
+thousands of names, a hit list may have millions of rows): each spectrum's
+first row is recorded as chunks stream in, the names' ranks are cached until a
+new spectrum appears, so millions of hits sort and filter in well under a
+second.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
 from engine import HitTable
 from engine.hits import top_n_order
 from simms_gui._qt.growable import GrowableColumns, GrowableRows
+from simms_gui._qt.sort_order import SourceCodes, stable_order
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
 
@@ -104,6 +109,8 @@ class HitsTableModel(QAbstractTableModel):
         self._best_only = False
         self._query: int | None = None
         self._codes: dict[str, np.ndarray] = {}
+        self._sources: dict[str, SourceCodes] = {}
+        self._ranks: dict[str, tuple[int, np.ndarray]] = {}
         self._library_name = ""
 
     # -- data in ----------------------------------------------------------------------
@@ -116,6 +123,8 @@ class HitsTableModel(QAbstractTableModel):
         self._n = 0
         self._view = np.empty(0, dtype=np.int64)
         self._codes = {}
+        self._sources = {}
+        self._ranks = {}
         self._library_name = library_name
         self.endResetModel()
         self.countsChanged.emit(0, 0)
@@ -149,6 +158,9 @@ class HitsTableModel(QAbstractTableModel):
         self._cols = self._store.columns()
         self._n += n_new
         self._codes = {}
+        for source in ("query_index", "library_index"):
+            if source in columns:
+                self._sources.setdefault(source, SourceCodes()).append(columns[source], start)
         new_rows = np.arange(start, self._n, dtype=np.int64)
         if self._best_only:
             # best-per-query depends on all rows: recompute the whole view
@@ -332,10 +344,10 @@ class HitsTableModel(QAbstractTableModel):
         return best
 
     def _source_key(self, key: str) -> str | None:
-        if key.startswith("query_") and "query_index" in self._cols:
-            return "query_index"
-        if key.startswith("library_") and "library_index" in self._cols:
-            return "library_index"
+        for prefix, source in (("query_", "query_index"), ("library_", "library_index")):
+            codes = self._sources.get(source)
+            if key.startswith(prefix) and source in self._cols and codes and codes.usable:
+                return source
         return None
 
     def _distinct(self, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -350,43 +362,41 @@ class HitsTableModel(QAbstractTableModel):
         col = self._cols[key]
         source = self._source_key(key)
         if source is not None:
-            if "first:" + source not in self._codes:
-                _, first, inverse = np.unique(
-                    self._cols[source], return_index=True, return_inverse=True
-                )
-                self._codes["first:" + source] = first
-                self._codes["inverse:" + source] = inverse.ravel()
-            uniq = col[self._codes["first:" + source]]
-            inverse = self._codes["inverse:" + source]
+            codes = self._sources[source]
+            values, first = codes.distinct()
+            uniq = col[first]
+            inverse = codes.table(np.arange(len(values)))[self._cols[source]]
         else:
             uniq, inverse = np.unique(col.astype(str), return_inverse=True)
         self._codes[cache_key], self._codes[cache_key + ":inv"] = uniq, inverse.ravel()
         return uniq, inverse.ravel()
 
-    def _sort_key(self, key: str) -> np.ndarray:
-        """A numeric array ordering rows like column ``key`` (text: rank codes)."""
+    def _sort_key(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """Numbers ordering ``rows`` like column ``key`` (text: ranks of the lower-case text)."""
         col = self._cols[key]
         if col.dtype != object:
-            return col
-        cache_key = "rank:" + key
-        if cache_key not in self._codes:
-            uniq, inverse = self._distinct(key)
-            text = np.array([str(v).lower() for v in uniq], dtype=str)
-            _, rank = np.unique(text, return_inverse=True)
-            self._codes[cache_key] = rank.ravel()[inverse]
-        return self._codes[cache_key]
+            return col[rows]
+        source = self._source_key(key)
+        if source is None:
+            cache_key = "rank:" + key
+            if cache_key not in self._codes:
+                uniq, inverse = self._distinct(key)
+                self._codes[cache_key] = _text_ranks(uniq)[inverse]
+            return self._codes[cache_key][rows]
+        codes = self._sources[source]
+        version, table = self._ranks.get(key, (-1, None))
+        if version != codes.version or table is None:  # a new spectrum since: rank again
+            _, first = codes.distinct()
+            table = codes.table(_text_ranks(col[first]))
+            self._ranks[key] = (codes.version, table)
+        return table[self._cols[source][rows]]
 
     def _sorted(self, rows: np.ndarray) -> np.ndarray:
         if self._sort_column < 0 or not self._cols or len(rows) < 2:
             return np.sort(rows) if self._sort_column < 0 else rows
-        key = self._sort_key(COLUMNS[self._sort_column].key)[rows]
-        if self._sort_order == Qt.SortOrder.DescendingOrder:
-            if key.dtype.kind == "f":
-                key = np.where(np.isnan(key), np.inf, -key)  # NaN last either way
-            else:
-                key = -key.astype(np.int64)
-        order = np.argsort(key, kind="stable")
-        return rows[order]
+        key = self._sort_key(COLUMNS[self._sort_column].key, rows)
+        descending = self._sort_order == Qt.SortOrder.DescendingOrder
+        return rows[stable_order(key, descending=descending)]
 
     def _remap_persistent(self, old: np.ndarray, new: np.ndarray) -> None:
         indexes = self.persistentIndexList()
@@ -401,6 +411,12 @@ class HitsTableModel(QAbstractTableModel):
                 changed_from.append(idx)
                 changed_to.append(self.index(row, idx.column()))
         self.changePersistentIndexList(changed_from, changed_to)
+
+
+def _text_ranks(values: np.ndarray) -> np.ndarray:
+    """Rank of each value's lower-case text among the distinct ones (0 first)."""
+    text = np.array([str(v).lower() for v in values], dtype=str)
+    return np.unique(text, return_inverse=True)[1].ravel().astype(np.int64)
 
 
 def _format(value, fmt: str) -> str:
