@@ -35,7 +35,7 @@ from engine.io._build import (
 )
 from engine.report import SpectrumFileError
 
-__all__ = ["read_json_text"]
+__all__ = ["add_record", "parse_document", "read_json_text"]
 
 #: Values GNPS writes for "unknown"; such a key is left out.
 _MISSING = {"", "n/a", "na", "null", "none", "nan", " "}
@@ -80,6 +80,16 @@ def read_json_text(text: str, builder: LibraryBuilder) -> None:
     SpectrumFileError
         The text is not valid JSON, nests too deeply, or is neither a list nor an object.
     """
+    for record, item in enumerate(parse_document(text, builder), start=1):
+        add_record(record, item, builder)
+
+
+def parse_document(text: str, builder: LibraryBuilder) -> list:
+    """The records of JSON ``text``: a list (a single object is one record).
+
+    Sets ``builder.records``; raises :class:`SpectrumFileError` as
+    :func:`read_json_text` says.
+    """
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -92,26 +102,46 @@ def read_json_text(text: str, builder: LibraryBuilder) -> None:
         document = [document]
     if not isinstance(document, list):
         raise SpectrumFileError(builder.path, "JSON holds neither a list of spectra nor one")
-    for record, item in enumerate(document, start=1):
-        title = _title(item)
-        try:
-            _add(record, item, builder)
-        except _RecordError as exc:
-            builder.skip(record, title, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-            builder.skip(record, title, f"unreadable record ({type(exc).__name__}: {exc})"[:160])
     builder.records = len(document)
+    return document
 
 
-def _add(record: int, item: object, builder: LibraryBuilder) -> None:
+def add_record(
+    record: int,
+    item: object,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Hand one record to ``builder`` (a failure is a skipped record).
+
+    ``peaks`` and ``metadata``, when given, are what the reference functions
+    give for this record, already worked out (by the fast reader).
+    """
+    try:
+        _add(record, item, builder, peaks, metadata)
+    except _RecordError as exc:
+        builder.skip(record, _title(item), str(exc))
+    except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+        reason = f"unreadable record ({type(exc).__name__}: {exc})"[:160]
+        builder.skip(record, _title(item), reason)
+
+
+def _add(
+    record: int,
+    item: object,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None,
+    metadata: dict[str, str] | None,
+) -> None:
     if not isinstance(item, dict):
         raise _RecordError(f"not a JSON object but {type(item).__name__}")
     if "peaks_json" in item:
-        mz, intensity = _gnps_peaks(item["peaks_json"])
-        metadata = _gnps_metadata(item)
+        mz, intensity = peaks if peaks is not None else _gnps_peaks(item["peaks_json"])
+        metadata = metadata if metadata is not None else _gnps_metadata(item)
     elif "spectrum" in item:
-        mz, intensity = _mona_peaks(item["spectrum"])
-        metadata = _mona_metadata(item)
+        mz, intensity = peaks if peaks is not None else _mona_peaks(item["spectrum"])
+        metadata = metadata if metadata is not None else _mona_metadata(item)
         level = metadata.get("ms_level", "")
         found = _MS_LEVEL_RE.match(level)
         if level and (found is None or int(found.group(1)) != 2):
