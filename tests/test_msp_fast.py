@@ -99,6 +99,8 @@ _LINES = [
     "Ion_mode: NEGATIVE",
     "Precursor_type: [M+2H]2+",
     "Charge: 250",
+    "Charge: 99999999999999999999999",
+    "Charge: " + "9" * 5000,
     'Comments: "SMILES=CCO" "precursor m/z=100.5" computed="yes"',
     "Comment: Parent=428.31",
     "  Formula :  C8H10N4O2  ",

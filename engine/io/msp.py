@@ -29,7 +29,7 @@ from engine.io._build import (
 )
 from engine.io.sniff import split_lines
 
-__all__ = ["Record", "add_key", "emit_record", "read_msp_lines", "read_msp_text"]
+__all__ = ["Record", "add_key", "emit_record", "read_msp_lines", "read_msp_text", "record_fields"]
 
 _KEY_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _QUOTED_RE = re.compile(r'"[^"]*"')
@@ -177,6 +177,31 @@ def _emit(
     builder: LibraryBuilder,
     peaks: tuple[np.ndarray, np.ndarray] | None,
 ) -> None:
+    fields = record_fields(record, state, builder, peaks)
+    if fields is not None:
+        mz, intensity, precursor, charge, ion_mode, metadata, notes = fields
+        builder.add(
+            record,
+            mz=mz,
+            intensity=intensity,
+            precursor_mz=precursor,
+            charge=charge,
+            ion_mode=ion_mode,
+            metadata=metadata,
+            notes=notes,
+        )
+
+
+def record_fields(
+    record: int,
+    state: Record,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple | None:
+    """What a finished record gives the builder, or None when it is skipped (told to ``builder``).
+
+    Returns ``(mz, intensity, precursor_mz, charge, ion_mode, metadata, notes)``.
+    """
     meta = dict(state.meta or {})
     title = meta.get("name", "")
     num_peaks = state.num_peaks
@@ -188,7 +213,7 @@ def _emit(
             meta.setdefault(key, value)
     if num_peaks is None and not state.peak_lines and peaks is None:
         builder.skip(record, title, "no peaks and no 'Num Peaks' line")
-        return
+        return None
     if peaks is not None:
         (mz, intensity), decimal_commas = peaks, False
     else:
@@ -196,7 +221,7 @@ def _emit(
             mz, intensity, decimal_commas = _parse_peaks(state.peak_lines)
         except _PeakLineError as exc:
             builder.skip(record, title, str(exc))
-            return
+            return None
     notes = ["decimal commas in peaks read as decimal points"] if decimal_commas else []
     try:
         expected = int(num_peaks) if num_peaks is not None else None
@@ -229,16 +254,7 @@ def _emit(
     metadata = dict(meta)
     metadata["id"] = next((meta[k] for k in _ID_KEYS if meta.get(k)), "")
     metadata["title"] = title
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-        notes=notes,
-    )
+    return mz, intensity, precursor, charge, ion_mode, metadata, notes
 
 
 def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.io import msp_scan
 from engine.io._build import LibraryBuilder
-from engine.io.msp import Record, add_key, emit_record, read_msp_lines
+from engine.io.msp import Record, add_key, read_msp_lines, record_fields
 from engine.io.sniff import split_lines
 
 __all__ = ["read_msp_fast"]
@@ -56,11 +56,11 @@ def _strings(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
 def _read(text: str, builder: LibraryBuilder) -> None:
     data = text.encode("utf-8", "surrogatepass")
     buf = np.frombuffer(data, dtype=np.uint8)
-    kinds, seg_a, seg_b, rec_keys, rec_values, spans, values, slow_at, slow_lo, slow_hi = (
-        msp_scan.scan_msp(buf)
-    )
-    for at, lo, hi in zip(slow_at.tolist(), slow_lo.tolist(), slow_hi.tolist(), strict=True):
-        values[at] = float(data[lo:hi])
+    kinds, seg_a, seg_b, rec_keys, rec_values, spans, values, slow = msp_scan.scan_msp(buf)
+    at = np.flatnonzero(np.isnan(values))
+    for k, where in zip(at.tolist(), slow[at].tolist(), strict=True):
+        lo = where // msp_scan.SLOW_SPAN
+        values[k] = float(data[lo : lo + where % msp_scan.SLOW_SPAN])
     mz, intensity = values[0::2], values[1::2]
     keys = _strings(buf, spans[:, 0], spans[:, 1])
     texts = _strings(buf, spans[:, 2], spans[:, 3])
@@ -69,8 +69,12 @@ def _read(text: str, builder: LibraryBuilder) -> None:
     rec_keys, pairs = rec_keys.tolist(), (rec_values // 2).tolist()
 
     record = 0
+    rows: list[tuple] = []
+    notes: list[list[str]] = []
     for kind, a, b in zip(kinds.tolist(), seg_a.tolist(), seg_b.tolist(), strict=True):
         if kind == msp_scan.SLOW:
+            builder.add_many(rows, mz, intensity, notes)  # the records so far, in order
+            rows, notes = [], []
             lines = split_lines(data[a:b].decode("utf-8", "surrogatepass"))
             record = read_msp_lines(lines, builder, record)
             continue
@@ -90,5 +94,14 @@ def _read(text: str, builder: LibraryBuilder) -> None:
             for key, value in zip(record_keys, record_texts, strict=True):
                 add_key(state, key, value)
         p0, p1 = pairs[a], pairs[a + 1]
-        emit_record(record, state, builder, (mz[p0:p1], intensity[p0:p1]))
+        try:
+            fields = record_fields(record, state, builder, (mz[p0:p1], intensity[p0:p1]))
+        except Exception as exc:  # noqa: BLE001 - as the reference's emit_record
+            builder.skip(record, state.meta.get("name", ""), f"unreadable record ({exc})")
+            continue
+        if fields is not None:
+            precursor, charge, ion_mode, metadata, record_notes = fields[2:]
+            rows.append((record, precursor, charge, ion_mode, metadata, p0, p1))
+            notes.append(record_notes)
+    builder.add_many(rows, mz, intensity, notes)
     builder.records = record

@@ -42,8 +42,10 @@ _TWO53 = 2**53
 _BLANK, _KEY, _PEAK, _OTHER = 0, 1, 2, 3
 #: Key kinds.
 _KEY_PLAIN, _KEY_NAME, _KEY_NUM_PEAKS = 0, 1, 2
-#: Room first made for every output (tests set it small to exercise the growing).
+#: Room first made for every output.
 FIRST_ROWS = 1024
+#: Numbers left to ``float()`` are located as ``start * SLOW_SPAN + length``.
+SLOW_SPAN = 1 << 20
 
 
 @numba.njit(cache=True, nogil=True)
@@ -248,9 +250,13 @@ def _number(buf, i, end, pow10):
     return (-value if neg else value), i, 0
 
 
-@numba.njit(cache=True, nogil=True)
-def _peak_line(buf, i, end, values, n_values, slow_at, slow_lo, slow_hi, n_slow, pow10):
-    """Read a peak line into ``values``: (ok, n_values, n_slow, slow arrays)."""
+@numba.njit(cache=True, nogil=True, inline="always")
+def _peak_line(buf, i, end, values, slow, n_values, pow10):
+    """Read a peak line into ``values`` from ``n_values`` on: (ok, new n_values).
+
+    A number left to ``float()`` is NaN in ``values`` and its bytes are in ``slow``
+    (start times :data:`SLOW_SPAN` plus length).
+    """
     piece_count = 0
     while True:
         while i < end and (buf[i] == 32 or buf[i] == 9 or buf[i] == 58):
@@ -260,29 +266,22 @@ def _peak_line(buf, i, end, values, n_values, slow_at, slow_lo, slow_hi, n_slow,
             while j < end and buf[j] != 34:
                 j += 1
             if j == end:
-                return False, n_values, n_slow, slow_at, slow_lo, slow_hi
+                return False, n_values
             i = j + 1
             continue
         if i == end or buf[i] == 59:
             if piece_count % 2:
-                return False, n_values, n_slow, slow_at, slow_lo, slow_hi
+                return False, n_values
             if i == end:
-                return True, n_values, n_slow, slow_at, slow_lo, slow_hi
+                return True, n_values
             piece_count = 0
             i += 1
             continue
         value, after, verdict = _number(buf, i, end, pow10)
-        if verdict == 2:
-            return False, n_values, n_slow, slow_at, slow_lo, slow_hi
+        if verdict == 2 or (verdict == 1 and after - i >= SLOW_SPAN):
+            return False, n_values
         if verdict == 1:
-            if n_slow == slow_at.shape[0]:
-                slow_at = _grow(slow_at, n_slow + 1)
-                slow_lo = _grow(slow_lo, n_slow + 1)
-                slow_hi = _grow(slow_hi, n_slow + 1)
-            slow_at[n_slow] = n_values
-            slow_lo[n_slow] = i
-            slow_hi[n_slow] = after
-            n_slow += 1
+            slow[n_values] = i * SLOW_SPAN + (after - i)
             value = np.nan
         values[n_values] = value
         n_values += 1
@@ -306,8 +305,8 @@ def scan_msp(buf):
         Bytes of each key and value: ``key_lo, key_hi, value_lo, value_hi``.
     values : ndarray of float64
         The numbers; NaN where ``float()`` must read them.
-    slow_at, slow_lo, slow_hi : ndarray of int64
-        Those numbers: index in ``values`` and bytes.
+    slow : ndarray of int64
+        Where ``values`` is NaN: the number's bytes, ``start * SLOW_SPAN + length``.
     """
     n = buf.shape[0]
     pow10 = _POW10
@@ -322,11 +321,8 @@ def scan_msp(buf):
     key_spans = np.empty((rows, 4), np.int64)
     n_keys = 0
     values = np.empty(rows, np.float64)
+    slow = np.empty(rows, np.int64)
     n_values = 0
-    slow_at = np.empty(rows, np.int64)
-    slow_lo = np.empty(rows, np.int64)
-    slow_hi = np.empty(rows, np.int64)
-    n_slow = 0
 
     open_rec = False  # a record is being read (fast)
     skipping = False  # inside a slow span
@@ -334,7 +330,6 @@ def scan_msp(buf):
     rec_start = 0
     rec_k0 = 0
     rec_v0 = 0
-    rec_s0 = 0
     has_name = False
     in_peaks = False
     peak_lines = 0
@@ -349,7 +344,7 @@ def scan_msp(buf):
                 seg_kind, seg_a, seg_b = _push(seg_kind, seg_a, seg_b, n_seg, SLOW, start, n)
                 n_seg += 1
                 if open_rec:
-                    n_keys, n_values, n_slow = rec_k0, rec_v0, rec_s0
+                    n_keys, n_values = rec_k0, rec_v0
             elif open_rec:
                 if n_rec + 1 >= rec_keys.shape[0]:
                     rec_keys = _grow(rec_keys, n_rec + 2)
@@ -373,16 +368,16 @@ def scan_msp(buf):
         kind = _OTHER
         k_lo = k_hi = v_lo = v_hi = 0
         key_kind = _KEY_PLAIN
-        values = _grow(values, n_values + (end - i) // 2 + 2)
-        nv, ns = n_values, n_slow
+        if n_values + (end - i) // 2 + 2 > values.shape[0]:
+            values = _grow(values, n_values + (end - i) // 2 + 2)
+            slow = _grow(slow, values.shape[0])
+        nv = n_values
         if i == end:
             kind = _BLANK
         else:
             c = buf[i]
             if (48 <= c <= 57) or c == 46:
-                ok, nv, ns, slow_at, slow_lo, slow_hi = _peak_line(
-                    buf, i, end, values, n_values, slow_at, slow_lo, slow_hi, n_slow, pow10
-                )
+                ok, nv = _peak_line(buf, i, end, values, slow, n_values, pow10)
                 if ok:
                     kind = _PEAK
             elif c != 40:
@@ -429,17 +424,17 @@ def scan_msp(buf):
             if not open_rec:
                 open_rec = True
                 rec_start = pos
-                rec_k0, rec_v0, rec_s0 = n_keys, n_values, n_slow
+                rec_k0, rec_v0 = n_keys, n_values
                 has_name = False
                 in_peaks = False
                 peak_lines = 0
             in_peaks = True
             peak_lines += 1
-            n_values, n_slow = nv, ns
+            n_values = nv
         if go_slow:
             slow_start = rec_start if open_rec else pos
             if open_rec:
-                n_keys, n_values, n_slow = rec_k0, rec_v0, rec_s0
+                n_keys, n_values = rec_k0, rec_v0
             open_rec = False
             skipping = True
             prev_peak = kind == _PEAK
@@ -458,7 +453,7 @@ def scan_msp(buf):
         if start_new:
             open_rec = True
             rec_start = pos
-            rec_k0, rec_v0, rec_s0 = n_keys, n_values, n_slow
+            rec_k0, rec_v0 = n_keys, n_values
             has_name = False
             in_peaks = False
             peak_lines = 0
@@ -488,9 +483,7 @@ def scan_msp(buf):
         rec_values[: n_rec + 1],
         key_spans[:n_keys],
         values[:n_values],
-        slow_at[:n_slow],
-        slow_lo[:n_slow],
-        slow_hi[:n_slow],
+        slow[:n_values],
     )
 
 

@@ -14,6 +14,7 @@ from engine.io.mzml import read_mzml_bytes
 from engine.io.mzxml import read_mzxml_bytes
 from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
 from engine.io.spectra_json import read_json_text
+from engine.io.spectra_json_fast import read_json_fast
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
@@ -31,7 +32,7 @@ _NOT_FOUND_HINT = {
 }
 _TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_text}
 #: Fast readers of decoded text, each proven equal to its reference above.
-_FAST_TEXT_READERS = {"msp": read_msp_fast}
+_FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_fast}
 _BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
 
 
@@ -58,8 +59,9 @@ def read_library(
         records to pyteomics; ``"reference"`` parses every record with
         pyteomics.  For MSP: ``"fast"`` reads records and peaks with numba and
         hands records with unusual lines to the line-by-line reader that
-        ``"reference"`` uses for all.  Both give the same library.  Other
-        formats ignore it.
+        ``"reference"`` uses for all; for JSON it reads the peak strings of all
+        records at once, leaving unusual ones to the reference.  Both give the
+        same library.  mzML and mzXML ignore it.
     progress : callable, optional
         ``progress(done_bytes, total_bytes)`` (bytes of the uncompressed
         content): called at the start, now and then while the fast MGF parser

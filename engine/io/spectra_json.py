@@ -35,10 +35,10 @@ from engine.io._build import (
 )
 from engine.report import SpectrumFileError
 
-__all__ = ["add_record", "parse_document", "read_json_text"]
+__all__ = ["MISSING", "MONA_KEYS", "add_record", "gnps_columns", "parse_document", "read_json_text"]
 
 #: Values GNPS writes for "unknown"; such a key is left out.
-_MISSING = {"", "n/a", "na", "null", "none", "nan", " "}
+MISSING = {"", "n/a", "na", "null", "none", "nan", " "}
 #: GNPS key (lowercased) -> our column; the first key present wins.
 _GNPS_KEYS: dict[str, tuple[str, ...]] = {
     "name": ("compound_name", "name"),
@@ -50,7 +50,7 @@ _GNPS_KEYS: dict[str, tuple[str, ...]] = {
     "id": ("spectrum_id", "spectrumid", "id"),
 }
 #: MoNA metaData name (lowercased) -> our column.
-_MONA_KEYS = {
+MONA_KEYS = {
     "precursor type": "adduct",
     "ionization mode": "ionmode",
     "molecular formula": "formula",
@@ -181,7 +181,7 @@ def _value(value: object) -> str:
     if value is None or isinstance(value, dict | list):
         return ""
     text = str(value).strip()
-    return "" if text.lower() in _MISSING else text
+    return "" if text.lower() in MISSING else text
 
 
 def _gnps_peaks(peaks: object) -> tuple[np.ndarray, np.ndarray]:
@@ -235,6 +235,11 @@ def _gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
         text = _value(value)
         if key != "peaks_json" and text:
             lowered.setdefault(str(key).strip().lower(), text)
+    return gnps_columns(lowered)
+
+
+def gnps_columns(lowered: Mapping[str, str]) -> dict[str, str]:
+    """GNPS metadata from a record's non-empty values by stripped, lowercased key."""
     out = {k: v for k, v in lowered.items() if k not in ("precursor_mz", "ion_mode")}
     for column, keys in _GNPS_KEYS.items():
         found = next((lowered[k] for k in keys if lowered.get(k)), "")
@@ -264,7 +269,7 @@ def _mona_metadata(item: Mapping[str, object]) -> dict[str, str]:
                 continue
             key, value = _value(entry.get("name")).lower(), _value(entry.get("value"))
             if key and value:
-                column = _MONA_KEYS.get(key, key.replace(" ", "_").replace("/", ""))
+                column = MONA_KEYS.get(key, key.replace(" ", "_").replace("/", ""))
                 out.setdefault(column, value)
     for field, column in (("inchiKey", "inchikey"), ("inchi", "inchi")):
         text = _value(compound.get(field))
