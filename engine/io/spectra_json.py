@@ -35,12 +35,20 @@ from engine.io._build import (
 )
 from engine.report import SpectrumFileError
 
-__all__ = ["MISSING", "MONA_KEYS", "add_record", "gnps_columns", "parse_document", "read_json_text"]
+__all__ = [
+    "GNPS_KEYS",
+    "MISSING",
+    "MONA_KEYS",
+    "add_record",
+    "gnps_columns",
+    "parse_document",
+    "read_json_text",
+]
 
 #: Values GNPS writes for "unknown"; such a key is left out.
 MISSING = {"", "n/a", "na", "null", "none", "nan", " "}
 #: GNPS key (lowercased) -> our column; the first key present wins.
-_GNPS_KEYS: dict[str, tuple[str, ...]] = {
+GNPS_KEYS: dict[str, tuple[str, ...]] = {
     "name": ("compound_name", "name"),
     "adduct": ("adduct", "precursor_type"),
     "smiles": ("smiles",),
@@ -241,7 +249,7 @@ def _gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
 def gnps_columns(lowered: Mapping[str, str]) -> dict[str, str]:
     """GNPS metadata from a record's non-empty values by stripped, lowercased key."""
     out = {k: v for k, v in lowered.items() if k not in ("precursor_mz", "ion_mode")}
-    for column, keys in _GNPS_KEYS.items():
+    for column, keys in GNPS_KEYS.items():
         found = next((lowered[k] for k in keys if lowered.get(k)), "")
         if found:
             out[column] = found

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 
 import numpy as np
 
@@ -24,8 +25,7 @@ from engine.io._build import LibraryBuilder
 __all__ = ["read_json_fast"]
 
 #: Key (or MoNA metaData name) -> what the reference makes of it; only short keys kept.
-_GNPS_KEY: dict[str, str] = {}
-_MONA_COLUMN: dict[str, str | None] = {}
+_MONA_COLUMN: dict[str, object] = {}
 _MEMO_LIMIT = 4096
 
 
@@ -106,44 +106,88 @@ def _read_peaks(
         found[indices[j]] = (mz[lo:hi], intensity[lo:hi])
 
 
+def _case_variants(word: str) -> set[str]:
+    variants = {""}
+    for char in word:
+        variants = {v + c for v in variants for c in {char, char.upper()}}
+    return variants
+
+
+#: Every text whose ``lower()`` is a missing-value marker (only ASCII letters lower to them).
+_MISSING_ANY = frozenset(v for word in ref.MISSING for v in _case_variants(word))
+_UNKNOWN = object()
+#: Record keys -> (getter of the keys other than peaks_json, their lowered forms), or
+#: None when two keys lower to the same; lowered keys -> the columns they fill.
+_KEY_PLANS: dict[tuple, tuple | None] = {}
+_COLUMN_PLANS: dict[tuple, tuple] = {}
+
+
 def _text(value: object) -> str:
     """:func:`engine.io.spectra_json._value`, quicker for strings."""
     if type(value) is str:
         text = value.strip()
-        return "" if len(text) < 5 and text.lower() in ref.MISSING else text
+        return "" if text in _MISSING_ANY else text
     return ref._value(value)
 
 
-def _memo(memo: dict[str, str], key: str, value: str) -> str:
+def _remember(memo: dict, key: object, value: object) -> object:
     if len(memo) < _MEMO_LIMIT:
         memo[key] = value
     return value
 
 
-def _gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
-    lowered: dict[str, str] = {}
-    for key, value in item.items():
-        text = _text(value)
-        if not text or key == "peaks_json":
-            continue
-        low = _GNPS_KEY.get(key) if type(key) is str else None
-        if low is None:
-            low = str(key).strip().lower()
-            if type(key) is str:
-                _memo(_GNPS_KEY, key, low)
-        if low not in lowered:
-            lowered[low] = text
-    return ref.gnps_columns(lowered)
+def _key_plan(keys: tuple) -> tuple | None:
+    kept = [k for k in keys if k != "peaks_json"]
+    lows = tuple(str(k).strip().lower() for k in kept)
+    if len(set(lows)) != len(lows) or len(kept) < 2:
+        return None
+    return itemgetter(*kept), lows
+
+
+def _column_plan(lowered: Mapping[str, str]) -> tuple:
+    keep = tuple(k for k in lowered if k not in ("precursor_mz", "ion_mode"))
+    sources = []
+    for column, keys in ref.GNPS_KEYS.items():
+        source = next((k for k in keys if k in lowered), None)
+        if source is not None:
+            sources.append((column, source))
+    precursor = "precursor_mz" if "precursor_mz" in lowered else "precursormz"
+    return keep, tuple(sources), precursor, "ion_mode" in lowered, "ms_level" in lowered
+
+
+def _gnps_metadata(item: dict) -> dict[str, str]:
+    """The reference's GNPS metadata, with the work per key set done once."""
+    keys = tuple(item)
+    plan = _KEY_PLANS.get(keys, _UNKNOWN)
+    if plan is _UNKNOWN:
+        plan = _remember(_KEY_PLANS, keys, _key_plan(keys))
+    if plan is None:
+        return ref._gnps_metadata(item)
+    getter, lows = plan
+    texts = [v.strip() if type(v) is str else ref._value(v) for v in getter(item)]
+    lowered = {k: t for k, t in zip(lows, texts, strict=True) if t not in _MISSING_ANY}
+    names = tuple(lowered)
+    columns = _COLUMN_PLANS.get(names)
+    if columns is None:
+        columns = _remember(_COLUMN_PLANS, names, _column_plan(lowered))
+    keep, sources, precursor, ion_mode, ms_level = columns
+    out = {k: lowered[k] for k in keep}
+    for column, source in sources:
+        out[column] = lowered[source]
+    out["precursor_mz"] = lowered.get(precursor, "")
+    if ion_mode:
+        out["ionmode"] = lowered["ion_mode"]
+    if ms_level:
+        out["ms_level"] = lowered["ms_level"]
+    return out
 
 
 def _mona_column(name: object) -> str | None:
     """The column of a metaData ``name`` (None when the name is empty)."""
-    if type(name) is str and name in _MONA_COLUMN:
-        return _MONA_COLUMN[name]
     key = ref._value(name).lower()
     column = ref.MONA_KEYS.get(key, key.replace(" ", "_").replace("/", "")) if key else None
-    if type(name) is str and len(_MONA_COLUMN) < _MEMO_LIMIT:
-        _MONA_COLUMN[name] = column
+    if type(name) is str:
+        _remember(_MONA_COLUMN, name, column)
     return column
 
 
@@ -158,14 +202,21 @@ def _mona_metadata(item: Mapping[str, object]) -> dict[str, str]:
         if name:
             out["name"] = name
     for entries in (item.get("metaData"), compound.get("metaData")):
-        for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
             if type(entry) is not dict:
                 continue
-            column = _mona_column(entry.get("name"))
-            if column is not None and column not in out:
-                value = _text(entry.get("value"))
-                if value:
-                    out[column] = value
+            name = entry.get("name")
+            column = _MONA_COLUMN.get(name, _UNKNOWN) if type(name) is str else _UNKNOWN
+            if column is _UNKNOWN:
+                column = _mona_column(name)
+            if column is None or column in out:
+                continue
+            value = entry.get("value")
+            value = value.strip() if type(value) is str else ref._value(value)
+            if value not in _MISSING_ANY:
+                out[column] = value
     for field, column in (("inchiKey", "inchikey"), ("inchi", "inchi")):
         text = _text(compound.get(field))
         if text:
