@@ -127,21 +127,40 @@ def add_record(
     give for this record, already worked out (by the fast reader).
     """
     try:
-        _add(record, item, builder, peaks, metadata)
-    except _RecordError as exc:
-        builder.skip(record, _title(item), str(exc))
+        mz, intensity, precursor, charge, ion_mode, metadata = record_fields(item, peaks, metadata)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+        skip_record(record, item, builder, exc)
+        return
+    builder.add(
+        record,
+        mz=mz,
+        intensity=intensity,
+        precursor_mz=precursor,
+        charge=charge,
+        ion_mode=ion_mode,
+        metadata=metadata,
+    )
+
+
+def skip_record(record: int, item: object, builder: LibraryBuilder, exc: Exception) -> None:
+    """Tell ``builder`` that ``record`` was skipped because :func:`record_fields` raised ``exc``."""
+    if isinstance(exc, _RecordError):
+        builder.skip(record, _title(item), str(exc))
+    else:
         reason = f"unreadable record ({type(exc).__name__}: {exc})"[:160]
         builder.skip(record, _title(item), reason)
 
 
-def _add(
-    record: int,
+def record_fields(
     item: object,
-    builder: LibraryBuilder,
     peaks: tuple[np.ndarray, np.ndarray] | None,
     metadata: dict[str, str] | None,
-) -> None:
+) -> tuple:
+    """``(mz, intensity, precursor_mz, charge, ion_mode, metadata)`` of a record.
+
+    ``peaks`` and ``metadata`` as in :func:`add_record`.  Raises when the record
+    is skipped (see :func:`skip_record`).
+    """
     if not isinstance(item, dict):
         raise _RecordError(f"not a JSON object but {type(item).__name__}")
     if "peaks_json" in item:
@@ -164,15 +183,7 @@ def _add(
     if not charge:
         charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=parse_ion_mode(metadata.get("ionmode")),
-        metadata=metadata,
-    )
+    return mz, intensity, precursor, charge, parse_ion_mode(metadata.get("ionmode")), metadata
 
 
 def _precursor(text: str) -> float:

@@ -72,29 +72,62 @@ def _read(text: str, builder: LibraryBuilder) -> None:
             if type(peaks) is str and peaks.isascii():
                 mona.append(k)
                 mona_text.append(peaks)
-    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    _read_peaks(json_peaks.read_gnps_peaks, gnps, gnps_text, found)
-    _read_peaks(json_peaks.read_mona_peaks, mona, mona_text, found)
+    found: dict[int, tuple[int, int, int]] = {}
+    sources = [
+        _read_peaks(json_peaks.read_gnps_peaks, gnps, gnps_text, found, 0),
+        _read_peaks(json_peaks.read_mona_peaks, mona, mona_text, found, 1),
+    ]
     is_gnps = frozenset(gnps)
+    batch: list[tuple] = []
+    batch_source = -1
     for k, item in enumerate(document):
-        peaks = found.get(k)
+        where = found.get(k)
         metadata = None
-        if peaks is not None:
+        if where is not None:
             try:
                 metadata = _gnps_metadata(item) if k in is_gnps else _mona_metadata(item)
             except Exception:  # noqa: BLE001 - the reference says what is wrong
                 metadata = None
-        ref.add_record(k + 1, item, builder, peaks, metadata)
+        if where is None or metadata is None:
+            _flush(builder, batch, sources, batch_source)
+            peaks = None
+            if where is not None:
+                source, lo, hi = where
+                peaks = (sources[source][0][lo:hi], sources[source][1][lo:hi])
+            ref.add_record(k + 1, item, builder, peaks, metadata)
+            continue
+        source, lo, hi = where
+        try:
+            peaks = (sources[source][0][lo:hi], sources[source][1][lo:hi])
+            fields = ref.record_fields(item, peaks, metadata)
+        except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+            ref.skip_record(k + 1, item, builder, exc)
+            continue
+        if source != batch_source:
+            _flush(builder, batch, sources, batch_source)
+            batch_source = source
+        precursor, charge, ion_mode, metadata = fields[2:]
+        batch.append((k + 1, precursor, charge, ion_mode, metadata, lo, hi))
+    _flush(builder, batch, sources, batch_source)
+
+
+def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:
+    """Hand the records in ``batch`` (peaks in ``sources[source]``) to ``builder``."""
+    if batch:
+        builder.add_many(batch, sources[source][0], sources[source][1])
+        batch.clear()
 
 
 def _read_peaks(
     reader: Callable,
     indices: list[int],
     strings: list[str],
-    found: dict[int, tuple[np.ndarray, np.ndarray]],
-) -> None:
+    found: dict[int, tuple[int, int, int]],
+    source: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Read the peak ``strings``; ``found[record index] = (source, lo, hi)`` for those read."""
     if not indices:
-        return
+        return np.empty(0), np.empty(0)
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     ends = np.cumsum(lengths)
     starts = ends - lengths
@@ -102,8 +135,8 @@ def _read_peaks(
     mz, intensity, offsets, ok = reader(buf, starts, ends)
     bounds = offsets.tolist()
     for j in np.flatnonzero(ok).tolist():
-        lo, hi = bounds[j], bounds[j + 1]
-        found[indices[j]] = (mz[lo:hi], intensity[lo:hi])
+        found[indices[j]] = (source, bounds[j], bounds[j + 1])
+    return mz, intensity
 
 
 def _case_variants(word: str) -> set[str]:
