@@ -53,6 +53,15 @@ def _strings(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
     return msp_scan.gather(buf, lo, hi).tobytes().decode("utf-8", "surrogatepass").split("\n")
 
 
+def _lowered(keys: list[str]) -> list[str]:
+    """Each key lowercased (ASCII keys all at once, the others one by one)."""
+    joined = "\n".join(keys)
+    if joined.isascii():
+        return joined.lower().split("\n") if keys else []
+    memo: dict[str, str] = {}
+    return [memo.get(k) or memo.setdefault(k, k.lower()) for k in keys]
+
+
 def _read(text: str, builder: LibraryBuilder) -> None:
     data = text.encode("utf-8", "surrogatepass")
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -62,10 +71,8 @@ def _read(text: str, builder: LibraryBuilder) -> None:
         lo = where // msp_scan.SLOW_SPAN
         values[k] = float(data[lo : lo + where % msp_scan.SLOW_SPAN])
     mz, intensity = values[0::2], values[1::2]
-    keys = _strings(buf, spans[:, 0], spans[:, 1])
+    keys = _lowered(_strings(buf, spans[:, 0], spans[:, 1]))
     texts = _strings(buf, spans[:, 2], spans[:, 3])
-    lowered: dict[str, str] = {}
-    keys = [lowered.get(k) or lowered.setdefault(k, k.lower()) for k in keys]
     rec_keys, pairs = rec_keys.tolist(), (rec_values // 2).tolist()
 
     record = 0
