@@ -42,33 +42,26 @@ _TWO53 = 2**53
 _BLANK, _KEY, _PEAK, _OTHER = 0, 1, 2, 3
 #: Key kinds.
 _KEY_PLAIN, _KEY_NAME, _KEY_NUM_PEAKS = 0, 1, 2
-#: Room first made for every output.
-FIRST_ROWS = 1024
 #: Numbers left to ``float()`` are located as ``start * SLOW_SPAN + length``.
 SLOW_SPAN = 1 << 20
 
 
 @numba.njit(cache=True, nogil=True)
-def _grow(a, need):
-    if need <= a.shape[0]:
-        return a
-    size = max(need, 2 * a.shape[0])
-    out = np.empty(size, a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def _push(seg_kind, seg_a, seg_b, n_seg, kind, a, b):
-    """Append segment ``(kind, a, b)``; the arrays, grown if need be."""
-    if n_seg == seg_kind.shape[0]:
-        seg_kind = _grow(seg_kind, n_seg + 1)
-        seg_a = _grow(seg_a, n_seg + 1)
-        seg_b = _grow(seg_b, n_seg + 1)
-    seg_kind[n_seg] = kind
-    seg_a[n_seg] = a
-    seg_b[n_seg] = b
-    return seg_kind, seg_a, seg_b
+def _bounds(buf):
+    """(lines, runs of digits) in ``buf``: bounds on records, keys and numbers."""
+    lines = 1
+    runs = 0
+    digit = False
+    n = buf.shape[0]
+    for i in range(n):
+        c = buf[i]
+        if c == 10 or (c == 13 and (i + 1 == n or buf[i + 1] != 10)):
+            lines += 1
+        now = 48 <= c <= 57
+        if now and not digit:
+            runs += 1
+        digit = now
+    return lines, runs
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -310,7 +303,8 @@ def scan_msp(buf):
     """
     n = buf.shape[0]
     pow10 = _POW10
-    rows = FIRST_ROWS
+    n_lines, n_runs = _bounds(buf)
+    rows = n_lines + 2  # no more records, keys or segments than lines
     seg_kind = np.empty(rows, np.int64)
     seg_a = np.empty(rows, np.int64)
     seg_b = np.empty(rows, np.int64)
@@ -320,8 +314,8 @@ def scan_msp(buf):
     n_rec = 0
     key_spans = np.empty((rows, 4), np.int64)
     n_keys = 0
-    values = np.empty(rows, np.float64)
-    slow = np.empty(rows, np.int64)
+    values = np.empty(n_runs + 1, np.float64)  # each number has digits of its own
+    slow = np.empty(n_runs + 1, np.int64)
     n_values = 0
 
     open_rec = False  # a record is being read (fast)
@@ -341,17 +335,14 @@ def scan_msp(buf):
             # end of file: the reference finishes whatever record it is in
             if skipping or (open_rec and peak_lines == 0):
                 start = slow_start if skipping else rec_start
-                seg_kind, seg_a, seg_b = _push(seg_kind, seg_a, seg_b, n_seg, SLOW, start, n)
+                seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = SLOW, start, n
                 n_seg += 1
                 if open_rec:
                     n_keys, n_values = rec_k0, rec_v0
             elif open_rec:
-                if n_rec + 1 >= rec_keys.shape[0]:
-                    rec_keys = _grow(rec_keys, n_rec + 2)
-                    rec_values = _grow(rec_values, n_rec + 2)
                 rec_keys[n_rec] = rec_k0
                 rec_values[n_rec] = rec_v0
-                seg_kind, seg_a, seg_b = _push(seg_kind, seg_a, seg_b, n_seg, FAST, n_rec, 0)
+                seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = FAST, n_rec, 0
                 n_seg += 1
                 n_rec += 1
             break
@@ -368,9 +359,6 @@ def scan_msp(buf):
         kind = _OTHER
         k_lo = k_hi = v_lo = v_hi = 0
         key_kind = _KEY_PLAIN
-        if n_values + (end - i) // 2 + 2 > values.shape[0]:
-            values = _grow(values, n_values + (end - i) // 2 + 2)
-            slow = _grow(slow, values.shape[0])
         nv = n_values
         if i == end:
             kind = _BLANK
@@ -388,7 +376,7 @@ def scan_msp(buf):
 
         if skipping:
             if prev_peak and (kind == _BLANK or kind == _KEY):
-                seg_kind, seg_a, seg_b = _push(seg_kind, seg_a, seg_b, n_seg, SLOW, slow_start, pos)
+                seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = SLOW, slow_start, pos
                 n_seg += 1
                 skipping = False
                 open_rec = False
@@ -441,12 +429,9 @@ def scan_msp(buf):
             pos = nxt
             continue
         if close:
-            if n_rec + 1 >= rec_keys.shape[0]:
-                rec_keys = _grow(rec_keys, n_rec + 2)
-                rec_values = _grow(rec_values, n_rec + 2)
             rec_keys[n_rec] = rec_k0
             rec_values[n_rec] = rec_v0
-            seg_kind, seg_a, seg_b = _push(seg_kind, seg_a, seg_b, n_seg, FAST, n_rec, 0)
+            seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = FAST, n_rec, 0
             n_seg += 1
             n_rec += 1
             open_rec = False
@@ -458,10 +443,6 @@ def scan_msp(buf):
             in_peaks = False
             peak_lines = 0
         if kind == _KEY and open_rec:
-            if n_keys == key_spans.shape[0]:
-                grown = np.empty((2 * n_keys, 4), np.int64)
-                grown[:n_keys] = key_spans
-                key_spans = grown
             key_spans[n_keys, 0] = k_lo
             key_spans[n_keys, 1] = k_hi
             key_spans[n_keys, 2] = v_lo
