@@ -15,6 +15,7 @@ that is not numeric skips its record.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable
@@ -52,8 +53,8 @@ _PEAK_START = frozenset("0123456789.(")
 #: ``"key=value"`` and ``key="value"`` pairs of a MoNA / GNPS ``Comments:`` line.
 _COMMENT_PAIR_RE = re.compile(r'"([^"=]+)=([^"]*)"|([\w-]+)="([^"]*)"')
 _ID_KEYS = ("db#", "accession", "spectrumid", "id")
-#: Charge texts seen and what they mean.
-_CHARGES: dict[str, int | None] = {}
+#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
+_charge = functools.lru_cache(maxsize=4096)(parse_charge_text)
 
 
 class _PeakLineError(ValueError):
@@ -257,18 +258,6 @@ def record_fields(
     metadata["id"] = next((meta[k] for k in _ID_KEYS if meta.get(k)), "")
     metadata["title"] = title
     return mz, intensity, precursor, charge, ion_mode, metadata, notes
-
-
-def _charge(text: str | None) -> int | None:
-    """:func:`parse_charge_text`, remembered for short texts."""
-    if text is None or len(text) > 8:
-        return parse_charge_text(text)
-    charge = _CHARGES.get(text, _CHARGES)
-    if charge is _CHARGES:
-        charge = parse_charge_text(text)
-        if len(_CHARGES) < 4096:
-            _CHARGES[text] = charge
-    return charge
 
 
 def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -20,6 +20,7 @@ the gzip cap, and nesting too deep for it is refused with a one-line error.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -66,6 +67,8 @@ MONA_KEYS = {
     "inchi": "inchi",
     "smiles": "smiles",
 }
+#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
+_charge = functools.lru_cache(maxsize=4096)(parse_charge_text)
 _MS_LEVEL_RE = re.compile(r"^\s*(?:ms)?\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -179,7 +182,7 @@ def record_fields(
         raise _RecordError("no peaks")
     precursor = _precursor(metadata.pop("precursor_mz", ""))
     adduct = metadata.get("adduct", "")
-    charge = parse_charge_text(metadata.pop("charge", None))
+    charge = _charge(metadata.pop("charge", None))
     if not charge:
         charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")
