@@ -203,7 +203,13 @@ class LibraryBuilder:
         self._meta.append(metadata)
         self._notes.append(notes)
 
-    def add_many(self, rows: Sequence[tuple], mz: np.ndarray, intensity: np.ndarray) -> None:
+    def add_many(
+        self,
+        rows: Sequence[tuple],
+        mz: np.ndarray,
+        intensity: np.ndarray,
+        notes: Sequence[list[str]] | None = None,
+    ) -> None:
         """:meth:`add` for many records whose peaks lie in two shared arrays.
 
         Parameters
@@ -212,12 +218,17 @@ class LibraryBuilder:
             ``(record, precursor_mz, charge, ion_mode, metadata, lo, hi)`` per
             record, the record's peaks being ``mz[lo:hi]``, ``intensity[lo:hi]``.
         mz, intensity : ndarray of float64
+        notes : sequence of list of str, optional
+            The reader's notes per record (as :meth:`add`'s ``notes``); the lists
+            are kept and extended.
         """
         if not rows:
             return
         records, precursors, charges, ion_modes, metas, los, his = zip(*rows, strict=True)
         n = len(rows)
-        notes: list[list[str]] = [[] for _ in range(n)]
+        if notes is None:
+            notes = [[] for _ in range(n)]
+        notes = list(notes)
         charges = list(charges)
         if min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE:
             for i, charge in enumerate(charges):

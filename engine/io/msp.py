@@ -15,8 +15,10 @@ that is not numeric skips its record.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -28,7 +30,7 @@ from engine.io._build import (
 )
 from engine.io.sniff import split_lines
 
-__all__ = ["read_msp_text"]
+__all__ = ["Record", "add_key", "emit_record", "read_msp_lines", "read_msp_text", "record_fields"]
 
 _KEY_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _QUOTED_RE = re.compile(r'"[^"]*"')
@@ -51,6 +53,8 @@ _PEAK_START = frozenset("0123456789.(")
 #: ``"key=value"`` and ``key="value"`` pairs of a MoNA / GNPS ``Comments:`` line.
 _COMMENT_PAIR_RE = re.compile(r'"([^"=]+)=([^"]*)"|([\w-]+)="([^"]*)"')
 _ID_KEYS = ("db#", "accession", "spectrumid", "id")
+#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
+_charge = functools.lru_cache(maxsize=4096)(parse_charge_text)
 
 
 class _PeakLineError(ValueError):
@@ -58,7 +62,7 @@ class _PeakLineError(ValueError):
 
 
 def read_msp_text(text: str, builder: LibraryBuilder) -> None:
-    """Parse MSP ``text`` record by record into ``builder``.
+    """Parse MSP ``text`` record by record into ``builder`` (the reference reader).
 
     Parameters
     ----------
@@ -67,20 +71,36 @@ def read_msp_text(text: str, builder: LibraryBuilder) -> None:
     builder : LibraryBuilder
         Receives every record (kept or skipped).
     """
-    state = _Record()
-    record = 0
+    builder.records = read_msp_lines(split_lines(text), builder, 0)
+
+
+def read_msp_lines(lines: Iterable[str], builder: LibraryBuilder, record: int) -> int:
+    """Parse MSP ``lines``, starting outside any record, into ``builder``.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        Lines without their line ends.
+    builder : LibraryBuilder
+        Receives every record (kept or skipped).
+    record : int
+        Number of records before these lines.
+
+    Returns
+    -------
+    int
+        Number of records read so far (``record`` plus those in ``lines``).
+    """
+    state = Record()
 
     def finish() -> None:
         nonlocal record, state
         if state.meta is not None:
             record += 1
-            try:
-                _emit(record, state, builder)
-            except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-                builder.skip(record, state.meta.get("name", ""), f"unreadable record ({exc})")
-        state = _Record()
+            emit_record(record, state, builder)
+        state = Record()
 
-    for line in split_lines(text):
+    for line in lines:
         stripped = line.strip()
         if not stripped:
             if state.in_peaks and (state.peak_lines or not _expects_peaks(state.num_peaks)):
@@ -100,17 +120,39 @@ def read_msp_text(text: str, builder: LibraryBuilder) -> None:
             finish()
         if state.meta is None:
             state.meta = {}
-        if key in _NUM_PEAKS_KEYS:
-            state.num_peaks, state.in_peaks = value, True
-        elif key == "synon":
-            state.synonyms.append(value)
-        elif key in ("comment", "comments"):
-            state.meta.setdefault(key, value)
-            state.comment_pairs.extend(_COMMENT_PAIR_RE.findall(value))
-        elif key not in state.meta:
-            state.meta[key] = value
+        add_key(state, key, value)
     finish()
-    builder.records = record
+    return record
+
+
+def add_key(state: Record, key: str, value: str) -> None:
+    """A ``key: value`` line (``key`` lowercased) of the record being read."""
+    if key in _NUM_PEAKS_KEYS:
+        state.num_peaks, state.in_peaks = value, True
+    elif key == "synon":
+        state.synonyms.append(value)
+    elif key in ("comment", "comments"):
+        state.meta.setdefault(key, value)
+        state.comment_pairs.extend(_COMMENT_PAIR_RE.findall(value))
+    elif key not in state.meta:
+        state.meta[key] = value
+
+
+def emit_record(
+    record: int,
+    state: Record,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Hand one finished record to ``builder`` (a failure is a skipped record).
+
+    ``peaks``, when given, are the record's peaks already read from its peak
+    lines (by the fast reader, where they hold no decimal commas).
+    """
+    try:
+        _emit(record, state, builder, peaks)
+    except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+        builder.skip(record, (state.meta or {}).get("name", ""), f"unreadable record ({exc})")
 
 
 def _expects_peaks(num_peaks: str | None) -> bool:
@@ -120,7 +162,7 @@ def _expects_peaks(num_peaks: str | None) -> bool:
         return False
 
 
-class _Record:
+class Record:
     """The lines of one record while it is being read."""
 
     def __init__(self) -> None:
@@ -132,7 +174,37 @@ class _Record:
         self.comment_pairs: list[tuple[str, str, str, str]] = []
 
 
-def _emit(record: int, state: _Record, builder: LibraryBuilder) -> None:
+def _emit(
+    record: int,
+    state: Record,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None,
+) -> None:
+    fields = record_fields(record, state, builder, peaks)
+    if fields is not None:
+        mz, intensity, precursor, charge, ion_mode, metadata, notes = fields
+        builder.add(
+            record,
+            mz=mz,
+            intensity=intensity,
+            precursor_mz=precursor,
+            charge=charge,
+            ion_mode=ion_mode,
+            metadata=metadata,
+            notes=notes,
+        )
+
+
+def record_fields(
+    record: int,
+    state: Record,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple | None:
+    """What a finished record gives the builder, or None when it is skipped (told to ``builder``).
+
+    Returns ``(mz, intensity, precursor_mz, charge, ion_mode, metadata, notes)``.
+    """
     meta = dict(state.meta or {})
     title = meta.get("name", "")
     num_peaks = state.num_peaks
@@ -142,15 +214,17 @@ def _emit(record: int, state: _Record, builder: LibraryBuilder) -> None:
         key, value = (key_a or key_b).strip().lower(), (value_a or value_b).strip()
         if key and value:
             meta.setdefault(key, value)
-    if num_peaks is None and not state.peak_lines:
+    if num_peaks is None and not state.peak_lines and peaks is None:
         builder.skip(record, title, "no peaks and no 'Num Peaks' line")
-        return
-    peak_lines = state.peak_lines
-    try:
-        mz, intensity, decimal_commas = _parse_peaks(peak_lines)
-    except _PeakLineError as exc:
-        builder.skip(record, title, str(exc))
-        return
+        return None
+    if peaks is not None:
+        (mz, intensity), decimal_commas = peaks, False
+    else:
+        try:
+            mz, intensity, decimal_commas = _parse_peaks(state.peak_lines)
+        except _PeakLineError as exc:
+            builder.skip(record, title, str(exc))
+            return None
     notes = ["decimal commas in peaks read as decimal points"] if decimal_commas else []
     try:
         expected = int(num_peaks) if num_peaks is not None else None
@@ -177,22 +251,13 @@ def _emit(record: int, state: _Record, builder: LibraryBuilder) -> None:
             ion_mode = parse_ion_mode(meta[key])
             break
     adduct = meta.get("precursor_type") or meta.get("adduct") or ""
-    charge = parse_charge_text(meta.get("charge"))
+    charge = _charge(meta.get("charge"))
     if charge is None:
         charge = charge_from_adduct(adduct)
     metadata = dict(meta)
     metadata["id"] = next((meta[k] for k in _ID_KEYS if meta.get(k)), "")
     metadata["title"] = title
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-        notes=notes,
-    )
+    return mz, intensity, precursor, charge, ion_mode, metadata, notes
 
 
 def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -9,10 +9,12 @@ from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_pro
 from engine.io.mgf import read_mgf_text
 from engine.io.mgf_fast import read_mgf_bytes
 from engine.io.msp import read_msp_text
+from engine.io.msp_fast import read_msp_fast
 from engine.io.mzml import read_mzml_bytes
 from engine.io.mzxml import read_mzxml_bytes
 from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
 from engine.io.spectra_json import read_json_text
+from engine.io.spectra_json_fast import read_json_fast
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
@@ -29,6 +31,8 @@ _NOT_FOUND_HINT = {
     "json": "no JSON list or object found",
 }
 _TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_text}
+#: Fast readers of decoded text, each proven equal to its reference above.
+_FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_fast}
 _BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
 
 
@@ -53,7 +57,11 @@ def read_library(
     parser : {"fast", "reference"}, default "fast"
         For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
         records to pyteomics; ``"reference"`` parses every record with
-        pyteomics.  Both give the same library.  Other formats ignore it.
+        pyteomics.  For MSP: ``"fast"`` reads records and peaks with numba and
+        hands records with unusual lines to the line-by-line reader that
+        ``"reference"`` uses for all; for JSON it reads the peak strings of all
+        records at once, leaving unusual ones to the reference.  Both give the
+        same library.  mzML and mzXML ignore it.
     progress : callable, optional
         ``progress(done_bytes, total_bytes)`` (bytes of the uncompressed
         content): called at the start, now and then while the fast MGF parser
@@ -105,7 +113,8 @@ def read_raw(
             builder.notes.append(
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
-        _TEXT_READERS[fmt](text, builder)
+        readers = _FAST_TEXT_READERS if parser == "fast" else {}
+        readers.get(fmt, _TEXT_READERS[fmt])(text, builder)
     library = builder.build(LibrarySource(raw.path, raw.sha256, fmt))
     report_progress(progress, total, total, raw.path)
     return library

@@ -186,7 +186,7 @@ def decode_text(data: bytes) -> tuple[str, int]:
     """
     text = data.decode("utf-8-sig", errors="surrogateescape")
     replaced = 0
-    if _ESCAPED.search(text):
+    if not text.isascii() and _ESCAPED.search(text):
         text, replaced = _ESCAPED.subn(lambda m: _cp1252_char(ord(m.group()) - 0xDC00), text)
     return text, replaced
 

@@ -20,6 +20,7 @@ the gzip cap, and nesting too deep for it is refused with a one-line error.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -35,12 +36,20 @@ from engine.io._build import (
 )
 from engine.report import SpectrumFileError
 
-__all__ = ["read_json_text"]
+__all__ = [
+    "GNPS_KEYS",
+    "MISSING",
+    "MONA_KEYS",
+    "add_record",
+    "gnps_columns",
+    "parse_document",
+    "read_json_text",
+]
 
 #: Values GNPS writes for "unknown"; such a key is left out.
-_MISSING = {"", "n/a", "na", "null", "none", "nan", " "}
+MISSING = {"", "n/a", "na", "null", "none", "nan", " "}
 #: GNPS key (lowercased) -> our column; the first key present wins.
-_GNPS_KEYS: dict[str, tuple[str, ...]] = {
+GNPS_KEYS: dict[str, tuple[str, ...]] = {
     "name": ("compound_name", "name"),
     "adduct": ("adduct", "precursor_type"),
     "smiles": ("smiles",),
@@ -50,7 +59,7 @@ _GNPS_KEYS: dict[str, tuple[str, ...]] = {
     "id": ("spectrum_id", "spectrumid", "id"),
 }
 #: MoNA metaData name (lowercased) -> our column.
-_MONA_KEYS = {
+MONA_KEYS = {
     "precursor type": "adduct",
     "ionization mode": "ionmode",
     "molecular formula": "formula",
@@ -58,6 +67,8 @@ _MONA_KEYS = {
     "inchi": "inchi",
     "smiles": "smiles",
 }
+#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
+_charge = functools.lru_cache(maxsize=4096)(parse_charge_text)
 _MS_LEVEL_RE = re.compile(r"^\s*(?:ms)?\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -80,6 +91,16 @@ def read_json_text(text: str, builder: LibraryBuilder) -> None:
     SpectrumFileError
         The text is not valid JSON, nests too deeply, or is neither a list nor an object.
     """
+    for record, item in enumerate(parse_document(text, builder), start=1):
+        add_record(record, item, builder)
+
+
+def parse_document(text: str, builder: LibraryBuilder) -> list:
+    """The records of JSON ``text``: a list (a single object is one record).
+
+    Sets ``builder.records``; raises :class:`SpectrumFileError` as
+    :func:`read_json_text` says.
+    """
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -92,26 +113,65 @@ def read_json_text(text: str, builder: LibraryBuilder) -> None:
         document = [document]
     if not isinstance(document, list):
         raise SpectrumFileError(builder.path, "JSON holds neither a list of spectra nor one")
-    for record, item in enumerate(document, start=1):
-        title = _title(item)
-        try:
-            _add(record, item, builder)
-        except _RecordError as exc:
-            builder.skip(record, title, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-            builder.skip(record, title, f"unreadable record ({type(exc).__name__}: {exc})"[:160])
     builder.records = len(document)
+    return document
 
 
-def _add(record: int, item: object, builder: LibraryBuilder) -> None:
+def add_record(
+    record: int,
+    item: object,
+    builder: LibraryBuilder,
+    peaks: tuple[np.ndarray, np.ndarray] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Hand one record to ``builder`` (a failure is a skipped record).
+
+    ``peaks`` and ``metadata``, when given, are what the reference functions
+    give for this record, already worked out (by the fast reader).
+    """
+    try:
+        mz, intensity, precursor, charge, ion_mode, metadata = record_fields(item, peaks, metadata)
+    except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
+        skip_record(record, item, builder, exc)
+        return
+    builder.add(
+        record,
+        mz=mz,
+        intensity=intensity,
+        precursor_mz=precursor,
+        charge=charge,
+        ion_mode=ion_mode,
+        metadata=metadata,
+    )
+
+
+def skip_record(record: int, item: object, builder: LibraryBuilder, exc: Exception) -> None:
+    """Tell ``builder`` that ``record`` was skipped because :func:`record_fields` raised ``exc``."""
+    if isinstance(exc, _RecordError):
+        builder.skip(record, _title(item), str(exc))
+    else:
+        reason = f"unreadable record ({type(exc).__name__}: {exc})"[:160]
+        builder.skip(record, _title(item), reason)
+
+
+def record_fields(
+    item: object,
+    peaks: tuple[np.ndarray, np.ndarray] | None,
+    metadata: dict[str, str] | None,
+) -> tuple:
+    """``(mz, intensity, precursor_mz, charge, ion_mode, metadata)`` of a record.
+
+    ``peaks`` and ``metadata`` as in :func:`add_record`.  Raises when the record
+    is skipped (see :func:`skip_record`).
+    """
     if not isinstance(item, dict):
         raise _RecordError(f"not a JSON object but {type(item).__name__}")
     if "peaks_json" in item:
-        mz, intensity = _gnps_peaks(item["peaks_json"])
-        metadata = _gnps_metadata(item)
+        mz, intensity = peaks if peaks is not None else _gnps_peaks(item["peaks_json"])
+        metadata = metadata if metadata is not None else _gnps_metadata(item)
     elif "spectrum" in item:
-        mz, intensity = _mona_peaks(item["spectrum"])
-        metadata = _mona_metadata(item)
+        mz, intensity = peaks if peaks is not None else _mona_peaks(item["spectrum"])
+        metadata = metadata if metadata is not None else _mona_metadata(item)
         level = metadata.get("ms_level", "")
         found = _MS_LEVEL_RE.match(level)
         if level and (found is None or int(found.group(1)) != 2):
@@ -122,19 +182,11 @@ def _add(record: int, item: object, builder: LibraryBuilder) -> None:
         raise _RecordError("no peaks")
     precursor = _precursor(metadata.pop("precursor_mz", ""))
     adduct = metadata.get("adduct", "")
-    charge = parse_charge_text(metadata.pop("charge", None))
+    charge = _charge(metadata.pop("charge", None))
     if not charge:
         charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=parse_ion_mode(metadata.get("ionmode")),
-        metadata=metadata,
-    )
+    return mz, intensity, precursor, charge, parse_ion_mode(metadata.get("ionmode")), metadata
 
 
 def _precursor(text: str) -> float:
@@ -151,7 +203,7 @@ def _value(value: object) -> str:
     if value is None or isinstance(value, dict | list):
         return ""
     text = str(value).strip()
-    return "" if text.lower() in _MISSING else text
+    return "" if text.lower() in MISSING else text
 
 
 def _gnps_peaks(peaks: object) -> tuple[np.ndarray, np.ndarray]:
@@ -205,8 +257,13 @@ def _gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
         text = _value(value)
         if key != "peaks_json" and text:
             lowered.setdefault(str(key).strip().lower(), text)
+    return gnps_columns(lowered)
+
+
+def gnps_columns(lowered: Mapping[str, str]) -> dict[str, str]:
+    """GNPS metadata from a record's non-empty values by stripped, lowercased key."""
     out = {k: v for k, v in lowered.items() if k not in ("precursor_mz", "ion_mode")}
-    for column, keys in _GNPS_KEYS.items():
+    for column, keys in GNPS_KEYS.items():
         found = next((lowered[k] for k in keys if lowered.get(k)), "")
         if found:
             out[column] = found
@@ -234,7 +291,7 @@ def _mona_metadata(item: Mapping[str, object]) -> dict[str, str]:
                 continue
             key, value = _value(entry.get("name")).lower(), _value(entry.get("value"))
             if key and value:
-                column = _MONA_KEYS.get(key, key.replace(" ", "_").replace("/", ""))
+                column = MONA_KEYS.get(key, key.replace(" ", "_").replace("/", ""))
                 out.setdefault(column, value)
     for field, column in (("inchiKey", "inchikey"), ("inchi", "inchi")):
         text = _value(compound.get(field))

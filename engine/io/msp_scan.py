@@ -1,0 +1,486 @@
+"""numba scanner of the fast MSP reader: records, ``key: value`` spans and peaks.
+
+It works on the UTF-8 bytes of the decoded text and decides only what it can
+decide exactly as the reference reader (:func:`engine.io.msp.read_msp_lines`)
+does.  Each line is one of
+
+- *blank*: only spaces and tabs;
+- *key*: ``key: value`` whose key and value start and end with a character that
+  is not white space (``str.isspace``), the key not starting with a digit, ``.``
+  or ``(``: the reference reads exactly that key and value;
+- *peak*: starting with a digit or ``.``, made of plain decimal numbers separated
+  by blanks, tabs and colons, pairs by ``;``, quoted annotations ignored, an even
+  number of numbers between two ``;``: the reference reads exactly these pairs;
+- *other*: anything else.
+
+The reference's record logic is followed line by line for the first three kinds
+(a record ends at a blank or key line after its peaks, or at a second ``Name:``).
+A record with an *other* line, or one that ends without peaks, is handed back as
+a *slow* span of lines for the reference to read, from the record's first line
+to the next point where the reference is certain to start afresh: a blank or
+key line straight after a peak line.
+
+Numbers become float64 here only when the value is certainly the correctly
+rounded one that ``float()`` returns (Clinger's fast path: an integer up to 2**53
+times or divided by an exact power of ten, one IEEE operation); other numbers are
+listed for ``float()``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["FAST", "SLOW", "scan_msp"]
+
+#: Segment kinds of :func:`scan_msp`.
+FAST, SLOW = 0, 1
+
+_POW10 = np.array([10.0**k for k in range(23)])
+_TWO53 = 2**53
+#: Line kinds.
+_BLANK, _KEY, _PEAK, _OTHER = 0, 1, 2, 3
+#: Key kinds.
+_KEY_PLAIN, _KEY_NAME, _KEY_NUM_PEAKS = 0, 1, 2
+#: Numbers left to ``float()`` are located as ``start * SLOW_SPAN + length``.
+SLOW_SPAN = 1 << 20
+
+
+@numba.njit(cache=True, nogil=True)
+def _bounds(buf):
+    """(lines, runs of digits) in ``buf``: bounds on records, keys and numbers."""
+    lines = 1
+    runs = 0
+    digit = False
+    n = buf.shape[0]
+    for i in range(n):
+        c = buf[i]
+        if c == 10 or (c == 13 and (i + 1 == n or buf[i + 1] != 10)):
+            lines += 1
+        now = 48 <= c <= 57
+        if now and not digit:
+            runs += 1
+        digit = now
+    return lines, runs
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _is_space_cp(cp):
+    """``chr(cp).isspace()``."""
+    if cp == 32 or 9 <= cp <= 13 or 28 <= cp <= 31:
+        return True
+    if cp < 0x85:
+        return False
+    return (
+        cp == 0x85
+        or cp == 0xA0
+        or cp == 0x1680
+        or 0x2000 <= cp <= 0x200A
+        or cp == 0x2028
+        or cp == 0x2029
+        or cp == 0x202F
+        or cp == 0x205F
+        or cp == 0x3000
+    )
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cp_at(buf, i, end):
+    """Code point of the UTF-8 character starting at ``buf[i]`` (-1 if malformed)."""
+    b = np.int64(buf[i])
+    if b < 0x80:
+        return b
+    if b >= 0xF0:
+        n, cp = 3, b & 0x07
+    elif b >= 0xE0:
+        n, cp = 2, b & 0x0F
+    elif b >= 0xC0:
+        n, cp = 1, b & 0x1F
+    else:
+        return -1
+    for k in range(1, n + 1):
+        if i + k >= end:
+            return -1
+        cp = (cp << 6) | (np.int64(buf[i + k]) & 0x3F)
+    return cp
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _char_start(buf, i, lo):
+    """Start of the UTF-8 character whose last byte is ``buf[i]``."""
+    while i > lo and (buf[i] & 0xC0) == 0x80:
+        i -= 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _edge_ok(buf, i, end):
+    """The character at ``buf[i]`` is not white space."""
+    cp = _cp_at(buf, i, end)
+    return cp >= 0 and not _is_space_cp(cp)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lower(c):
+    return c + 32 if 65 <= c <= 90 else c
+
+
+@numba.njit(cache=True, nogil=True)
+def _key_kind(buf, lo, hi):
+    n = hi - lo
+    if n == 4:
+        if (
+            _lower(buf[lo]) == 110
+            and _lower(buf[lo + 1]) == 97
+            and _lower(buf[lo + 2]) == 109
+            and _lower(buf[lo + 3]) == 101
+        ):
+            return _KEY_NAME
+        return _KEY_PLAIN
+    if n < 8 or n > 9:
+        return _KEY_PLAIN
+    # "num peaks", "num_peaks", "numpeaks"
+    if not (_lower(buf[lo]) == 110 and _lower(buf[lo + 1]) == 117 and _lower(buf[lo + 2]) == 109):
+        return _KEY_PLAIN
+    j = lo + 3
+    if n == 9:
+        if buf[j] != 32 and buf[j] != 95:
+            return _KEY_PLAIN
+        j += 1
+    word = (112, 101, 97, 107, 115)  # "peaks"
+    for k in range(5):
+        if _lower(buf[j + k]) != word[k]:
+            return _KEY_PLAIN
+    return _KEY_NUM_PEAKS
+
+
+@numba.njit(cache=True, nogil=True)
+def _classify_key(buf, i, end):
+    """(ok, key_lo, key_hi, value_lo, value_hi) of a ``key: value`` line from ``i``."""
+    colon = i
+    while colon < end and buf[colon] != 58:
+        colon += 1
+    if colon == end or colon == i:
+        return False, 0, 0, 0, 0
+    if not _edge_ok(buf, i, end):
+        return False, 0, 0, 0, 0
+    k_hi = colon
+    while k_hi > i and (buf[k_hi - 1] == 32 or buf[k_hi - 1] == 9):
+        k_hi -= 1
+    if not _edge_ok(buf, _char_start(buf, k_hi - 1, i), end):
+        return False, 0, 0, 0, 0
+    v_lo = colon + 1
+    while v_lo < end and (buf[v_lo] == 32 or buf[v_lo] == 9):
+        v_lo += 1
+    v_hi = end
+    while v_hi > v_lo and (buf[v_hi - 1] == 32 or buf[v_hi - 1] == 9):
+        v_hi -= 1
+    if v_hi > v_lo:
+        if not _edge_ok(buf, v_lo, end) or not _edge_ok(buf, _char_start(buf, v_hi - 1, v_lo), end):
+            return False, 0, 0, 0, 0
+    return True, i, k_hi, v_lo, v_hi
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _number(buf, i, end, pow10):
+    """(value, position after, verdict 0 exact / 1 for ``float()`` / 2 not a plain number)."""
+    neg = False
+    if buf[i] == 43 or buf[i] == 45:
+        neg = buf[i] == 45
+        i += 1
+    mant = np.uint64(0)
+    sig = 0
+    frac = 0
+    digits = 0
+    seen_point = False
+    while i < end:
+        c = buf[i]
+        if 48 <= c <= 57:
+            digits += 1
+            if seen_point:
+                frac += 1
+            if sig > 0 or c != 48:
+                sig += 1
+                if sig <= 19:
+                    mant = mant * np.uint64(10) + np.uint64(c - 48)
+        elif c == 46 and not seen_point:
+            seen_point = True
+        else:
+            break
+        i += 1
+    if digits == 0:
+        return 0.0, i, 2
+    exp = 0
+    edigits = 0
+    if i < end and (buf[i] == 101 or buf[i] == 69):
+        i += 1
+        eneg = False
+        if i < end and (buf[i] == 43 or buf[i] == 45):
+            eneg = buf[i] == 45
+            i += 1
+        while i < end and 48 <= buf[i] <= 57:
+            edigits += 1
+            if edigits <= 6:
+                exp = exp * 10 + (buf[i] - 48)
+            i += 1
+        if edigits == 0:
+            return 0.0, i, 2
+        if eneg:
+            exp = -exp
+    if i < end:
+        c = buf[i]
+        if c != 32 and c != 9 and c != 58 and c != 59 and c != 34:
+            return 0.0, i, 2
+    exp -= frac
+    if sig == 0:
+        value = 0.0
+    elif sig > 19 or edigits > 6 or mant > np.uint64(_TWO53) or exp > 22 or exp < -22:
+        return 0.0, i, 1
+    elif exp >= 0:
+        value = np.float64(mant) * pow10[exp]
+    else:
+        value = np.float64(mant) / pow10[-exp]
+    return (-value if neg else value), i, 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _peak_line(buf, i, end, values, slow, n_values, pow10):
+    """Read a peak line into ``values`` from ``n_values`` on: (ok, new n_values).
+
+    A number left to ``float()`` is NaN in ``values`` and its bytes are in ``slow``
+    (start times :data:`SLOW_SPAN` plus length).
+    """
+    piece_count = 0
+    while True:
+        while i < end and (buf[i] == 32 or buf[i] == 9 or buf[i] == 58):
+            i += 1
+        if i < end and buf[i] == 34:  # a quoted annotation counts as a blank
+            j = i + 1
+            while j < end and buf[j] != 34:
+                j += 1
+            if j == end:
+                return False, n_values
+            i = j + 1
+            continue
+        if i == end or buf[i] == 59:
+            if piece_count % 2:
+                return False, n_values
+            if i == end:
+                return True, n_values
+            piece_count = 0
+            i += 1
+            continue
+        value, after, verdict = _number(buf, i, end, pow10)
+        if verdict == 2 or (verdict == 1 and after - i >= SLOW_SPAN):
+            return False, n_values
+        if verdict == 1:
+            slow[n_values] = i * SLOW_SPAN + (after - i)
+            value = np.nan
+        values[n_values] = value
+        n_values += 1
+        piece_count += 1
+        i = after
+
+
+@numba.njit(cache=True, nogil=True)
+def scan_msp(buf):
+    """Records of MSP bytes ``buf``: fast ones read here, slow spans for the reference.
+
+    Returns
+    -------
+    seg_kind, seg_a, seg_b : ndarray of int64
+        Segments in file order: :data:`FAST` (``seg_a`` a fast record's index) or
+        :data:`SLOW` (bytes ``seg_a:seg_b``, whole lines, for the reference reader).
+    rec_keys, rec_values : ndarray of int64, shape (n_fast + 1,)
+        Fast record ``r`` has key lines ``rec_keys[r]:rec_keys[r + 1]`` and numbers
+        ``rec_values[r]:rec_values[r + 1]`` (m/z and intensity alternating).
+    key_spans : ndarray of int64, shape (n_keys, 4)
+        Bytes of each key and value: ``key_lo, key_hi, value_lo, value_hi``.
+    values : ndarray of float64
+        The numbers; NaN where ``float()`` must read them.
+    slow : ndarray of int64
+        Where ``values`` is NaN: the number's bytes, ``start * SLOW_SPAN + length``.
+    """
+    n = buf.shape[0]
+    pow10 = _POW10
+    n_lines, n_runs = _bounds(buf)
+    rows = n_lines + 2  # no more records, keys or segments than lines
+    seg_kind = np.empty(rows, np.int64)
+    seg_a = np.empty(rows, np.int64)
+    seg_b = np.empty(rows, np.int64)
+    n_seg = 0
+    rec_keys = np.empty(rows, np.int64)
+    rec_values = np.empty(rows, np.int64)
+    n_rec = 0
+    key_spans = np.empty((rows, 4), np.int64)
+    n_keys = 0
+    values = np.empty(n_runs + 1, np.float64)  # each number has digits of its own
+    slow = np.empty(n_runs + 1, np.int64)
+    n_values = 0
+
+    open_rec = False  # a record is being read (fast)
+    skipping = False  # inside a slow span
+    slow_start = 0
+    rec_start = 0
+    rec_k0 = 0
+    rec_v0 = 0
+    has_name = False
+    in_peaks = False
+    peak_lines = 0
+    prev_peak = False  # the previous line was a peak line (while skipping)
+
+    pos = 0
+    while pos <= n:
+        if pos == n:
+            # end of file: the reference finishes whatever record it is in
+            if skipping or (open_rec and peak_lines == 0):
+                start = slow_start if skipping else rec_start
+                seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = SLOW, start, n
+                n_seg += 1
+                if open_rec:
+                    n_keys, n_values = rec_k0, rec_v0
+            elif open_rec:
+                rec_keys[n_rec] = rec_k0
+                rec_values[n_rec] = rec_v0
+                seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = FAST, n_rec, 0
+                n_seg += 1
+                n_rec += 1
+            break
+        # the line [pos, end) and the next one's start
+        end = pos
+        while end < n and buf[end] != 10 and buf[end] != 13:
+            end += 1
+        nxt = end
+        if nxt < n:
+            nxt += 2 if (buf[nxt] == 13 and nxt + 1 < n and buf[nxt + 1] == 10) else 1
+        i = pos
+        while i < end and (buf[i] == 32 or buf[i] == 9):
+            i += 1
+        kind = _OTHER
+        k_lo = k_hi = v_lo = v_hi = 0
+        key_kind = _KEY_PLAIN
+        nv = n_values
+        if i == end:
+            kind = _BLANK
+        else:
+            c = buf[i]
+            if (48 <= c <= 57) or c == 46:
+                ok, nv = _peak_line(buf, i, end, values, slow, n_values, pow10)
+                if ok:
+                    kind = _PEAK
+            elif c != 40:
+                ok, k_lo, k_hi, v_lo, v_hi = _classify_key(buf, i, end)
+                if ok:
+                    kind = _KEY
+                    key_kind = _key_kind(buf, k_lo, k_hi)
+
+        if skipping:
+            if prev_peak and (kind == _BLANK or kind == _KEY):
+                seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = SLOW, slow_start, pos
+                n_seg += 1
+                skipping = False
+                open_rec = False
+            else:
+                prev_peak = kind == _PEAK
+                pos = nxt
+                continue
+        # the reference's record logic, for blank, key and peak lines
+        go_slow = False
+        close = False
+        start_new = False
+        if kind == _OTHER:
+            go_slow = True
+        elif kind == _BLANK:
+            if open_rec and in_peaks:
+                if peak_lines > 0:
+                    close = True
+                else:
+                    go_slow = True
+        elif kind == _KEY:
+            if open_rec:
+                if in_peaks:
+                    if peak_lines > 0:
+                        close = True
+                        start_new = True
+                    else:
+                        go_slow = True
+                elif key_kind == _KEY_NAME and has_name:
+                    go_slow = True  # the record ends without peaks
+            else:
+                start_new = True
+        else:  # a peak line
+            if not open_rec:
+                open_rec = True
+                rec_start = pos
+                rec_k0, rec_v0 = n_keys, n_values
+                has_name = False
+                in_peaks = False
+                peak_lines = 0
+            in_peaks = True
+            peak_lines += 1
+            n_values = nv
+        if go_slow:
+            slow_start = rec_start if open_rec else pos
+            if open_rec:
+                n_keys, n_values = rec_k0, rec_v0
+            open_rec = False
+            skipping = True
+            prev_peak = kind == _PEAK
+            pos = nxt
+            continue
+        if close:
+            rec_keys[n_rec] = rec_k0
+            rec_values[n_rec] = rec_v0
+            seg_kind[n_seg], seg_a[n_seg], seg_b[n_seg] = FAST, n_rec, 0
+            n_seg += 1
+            n_rec += 1
+            open_rec = False
+        if start_new:
+            open_rec = True
+            rec_start = pos
+            rec_k0, rec_v0 = n_keys, n_values
+            has_name = False
+            in_peaks = False
+            peak_lines = 0
+        if kind == _KEY and open_rec:
+            key_spans[n_keys, 0] = k_lo
+            key_spans[n_keys, 1] = k_hi
+            key_spans[n_keys, 2] = v_lo
+            key_spans[n_keys, 3] = v_hi
+            n_keys += 1
+            if key_kind == _KEY_NAME:
+                has_name = True
+            elif key_kind == _KEY_NUM_PEAKS:
+                in_peaks = True
+        pos = nxt
+
+    rec_keys[n_rec] = n_keys
+    rec_values[n_rec] = n_values
+    return (
+        seg_kind[:n_seg],
+        seg_a[:n_seg],
+        seg_b[:n_seg],
+        rec_keys[: n_rec + 1],
+        rec_values[: n_rec + 1],
+        key_spans[:n_keys],
+        values[:n_values],
+        slow[:n_values],
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(buf, lo, hi):
+    """Bytes ``buf[lo[k]:hi[k]]`` joined by ``\\n``."""
+    total = 0
+    for k in range(lo.shape[0]):
+        total += hi[k] - lo[k] + 1
+    out = np.empty(max(total - 1, 0), np.uint8)
+    j = 0
+    for k in range(lo.shape[0]):
+        if k:
+            out[j] = 10
+            j += 1
+        for t in range(lo[k], hi[k]):
+            out[j] = buf[t]
+            j += 1
+    return out
