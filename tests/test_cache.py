@@ -127,10 +127,10 @@ def test_concurrent_loaders_all_succeed(tmp_path):
     with ProcessPoolExecutor(4) as pool:
         results = list(pool.map(_load_in_process, [str(tmp_path)] * 8))
     assert len(set(results)) == 1 and results[0][0] == 76
-    entries = list(tmp_path.iterdir())
-    assert [p.name for p in entries] == [
-        cache_path(load_library(MGF, cache=False).source.sha256).name
-    ]
+    entries = sorted(p.name for p in tmp_path.iterdir())
+    assert entries == sorted([cache_path(load_library(MGF, cache=False).source.sha256).name, "files"])
+    # side records of the file, written the same way: one, no temporary debris
+    assert [p.suffix for p in (tmp_path / "files").iterdir()] == [".json"]
 
 
 def test_cache_directory_is_private(tmp_path):

@@ -36,6 +36,7 @@ __all__ = [
     "parse_charge_text",
     "polarity_from_adduct",
     "charge_from_adduct",
+    "grouped_columns",
 ]
 
 #: Column holding, per record, the rare metadata keys as a JSON object.
@@ -253,8 +254,12 @@ class LibraryBuilder:
         self._notes += notes
 
     # -- build ------------------------------------------------------------------------
-    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
-        """Validate all peaks and return the library (raises when nothing is usable)."""
+    def _checked_peaks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Validate the peaks of the records added so far; their issues are reported.
+
+        Returns the peaks kept (``mz``, ``intensity``), the number kept per
+        record and whether each record is kept (has a peak left).
+        """
         n = len(self._lengths)
         lengths = np.asarray(self._lengths, dtype=np.int64)
         mz = np.concatenate(self._mz) if self._mz else np.empty(0)
@@ -306,6 +311,11 @@ class LibraryBuilder:
                 self._issues.append(
                     ImportIssue(record, title, "; ".join(self._notes[i]), skipped=False)
                 )
+        return mz, intensity, counts, kept
+
+    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
+        """Validate all peaks and return the library (raises when nothing is usable)."""
+        mz, intensity, counts, kept = self._checked_peaks()
         self._issues.sort(key=lambda issue: issue.record)
         report = ImportReport(
             path=self.path,
@@ -348,14 +358,26 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     as a JSON object in ``other_metadata`` (``""`` when a record has none).
     """
     # records with the same keys in the same order are handled together
-    groups: dict[tuple[str, ...], list[int]] = {}
+    groups: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
     for i, meta in enumerate(metas):
-        groups.setdefault(tuple(meta), []).append(i)
+        rows, values = groups.setdefault(tuple(meta), ([], []))
+        rows.append(i)
+        values.append(tuple(meta.values()))
+    return grouped_columns(groups, len(metas))
+
+
+def grouped_columns(
+    groups: Mapping[tuple[str, ...], tuple[Sequence[int], Sequence[tuple[str, ...]]]], n: int
+) -> dict[str, np.ndarray]:
+    """:func:`_columns` of ``n`` records given as groups of records with the same keys.
+
+    ``groups`` maps each key tuple (in order of first appearance) to its
+    records' positions (ascending) and value tuples.
+    """
     seen: Counter[str] = Counter()  # keys in order of first appearance
-    for names, rows in groups.items():
+    for names, (rows, _) in groups.items():
         for name in names:
             seen[name] += len(rows)
-    n = len(metas)
     floor = max(1, math.ceil(COLUMN_SHARE * n))
     aliases = {a for names in _ALIASES.values() for a in names}
     keys = [*STANDARD_COLUMNS]
@@ -367,16 +389,15 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     rare = {k for k in seen if k not in columns}
     other = np.empty(n, dtype=object)
     other[:] = ""
-    for names, rows in groups.items():
+    for names, (rows, members) in groups.items():
         index = np.asarray(rows, dtype=np.int64)
-        members = [metas[i] for i in rows]
-        for name in names:
+        for j, name in enumerate(names):
             if name in columns:
-                values = map(itemgetter(name), members)
+                values = map(itemgetter(j), members)
                 columns[name][index] = np.fromiter(values, dtype=object, count=len(rows))
         if rare.intersection(names):
-            for i in rows:
-                own = {k: v for k, v in metas[i].items() if k in rare}
+            for i, member in zip(rows, members, strict=True):
+                own = {k: v for k, v in zip(names, member, strict=True) if k in rare}
                 other[i] = json.dumps(own, ensure_ascii=False)
     if rare:
         columns[OTHER_METADATA] = other

@@ -27,11 +27,11 @@ from pyteomics import auxiliary as _aux
 
 from engine.io import mgf_records as records
 from engine.io import mgf_scan as scan
-from engine.io._build import LibraryBuilder, Progress, parse_ion_mode, report_progress
+from engine.io._build import LibraryBuilder, parse_ion_mode
 from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
 from engine.io.sniff import decode_text, split_lines
 
-__all__ = ["read_mgf_bytes"]
+__all__ = ["FileState", "read_chunk"]
 
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
@@ -51,47 +51,83 @@ class _Unsure(Exception):
     """The record holds something only the reference parser should judge."""
 
 
-def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
-    """Parse MGF ``data`` (the file's bytes, un-gzipped) into ``builder``.
+class FileState:
+    """What one chunk of a file hands to the next (see :func:`read_chunk`).
+
+    Parameters
+    ----------
+    builder : LibraryBuilder
+        Receives every record (kept or skipped).
+    """
+
+    def __init__(self, builder: LibraryBuilder) -> None:
+        self.builder = builder
+        #: Records read so far.
+        self.records = 0
+        #: Bytes so far that are not UTF-8.
+        self.replaced = 0
+        #: pyteomics' reader carrying the file header (set by the first chunk).
+        self.reader = None
+        self.header: dict = {}
+
+    def finish(self) -> None:
+        """Tell the builder the number of records and the file's notes."""
+        self.builder.records = self.records
+        if self.replaced:
+            self.builder.notes.insert(
+                0, f"{self.replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
+            )
+
+
+def read_chunk(
+    data: bytes, file: FileState, final: bool, report: Callable[[int], None] | None = None
+) -> None:
+    """Parse one chunk of an MGF file (its content, un-gzipped) into ``file.builder``.
 
     Parameters
     ----------
     data : bytes
-        The whole file.  Bytes that are not UTF-8 are read as Windows-1252, with
-        a file note, as :func:`engine.io.sniff.decode_text` does.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)``, called now and then while the
-        records are read (bytes of ``data``); returning ``False`` stops the
-        load with :class:`~engine.io._build.LoadCancelled`.
+        The whole file, or a piece of it: the first piece starts where the file
+        starts, every other piece at the start of a ``BEGIN IONS`` line.  Bytes
+        that are not UTF-8 are read as Windows-1252, as
+        :func:`engine.io.sniff.decode_text` does.
+    file : FileState
+        The file so far (header, records counted); updated.
+    final : bool
+        Whether ``data`` ends where the file ends (else a record still open at
+        its end was cut by the next ``BEGIN IONS``).
+    report : callable, optional
+        Called now and then with the position reached in ``data``; may raise
+        :class:`~engine.io._build.LoadCancelled`.
     """
     # tens of thousands of new dicts would set off the cycle collector again and
     # again, each time walking every object made so far; none of them forms a cycle
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _read(data, builder, progress)
+        _read(data, file, final, report)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> None:
-    start = len(_BOM) if data.startswith(_BOM) else 0
+def _read(
+    data: bytes, file: FileState, final: bool, report: Callable[[int], None] | None
+) -> None:
+    builder = file.builder
+    first_chunk = file.reader is None
+    start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0
     buf = np.frombuffer(data, dtype=np.uint8)
     is_ascii = data.isascii()
     if not is_ascii:
-        replaced = records.not_utf8(buf, start)
-        if replaced:
-            builder.notes.append(
-                f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
-            )
+        file.replaced += records.not_utf8(buf, start)
     decode = _decode_ascii if is_ascii else _decode
     newlines, split = records.lines(data, buf, start)
     kinds, first, last, header_end = records.find_records(buf, start, newlines)
-    reader = header_reader(split_lines(decode(data[start:header_end])), builder)
-    header = dict(reader.header)
+    if first_chunk:
+        file.reader = header_reader(split_lines(decode(data[start:header_end])), builder)
+        file.header = dict(file.reader.header)
+    reader, header = file.reader, file.header
     scanned = scan.scan_records(buf, first, last, kinds, start, newlines, split)
     del newlines, split
     status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
@@ -102,17 +138,19 @@ def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> No
     simple_ = simple.tolist()
     bounds = zip(first.tolist(), last.tolist(), param_lo.tolist(), param_hi.tolist(), strict=True)
     peaks = zip(peak_lo.tolist(), peak_hi.tolist(), strict=True)
+    base = file.records
     for r, (kind, (lo, hi, a, b), (p0, p1)) in enumerate(
         zip(kinds.tolist(), bounds, peaks, strict=True)
     ):
-        record = r + 1
-        if progress is not None and not r % _PROGRESS_EVERY:
-            report_progress(progress, lo, len(data), builder.path)
+        record = base + r + 1
+        if report is not None and not r % _PROGRESS_EVERY:
+            report(lo)
         if kind != records.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))
-            reason = _CUT_REASONS[kind]
-            builder.skip(record, record_title(lines), reason)
+            if kind == records.EVENT_EOF and not final:  # the next chunk starts a record
+                kind = records.EVENT_NO_END
+            builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
         if fast[r]:
             if simple_[r] and not header:
@@ -131,7 +169,7 @@ def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> No
         batch.flush()
         read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
     batch.flush()
-    builder.records = len(kinds)
+    file.records += len(kinds)
 
 
 def _parameters(

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
 from engine.io.mgf import read_mgf_text
-from engine.io.mgf_fast import read_mgf_bytes
+from engine.io.chunked_build import ChunkedBuilder
+from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.mzml import read_mzml_bytes
 from engine.io.mzxml import read_mzxml_bytes
-from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
+from engine.io.sniff import (
+    FORMATS,
+    RawFile,
+    decode_text,
+    format_from_name,
+    sniff_format,
+)
+from engine.io.stream import FileStream
 from engine.io.spectra_json import read_json_text
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
@@ -55,9 +64,10 @@ def read_library(
         records to pyteomics; ``"reference"`` parses every record with
         pyteomics.  Both give the same library.  Other formats ignore it.
     progress : callable, optional
-        ``progress(done_bytes, total_bytes)`` (bytes of the uncompressed
-        content): called at the start, now and then while the fast MGF parser
-        reads records, and at the end.  Returning ``False`` cancels the load
+        ``progress(done_bytes, total_bytes)``, bytes of the file on disk:
+        called at the start, now and then while the fast MGF parser reads
+        records (the file is read, hashed, un-gzipped and parsed in bounded
+        chunks), and at the end.  Returning ``False`` cancels the load
         (:class:`LoadCancelled` is raised).
 
     Returns
@@ -78,7 +88,59 @@ def read_library(
     LoadCancelled
         ``progress`` returned ``False``.
     """
-    return read_raw(open_raw(path), format=format, parser=parser, progress=progress)
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    stream = FileStream(path)
+    try:
+        return _read_stream(stream, format, parser, progress)
+    finally:
+        stream.close()
+
+
+def _read_stream(
+    stream: FileStream, format: str | None, parser: str, progress: Progress | None
+) -> SpectrumLibrary:
+    """MGF for the fast parser straight from the stream; anything else read whole."""
+    blocks = stream.blocks()
+    head: list[bytes] = []
+    size = position = 0
+    for block, position in blocks:
+        head.append(block)
+        size += len(block)
+        if size >= _HEAD_BYTES:
+            break
+    else:  # the whole file: read as before
+        raw = RawFile(stream.path, stream.sha256, b"".join(head), stream.gzipped)
+        return read_raw(_non_empty(raw), format=format, parser=parser, progress=progress)
+    start = b"".join(head)
+    fmt = None
+    if parser == "fast" and sniff_format(start) == "mgf" and format in (None, "mgf", "MGF"):
+        fmt = _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)
+    if fmt != "mgf":  # errors (a gzip bomb first) as for any file read whole
+        rest = b"".join([start, *(block for block, _ in blocks)])
+        raw = RawFile(stream.path, stream.sha256, rest, stream.gzipped)
+        return read_raw(_non_empty(raw), format=format, parser=parser, progress=progress)
+    builder = ChunkedBuilder(stream.path, fmt)
+    report_progress(progress, 0, stream.size, stream.path)
+    read_mgf_blocks(_chained((start, position), blocks), stream.size, builder, progress)
+    library = builder.build(LibrarySource(stream.path, stream.sha256, fmt))
+    report_progress(progress, stream.size, stream.size, stream.path)
+    return library
+
+
+#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
+_HEAD_BYTES = 1 << 16
+
+
+def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
+    yield first
+    yield from rest
+
+
+def _non_empty(raw: RawFile) -> RawFile:
+    if not raw.data.strip():
+        raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
+    return raw
 
 
 def read_raw(
@@ -92,10 +154,11 @@ def read_raw(
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
     fmt = _choose_format(raw, format)
-    builder = LibraryBuilder(raw.path, fmt)
+    fast_mgf = fmt == "mgf" and parser == "fast"
+    builder = ChunkedBuilder(raw.path, fmt) if fast_mgf else LibraryBuilder(raw.path, fmt)
     total = len(raw.data)
     report_progress(progress, 0, total, raw.path)
-    if fmt == "mgf" and parser == "fast":
+    if fast_mgf:
         read_mgf_bytes(raw.data, builder, progress)
     elif fmt in _BYTES_READERS:
         _BYTES_READERS[fmt](raw.data, builder)

@@ -1,0 +1,141 @@
+"""A :class:`LibraryBuilder` that checks and packs its records chunk by chunk.
+
+:class:`LibraryBuilder` keeps every record (its peak arrays, a metadata dict,
+Python numbers) until :meth:`~LibraryBuilder.build`, which then copies the
+peaks into one array and validates them: on a file of millions of records that
+is several times the memory of the library itself.  :class:`ChunkedBuilder`
+takes records the same way, but after each chunk (:meth:`~ChunkedBuilder.end_chunk`)
+validates that chunk's peaks with the same rules, keeps only what the library
+needs (kept peaks, per-record numbers as arrays, metadata as value tuples
+grouped by their keys) and forgets the rest.  The result is the same library,
+report included: peaks are validated per spectrum, metadata columns are built
+from all records at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.io._build import LibraryBuilder, grouped_columns
+from engine.library import LibrarySource, SpectrumLibrary
+from engine.report import ImportReport, SpectrumFileError
+
+__all__ = ["ChunkedBuilder"]
+
+
+class ChunkedBuilder(LibraryBuilder):
+    """Collects the records of one file chunk by chunk (see the module notes).
+
+    Parameters
+    ----------
+    path : str
+        The file (for the report and error messages).
+    format : str
+        Format the file is read as.
+    """
+
+    def __init__(self, path: str, format: str) -> None:
+        super().__init__(path, format)
+        self._peaks = _Growing()
+        self._kept_counts: list[np.ndarray] = []
+        self._kept_precursor: list[np.ndarray] = []
+        self._kept_charge: list[np.ndarray] = []
+        self._kept_ion_mode: list[np.ndarray] = []
+        self._groups: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
+        self._kept = 0
+
+    def end_chunk(self) -> None:
+        """Validate and pack the records added since the last call."""
+        if not self._lengths:
+            return
+        mz, intensity, counts, kept = self._checked_peaks()
+        idx = np.flatnonzero(kept)
+        self._peaks.extend(mz, intensity)
+        self._kept_counts.append(counts[idx])
+        self._kept_precursor.append(np.asarray(self._precursor, dtype=np.float64)[idx])
+        self._kept_charge.append(np.asarray(self._charge, dtype=np.int16)[idx])
+        self._kept_ion_mode.append(np.asarray(self._ion_mode, dtype=np.int8)[idx])
+        groups = self._groups
+        row = self._kept
+        for i in idx.tolist():
+            meta = self._meta[i]
+            rows, values = groups.setdefault(tuple(meta), ([], []))
+            rows.append(row)
+            values.append(tuple(meta.values()))
+            row += 1
+        self._kept = row
+        for collected in (
+            self._record_no, self._titles, self._mz, self._intensity, self._lengths,
+            self._precursor, self._charge, self._ion_mode, self._meta, self._notes,
+        ):  # fmt: skip
+            collected.clear()
+
+    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
+        """The library of all chunks (raises when nothing is usable)."""
+        self.end_chunk()
+        self._issues.sort(key=lambda issue: issue.record)
+        report = ImportReport(
+            path=self.path,
+            format=self.format,
+            records=self.records,
+            spectra=self._kept,
+            issues=self._issues,
+            notes=list(self.notes),
+        )
+        if report.spectra == 0:
+            skipped = len(report.skipped)
+            raise SpectrumFileError(
+                self.path,
+                f"no valid spectra ({self.records} records seen, {skipped} skipped)"
+                + (f"; first problem: {report.skipped[0]}" if skipped else ""),
+            )
+        counts = np.concatenate(self._kept_counts)
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        metadata = grouped_columns(self._groups, self._kept)
+        self._peaks.trim()
+        self._groups = {}
+        return SpectrumLibrary(
+            mz=self._peaks.mz,
+            intensity=self._peaks.intensity,
+            offsets=offsets,
+            precursor_mz=np.concatenate(self._kept_precursor),
+            charge=np.concatenate(self._kept_charge),
+            ion_mode=np.concatenate(self._kept_ion_mode),
+            metadata=metadata,
+            source=source,
+            report=report,
+        )
+
+
+class _Growing:
+    """Peak arrays that grow in place.
+
+    They are resized with ``ndarray.resize``, which reallocates the buffer:
+    for arrays this large the C library moves pages (``mremap``) instead of
+    copying, so growing never holds two copies.
+    """
+
+    #: Peaks room is first made for (grown by half each time it is full).
+    FIRST = 1 << 22
+
+    def __init__(self) -> None:
+        self.mz = np.empty(0, np.float64)
+        self.intensity = np.empty(0, np.float64)
+        self.size = 0
+
+    def extend(self, mz: np.ndarray, intensity: np.ndarray) -> None:
+        """Append peaks."""
+        end = self.size + len(mz)
+        if end > len(self.mz):
+            room = max(end, self.FIRST, len(self.mz) * 3 // 2)
+            self.mz.resize(room, refcheck=False)
+            self.intensity.resize(room, refcheck=False)
+        self.mz[self.size : end] = mz
+        self.intensity[self.size : end] = intensity
+        self.size = end
+
+    def trim(self) -> None:
+        """Drop the room left over."""
+        self.mz.resize(self.size, refcheck=False)
+        self.intensity.resize(self.size, refcheck=False)
