@@ -111,9 +111,7 @@ def read_chunk(
             gc.enable()
 
 
-def _read(
-    data: bytes, file: FileState, final: bool, report: Callable[[int], None] | None
-) -> None:
+def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], None] | None) -> None:
     builder = file.builder
     first_chunk = file.reader is None
     start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0

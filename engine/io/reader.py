@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
-from engine.io.mgf import read_mgf_text
 from engine.io.chunked_build import ChunkedBuilder
+from engine.io.mgf import read_mgf_text
 from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.mzml import read_mzml_bytes
@@ -20,8 +20,8 @@ from engine.io.sniff import (
     format_from_name,
     sniff_format,
 )
-from engine.io.stream import FileStream
 from engine.io.spectra_json import read_json_text
+from engine.io.stream import FileStream
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
@@ -104,9 +104,10 @@ def _read_stream(
     blocks = stream.blocks()
     head: list[bytes] = []
     size = position = 0
-    for block, position in blocks:
+    for block, reached in blocks:
         head.append(block)
         size += len(block)
+        position = reached
         if size >= _HEAD_BYTES:
             break
     else:  # the whole file: read as before
