@@ -37,6 +37,7 @@ __all__ = [
     "polarity_from_adduct",
     "charge_from_adduct",
     "grouped_columns",
+    "settle_numbers",
 ]
 
 #: Column holding, per record, the rare metadata keys as a JSON object.
@@ -118,6 +119,40 @@ def charge_from_adduct(adduct: str | None) -> int:
     if not found:
         return 0
     return int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)
+
+
+def settle_numbers(
+    precursors: Sequence[float],
+    charges: Sequence[int],
+    ion_modes: Sequence[int],
+    adduct: Callable[[int], str | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
+    """:meth:`LibraryBuilder.add_many`'s rules for precursor, charge and ion mode of records.
+
+    ``adduct(i)`` gives record ``i``'s adduct (asked only when its ion mode is
+    unknown).  Returns the arrays (float64, int64, int64) and each record's notes.
+    """
+    n = len(precursors)
+    notes: list[list[str]] = [[] for _ in range(n)]
+    charges = list(charges)
+    if n and (min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE):
+        for i, charge in enumerate(charges):
+            if not -MAX_CHARGE <= charge <= MAX_CHARGE:
+                notes[i].append(f"implausible charge {charge} ignored")
+                charges[i] = 0
+    charge = np.array(charges, dtype=np.int64)
+    ion_mode = np.array(ion_modes, dtype=np.int64)
+    for i in np.flatnonzero(ion_mode == 0).tolist():
+        ion_mode[i] = -1 if charge[i] < 0 else polarity_from_adduct(adduct(i))
+    charge = np.where((ion_mode != 0) & (charge != 0), np.abs(charge) * ion_mode, charge)
+    precursor = np.array(precursors, dtype=np.float64)
+    for i in np.flatnonzero(~(np.isfinite(precursor) & (precursor > 0))).tolist():
+        if precursor[i] == precursor[i]:
+            notes[i].append(f"invalid precursor m/z {precursors[i]!r} ignored")
+        else:
+            notes[i].append("no precursor m/z (kept with unknown precursor)")
+        precursor[i] = math.nan
+    return precursor, charge, ion_mode, notes
 
 
 class LibraryBuilder:
@@ -217,26 +252,9 @@ class LibraryBuilder:
         if not rows:
             return
         records, precursors, charges, ion_modes, metas, los, his = zip(*rows, strict=True)
-        n = len(rows)
-        notes: list[list[str]] = [[] for _ in range(n)]
-        charges = list(charges)
-        if min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE:
-            for i, charge in enumerate(charges):
-                if not -MAX_CHARGE <= charge <= MAX_CHARGE:
-                    notes[i].append(f"implausible charge {charge} ignored")
-                    charges[i] = 0
-        charge = np.array(charges, dtype=np.int64)
-        ion_mode = np.array(ion_modes, dtype=np.int64)
-        for i in np.flatnonzero(ion_mode == 0).tolist():
-            ion_mode[i] = -1 if charge[i] < 0 else polarity_from_adduct(metas[i].get("adduct"))
-        charge = np.where((ion_mode != 0) & (charge != 0), np.abs(charge) * ion_mode, charge)
-        precursor = np.array(precursors, dtype=np.float64)
-        for i in np.flatnonzero(~(np.isfinite(precursor) & (precursor > 0))).tolist():
-            if precursor[i] == precursor[i]:
-                notes[i].append(f"invalid precursor m/z {precursors[i]!r} ignored")
-            else:
-                notes[i].append("no precursor m/z (kept with unknown precursor)")
-            precursor[i] = math.nan
+        precursor, charge, ion_mode, notes = settle_numbers(
+            precursors, charges, ion_modes, lambda i: metas[i].get("adduct")
+        )
         lengths = np.subtract(his, los)
         if np.array_equal(los[1:], his[:-1]):  # one piece
             self._mz.append(mz[los[0] : his[-1]])

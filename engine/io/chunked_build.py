@@ -14,13 +14,37 @@ from all records at the end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from engine.io._build import LibraryBuilder, grouped_columns
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import ImportReport, SpectrumFileError
 
-__all__ = ["ChunkedBuilder"]
+__all__ = ["ChunkColumns", "ChunkedBuilder"]
+
+
+@dataclass
+class ChunkColumns:
+    """Records of a chunk given column-wise, their numbers settled as by ``add_many``.
+
+    Record ``i`` (number ``records[i]``) has peaks ``mz[lo[i]:hi[i]]`` and
+    ``intensity[lo[i]:hi[i]]`` and metadata ``dict(zip(names[i], values[i]))``.
+    """
+
+    records: np.ndarray
+    titles: list[str]
+    lo: np.ndarray
+    hi: np.ndarray
+    mz: np.ndarray
+    intensity: np.ndarray
+    precursor: np.ndarray
+    charge: np.ndarray
+    ion_mode: np.ndarray
+    names: list[tuple[str, ...]]
+    values: list[tuple[str, ...]]
+    notes: list[list[str]]
 
 
 class ChunkedBuilder(LibraryBuilder):
@@ -44,10 +68,14 @@ class ChunkedBuilder(LibraryBuilder):
         self._groups: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
         self._kept = 0
 
-    def end_chunk(self) -> None:
-        """Validate and pack the records added since the last call."""
-        if not self._lengths:
+    def end_chunk(self, columns: ChunkColumns | None = None) -> None:
+        """Validate and pack the records added since the last call, and ``columns``."""
+        if not self._lengths and (columns is None or not len(columns.records)):
             return
+        if columns is not None:  # the records added one by one may be out of order
+            pairs = self._merge(columns)
+        else:
+            pairs = [(tuple(meta), tuple(meta.values())) for meta in self._meta]
         mz, intensity, counts, kept = self._checked_peaks()
         idx = np.flatnonzero(kept)
         self._peaks.extend(mz, intensity)
@@ -58,10 +86,12 @@ class ChunkedBuilder(LibraryBuilder):
         groups = self._groups
         row = self._kept
         for i in idx.tolist():
-            meta = self._meta[i]
-            rows, values = groups.setdefault(tuple(meta), ([], []))
-            rows.append(row)
-            values.append(tuple(meta.values()))
+            names, values = pairs[i]
+            group = groups.get(names)
+            if group is None:
+                group = groups[names] = ([], [])
+            group[0].append(row)
+            group[1].append(values)
             row += 1
         self._kept = row
         for collected in (
@@ -69,6 +99,48 @@ class ChunkedBuilder(LibraryBuilder):
             self._precursor, self._charge, self._ion_mode, self._meta, self._notes,
         ):  # fmt: skip
             collected.clear()
+
+    def _merge(self, columns: ChunkColumns) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """Put ``columns`` and the records added one by one together, in record order.
+
+        The collected lists become those of all records; returns their metadata pairs.
+        """
+        own_lengths = np.asarray(self._lengths, dtype=np.int64)
+        own_lo = np.zeros(len(own_lengths), dtype=np.int64)
+        np.cumsum(own_lengths[:-1], out=own_lo[1:])
+        order = np.argsort(
+            np.concatenate([columns.records, np.asarray(self._record_no, dtype=np.int64)]),
+            kind="stable",
+        )
+        picks = order.tolist()
+        lo = np.concatenate([columns.lo, own_lo + len(columns.mz)])[order]
+        lengths = np.concatenate([columns.hi - columns.lo, own_lengths])[order]
+        take = _ranges(lo, lengths)
+        if self._mz:
+            mz = np.concatenate([columns.mz, *self._mz])[take]
+            intensity = np.concatenate([columns.intensity, *self._intensity])[take]
+        else:
+            mz, intensity = columns.mz[take], columns.intensity[take]
+        pairs = list(zip(columns.names, columns.values, strict=True))
+        pairs += [(tuple(meta), tuple(meta.values())) for meta in self._meta]
+        merged = {
+            "_record_no": [*columns.records.tolist(), *self._record_no],
+            "_titles": [*columns.titles, *self._titles],
+            "_notes": [*columns.notes, *self._notes],
+        }
+        for name, values in merged.items():
+            setattr(self, name, [values[i] for i in picks])
+        for name, column, dtype in (
+            ("_precursor", columns.precursor, np.float64),
+            ("_charge", columns.charge, np.int64),
+            ("_ion_mode", columns.ion_mode, np.int64),
+        ):
+            own = np.asarray(getattr(self, name), dtype=dtype)
+            setattr(self, name, np.concatenate([column.astype(dtype), own])[order].tolist())
+        self._lengths = lengths.tolist()
+        self._mz, self._intensity = [mz], [intensity]
+        self._meta = []
+        return [pairs[i] for i in picks]
 
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """The library of all chunks (raises when nothing is usable)."""
@@ -106,6 +178,13 @@ class ChunkedBuilder(LibraryBuilder):
             source=source,
             report=report,
         )
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Indices ``starts[0]:starts[0] + counts[0]``, then the next range, and so on."""
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)
 
 
 class _Growing:

@@ -23,12 +23,20 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from pyteomics import auxiliary as _aux
 
 from engine.io import mgf_records as records
 from engine.io import mgf_scan as scan
-from engine.io._build import LibraryBuilder, parse_ion_mode
+from engine.io._build import LibraryBuilder
+from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
+from engine.io.mgf_columns import (
+    Unsure,
+    charge_of,
+    group_columns,
+    ion_mode_of,
+    precursor_of,
+    rt_text,
+)
 from engine.io.sniff import decode_text, split_lines
 
 __all__ = ["FileState", "read_chunk"]
@@ -39,16 +47,8 @@ _CUT_REASONS = {
     records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
     records.EVENT_EOF: "file ends inside the record (no END IONS)",
 }
-#: CHARGE and IONMODE texts seen so far and what they mean; only short texts are kept.
-_CHARGES: dict[str, int] = {}
-_ION_MODES: dict[str, int] = {}
-_MEMO_LIMIT = 4096
 #: Records between two progress reports.
 _PROGRESS_EVERY = 2048
-
-
-class _Unsure(Exception):
-    """The record holds something only the reference parser should judge."""
 
 
 class FileState:
@@ -130,13 +130,17 @@ def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], Non
     del newlines, split
     status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
     _convert_slow(data, slow, mz, intensity)
-    keys, values = _parameters(data, buf, spans, decode)
+    ids, names, values = _parameters(data, buf, spans, decode)
+    keys = [names[k] for k in ids.tolist()]
     batch = _Batch(builder, mz, intensity)
     fast = (status == scan.FAST).tolist()
     simple_ = simple.tolist()
     bounds = zip(first.tolist(), last.tolist(), param_lo.tolist(), param_hi.tolist(), strict=True)
     peaks = zip(peak_lo.tolist(), peak_hi.tolist(), strict=True)
     base = file.records
+    # records whose parameters are all located exactly are read column-wise
+    by_columns = isinstance(builder, ChunkedBuilder) and not header
+    grouped: list[int] = []
     for r, (kind, (lo, hi, a, b), (p0, p1)) in enumerate(
         zip(kinds.tolist(), bounds, peaks, strict=True)
     ):
@@ -151,6 +155,9 @@ def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], Non
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
         if fast[r]:
+            if simple_[r] and by_columns:
+                grouped.append(r)
+                continue
             if simple_[r] and not header:
                 params = dict(zip(keys[a:b], values[a:b], strict=True))
             elif simple_[r]:
@@ -162,26 +169,41 @@ def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], Non
             try:
                 batch.add(record, params, p0, p1)
                 continue
-            except _Unsure:
+            except Unsure:
                 pass
         batch.flush()
         read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
     batch.flush()
+    columns = None
+    if by_columns:
+        columns, back = group_columns(
+            grouped, base, param_lo, param_hi, ids, names, values, peak_lo, peak_hi, mz, intensity
+        )
+        for r in back:  # one by one, as above
+            a, b, lo, hi = param_lo[r], param_hi[r], first[r], last[r]
+            try:
+                params = dict(zip(keys[a:b], values[a:b], strict=True))
+                batch.add(base + r + 1, params, peak_lo[r], peak_hi[r])
+            except Unsure:
+                read_block(reader, split_lines(decode(data[lo:hi])), base + r + 1, builder)
+        batch.flush()
+    if isinstance(builder, ChunkedBuilder):
+        builder.end_chunk(columns)
     file.records += len(kinds)
 
 
 def _parameters(
     data: bytes, buf: np.ndarray, spans: np.ndarray, decode: Callable[[bytes], str]
-) -> tuple[list, list]:
-    """Keys (lower case) and values of the parameter lines in ``spans``, one each per line.
+) -> tuple[np.ndarray, list[str], list[str]]:
+    """Keys and values of the parameter lines in ``spans``.
 
-    Values are decoded in one piece; each distinct key once.
+    Returns per line the number of its key, the keys by number (lower case)
+    and per line its value.  Values are decoded in one piece; each distinct key once.
     """
     if not len(spans):
-        return [], []
+        return np.empty(0, dtype=np.int64), [], []
     ids, first = records.key_ids(buf, spans[:, 0], spans[:, 1])
     names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
-    keys = [names[i] for i in ids.tolist()]
     lo, hi = spans[:, 2], spans[:, 3]
     plain = records.ascii_spans(buf, lo, hi)
     # ASCII values are decoded apart: text of one-byte characters is much quicker
@@ -193,7 +215,7 @@ def _parameters(
         text = records.gather(buf, lo[wide], hi[wide]).tobytes()
         for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
             values[i] = value
-    return keys, values
+    return ids, names, values
 
 
 def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.ndarray) -> None:
@@ -228,21 +250,6 @@ def _block_params(lines: list[str], params: dict) -> None:
             params[key.lower()] = value.strip()
 
 
-def _charge(text: str) -> int:
-    """First charge of a CHARGE text as pyteomics reads it (memoised)."""
-    known = _CHARGES.get(text)
-    if known is not None:
-        return known
-    try:
-        charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
-        value = int(charges[0]) if charges else 0
-    except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
-        raise _Unsure from exc
-    if len(text) <= 32 and len(_CHARGES) < _MEMO_LIMIT:
-        _CHARGES[text] = value
-    return value
-
-
 class _Batch:
     """Records of the fast path, handed to the builder together (in file order)."""
 
@@ -253,7 +260,7 @@ class _Batch:
         self.rows: list[tuple] = []
 
     def add(self, record: int, params: dict, lo: int, hi: int) -> None:
-        """One record whose peaks are ``lo:hi``; raises :class:`_Unsure` to hand it back."""
+        """One record whose peaks are ``lo:hi``; raises :class:`Unsure` to hand it back."""
         self.rows.append((record, *_fields(params), lo, hi))
 
     def flush(self) -> None:
@@ -271,36 +278,19 @@ def _fields(params: dict) -> tuple[float, int, int, dict]:
     precursor = math.nan
     pepmass = params.pop("pepmass", None)
     if pepmass is not None:
-        try:  # float() strips the blanks split() splits at: success means one token
-            precursor = float(pepmass)
-        except ValueError:
-            tokens = pepmass.split()
-            if len(tokens) != 2:
-                raise _Unsure from None
-            try:
-                precursor, _ = float(tokens[0]), float(tokens[1])
-            except ValueError:
-                raise _Unsure from None
+        precursor = precursor_of(pepmass)
     charges = params.pop("charge", None)
     if isinstance(charges, str):
-        charge = _charge(charges)
+        charge = charge_of(charges)
     else:  # from the file header, already parsed by pyteomics
         charge = int(charges[0]) if charges else 0
     metadata = params
     if "rtinseconds" in metadata:
-        try:
-            metadata["rtinseconds"] = repr(float(metadata["rtinseconds"]))
-        except ValueError:
-            raise _Unsure from None
+        metadata["rtinseconds"] = rt_text(metadata["rtinseconds"])
     ion_mode = 0
     for key in ION_MODE_KEYS:
         if key in metadata:
-            text = metadata[key]
-            ion_mode = _ION_MODES.get(text)
-            if ion_mode is None:
-                ion_mode = parse_ion_mode(text)
-                if len(_ION_MODES) < _MEMO_LIMIT and len(text) <= 32:
-                    _ION_MODES[text] = ion_mode
+            ion_mode = ion_mode_of(metadata[key])
             break
     metadata["id"] = metadata.get("spectrumid", "")
     metadata.setdefault("title", metadata.get("name", ""))

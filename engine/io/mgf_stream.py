@@ -67,7 +67,6 @@ def read_mgf_blocks(
         load with :class:`~engine.io._build.LoadCancelled`.
     """
     file = mgf_fast.FileState(builder)
-    end_chunk = getattr(builder, "end_chunk", None)
     pending: list[bytes | memoryview] = []
     size = 0
     want = CHUNK_BYTES
@@ -82,8 +81,6 @@ def read_mgf_blocks(
                 report_progress(progress, before + span * at // whole, total, builder.path)
 
         mgf_fast.read_chunk(data, file, final, report)
-        if end_chunk is not None:
-            end_chunk()
 
     for block, position in blocks:
         pending.append(block)
