@@ -131,22 +131,29 @@ def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], Non
     status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
     _convert_slow(data, slow, mz, intensity)
     ids, names, values = _parameters(data, buf, spans, decode)
-    keys = [names[k] for k in ids.tolist()]
     batch = _Batch(builder, mz, intensity)
-    fast = (status == scan.FAST).tolist()
-    simple_ = simple.tolist()
-    bounds = zip(first.tolist(), last.tolist(), param_lo.tolist(), param_hi.tolist(), strict=True)
-    peaks = zip(peak_lo.tolist(), peak_hi.tolist(), strict=True)
     base = file.records
     # records whose parameters are all located exactly are read column-wise
     by_columns = isinstance(builder, ChunkedBuilder) and not header
-    grouped: list[int] = []
-    for r, (kind, (lo, hi, a, b), (p0, p1)) in enumerate(
-        zip(kinds.tolist(), bounds, peaks, strict=True)
-    ):
-        record = base + r + 1
-        if report is not None and not r % _PROGRESS_EVERY:
+    in_columns = (kinds == records.EVENT_BLOCK) & (status == scan.FAST) & simple
+    if not by_columns:
+        in_columns[:] = False
+    grouped = np.flatnonzero(in_columns)
+    alone = np.flatnonzero(~in_columns)
+    keys = [names[k] for k in ids.tolist()] if len(alone) else []
+    if report is not None:
+        for lo in first[::_PROGRESS_EVERY].tolist():
             report(lo)
+    fast = status[alone] == scan.FAST
+    simple_ = simple[alone]
+    bounds = zip(first[alone].tolist(), last[alone].tolist(), strict=True)
+    spans_of = zip(param_lo[alone].tolist(), param_hi[alone].tolist(), strict=True)
+    peaks = zip(peak_lo[alone].tolist(), peak_hi[alone].tolist(), strict=True)
+    for r, kind, is_fast, is_simple, (lo, hi), (a, b), (p0, p1) in zip(
+        alone.tolist(), kinds[alone].tolist(), fast.tolist(), simple_.tolist(), bounds,
+        spans_of, peaks, strict=True,
+    ):  # fmt: skip
+        record = base + r + 1
         if kind != records.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))
@@ -154,13 +161,10 @@ def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], Non
                 kind = records.EVENT_NO_END
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
-        if fast[r]:
-            if simple_[r] and by_columns:
-                grouped.append(r)
-                continue
-            if simple_[r] and not header:
+        if is_fast:
+            if is_simple and not header:
                 params = dict(zip(keys[a:b], values[a:b], strict=True))
-            elif simple_[r]:
+            elif is_simple:
                 params = dict(header)
                 params.update(zip(keys[a:b], values[a:b], strict=True))
             else:
@@ -177,8 +181,20 @@ def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], Non
     columns = None
     if by_columns:
         columns, back = group_columns(
-            grouped, base, param_lo, param_hi, ids, names, values, peak_lo, peak_hi, mz, intensity
+            grouped.tolist(),
+            base,
+            param_lo,
+            param_hi,
+            ids,
+            names,
+            values,
+            peak_lo,
+            peak_hi,
+            mz,
+            intensity,
         )
+        if back:
+            keys = [names[k] for k in ids.tolist()]
         for r in back:  # one by one, as above
             a, b, lo, hi = param_lo[r], param_hi[r], first[r], last[r]
             try:
