@@ -39,7 +39,7 @@ from engine.io.mgf_columns import (
 )
 from engine.io.sniff import decode_text, split_lines
 
-__all__ = ["FileState", "read_chunk"]
+__all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
 
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
@@ -79,18 +79,54 @@ class FileState:
             )
 
 
+class ScannedChunk:
+    """A chunk after the byte scans (:func:`scan_chunk`), before its records are read."""
+
+    def __init__(self, data: bytes, first_chunk: bool) -> None:
+        self.data = data
+        self.start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0
+        buf = np.frombuffer(data, dtype=np.uint8)
+        is_ascii = data.isascii()
+        #: Bytes that are not UTF-8.
+        self.replaced = 0 if is_ascii else int(records.not_utf8(buf, self.start))
+        self.decode = _decode_ascii if is_ascii else _decode
+        newlines, split = records.lines(data, buf, self.start)
+        self.kinds, self.first, self.last, self.header_end = records.find_records(
+            buf, self.start, newlines
+        )
+        self.scanned = scan.scan_records(
+            buf, self.first, self.last, self.kinds, self.start, newlines, split
+        )
+        del newlines, split
+        spans, mz, intensity, slow = (self.scanned[i] for i in (5, 7, 8, 9))
+        _convert_slow(data, slow, mz, intensity)
+        self.ids, self.names, self.values = _parameters(data, buf, spans, self.decode)
+
+
+def scan_chunk(data: bytes, first_chunk: bool) -> ScannedChunk:
+    """The byte scans of a chunk (numba, mostly without the GIL: may run on another thread).
+
+    ``data`` as for :func:`read_chunk`; ``first_chunk``: whether it starts the file.
+    """
+    return ScannedChunk(data, first_chunk)
+
+
 def read_chunk(
-    data: bytes, file: FileState, final: bool, report: Callable[[int], None] | None = None
+    data: bytes | ScannedChunk,
+    file: FileState,
+    final: bool,
+    report: Callable[[int], None] | None = None,
 ) -> None:
     """Parse one chunk of an MGF file (its content, un-gzipped) into ``file.builder``.
 
     Parameters
     ----------
-    data : bytes
+    data : bytes or ScannedChunk
         The whole file, or a piece of it: the first piece starts where the file
         starts, every other piece at the start of a ``BEGIN IONS`` line.  Bytes
         that are not UTF-8 are read as Windows-1252, as
-        :func:`engine.io.sniff.decode_text` does.
+        :func:`engine.io.sniff.decode_text` does.  Or the piece already
+        scanned by :func:`scan_chunk`.
     file : FileState
         The file so far (header, records counted); updated.
     final : bool
@@ -100,37 +136,33 @@ def read_chunk(
         Called now and then with the position reached in ``data``; may raise
         :class:`~engine.io._build.LoadCancelled`.
     """
-    # tens of thousands of new dicts would set off the cycle collector again and
+    # tens of thousands of new objects would set off the cycle collector again and
     # again, each time walking every object made so far; none of them forms a cycle
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if not isinstance(data, ScannedChunk):
+            data = scan_chunk(data, file.reader is None)
         _read(data, file, final, report)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(data: bytes, file: FileState, final: bool, report: Callable[[int], None] | None) -> None:
+def _read(
+    chunk: ScannedChunk, file: FileState, final: bool, report: Callable[[int], None] | None
+) -> None:
     builder = file.builder
-    first_chunk = file.reader is None
-    start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0
-    buf = np.frombuffer(data, dtype=np.uint8)
-    is_ascii = data.isascii()
-    if not is_ascii:
-        file.replaced += records.not_utf8(buf, start)
-    decode = _decode_ascii if is_ascii else _decode
-    newlines, split = records.lines(data, buf, start)
-    kinds, first, last, header_end = records.find_records(buf, start, newlines)
-    if first_chunk:
-        file.reader = header_reader(split_lines(decode(data[start:header_end])), builder)
+    data, decode = chunk.data, chunk.decode
+    file.replaced += chunk.replaced
+    kinds, first, last = chunk.kinds, chunk.first, chunk.last
+    if file.reader is None:
+        text = decode(data[chunk.start : chunk.header_end])
+        file.reader = header_reader(split_lines(text), builder)
         file.header = dict(file.reader.header)
     reader, header = file.reader, file.header
-    scanned = scan.scan_records(buf, first, last, kinds, start, newlines, split)
-    del newlines, split
-    status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
-    _convert_slow(data, slow, mz, intensity)
-    ids, names, values = _parameters(data, buf, spans, decode)
+    status, peak_lo, peak_hi, param_lo, param_hi, _, simple, mz, intensity, _ = chunk.scanned
+    ids, names, values = chunk.ids, chunk.names, chunk.values
     batch = _Batch(builder, mz, intensity)
     base = file.records
     # records whose parameters are all located exactly are read column-wise

@@ -15,8 +15,10 @@ as they come, so memory follows the library, not the text.
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from engine.io import mgf_fast
 from engine.io._build import LibraryBuilder, Progress, report_progress
@@ -67,36 +69,64 @@ def read_mgf_blocks(
         load with :class:`~engine.io._build.LoadCancelled`.
     """
     file = mgf_fast.FileState(builder)
+    # the byte scans of chunk k + 1 run on a thread (numba without the GIL) while
+    # the records of chunk k are read here
+    was_enabled = gc.isenabled()
+    gc.disable()  # see read_chunk
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="simms-scan") as pool:
+            waiting: list[tuple[Future, int, int, int]] = []
+
+            def read(final: bool) -> None:
+                future, start, end, length = waiting.pop(0)
+                report = None
+                if progress is not None:
+
+                    def report(at: int) -> None:
+                        done = start + (end - start) * at // max(length, 1)
+                        report_progress(progress, done, total, builder.path)
+
+                mgf_fast.read_chunk(future.result(), file, final, report)
+
+            chunks = 0
+            for data, start, end in _chunks(blocks, total):
+                waiting.append(
+                    (pool.submit(mgf_fast.scan_chunk, data, not chunks), start, end, len(data))
+                )
+                chunks += 1
+                if len(waiting) > 1:
+                    read(False)
+            read(True)
+    finally:
+        if was_enabled:
+            gc.enable()
+    file.finish()
+
+
+def _chunks(
+    blocks: Iterable[tuple[bytes | memoryview, int]], total: int
+) -> Iterator[tuple[bytes, int, int]]:
+    """Chunks of the content (see the module notes), each with its span of progress positions."""
     pending: list[bytes | memoryview] = []
     size = 0
     want = CHUNK_BYTES
     before = 0  # progress position where the pending content starts
-
-    def parse(data: bytes, final: bool, after: int) -> None:
-        report = None
-        if progress is not None:
-            span, whole = after - before, max(len(data), 1)
-
-            def report(at: int) -> None:
-                report_progress(progress, before + span * at // whole, total, builder.path)
-
-        mgf_fast.read_chunk(data, file, final, report)
-
+    first = True
     for block, position in blocks:
         pending.append(block)
         size += len(block)
         if size < want:
             continue
         data = b"".join(pending)
-        cut = last_record_start(data, 3 if file.reader is None else 0)
+        cut = last_record_start(data, 3 if first else 0)
         if not cut:  # one record (or the header) longer than a chunk: read on
             pending, want = [data], size + CHUNK_BYTES
             continue
-        parse(data[:cut], False, position)
+        yield data[:cut], before, position
+        first = False
         before = position
         pending, size, want = [data[cut:]], len(data) - cut, CHUNK_BYTES
-    parse(b"".join(pending), True, total)
-    file.finish()
+    yield b"".join(pending), before, total
 
 
 def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
