@@ -376,21 +376,23 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     as a JSON object in ``other_metadata`` (``""`` when a record has none).
     """
     # records with the same keys in the same order are handled together
-    groups: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
+    rows_of: dict[tuple[str, ...], list[int]] = {}
     for i, meta in enumerate(metas):
-        rows, values = groups.setdefault(tuple(meta), ([], []))
-        rows.append(i)
-        values.append(tuple(meta.values()))
+        rows_of.setdefault(tuple(meta), []).append(i)
+    groups = {}
+    for names, rows in rows_of.items():
+        members = [metas[i] for i in rows]
+        groups[names] = (rows, [list(map(itemgetter(name), members)) for name in names])
     return grouped_columns(groups, len(metas))
 
 
 def grouped_columns(
-    groups: Mapping[tuple[str, ...], tuple[Sequence[int], Sequence[tuple[str, ...]]]], n: int
+    groups: Mapping[tuple[str, ...], tuple[Sequence[int], Sequence[Sequence[str]]]], n: int
 ) -> dict[str, np.ndarray]:
     """:func:`_columns` of ``n`` records given as groups of records with the same keys.
 
     ``groups`` maps each key tuple (in order of first appearance) to its
-    records' positions (ascending) and value tuples.
+    records' positions (ascending) and, per key, the records' values.
     """
     seen: Counter[str] = Counter()  # keys in order of first appearance
     for names, (rows, _) in groups.items():
@@ -407,14 +409,13 @@ def grouped_columns(
     rare = {k for k in seen if k not in columns}
     other = np.empty(n, dtype=object)
     other[:] = ""
-    for names, (rows, members) in groups.items():
+    for names, (rows, values) in groups.items():
         index = np.asarray(rows, dtype=np.int64)
-        for j, name in enumerate(names):
+        for name, column in zip(names, values, strict=True):
             if name in columns:
-                values = map(itemgetter(j), members)
-                columns[name][index] = np.fromiter(values, dtype=object, count=len(rows))
+                columns[name][index] = np.fromiter(column, dtype=object, count=len(rows))
         if rare.intersection(names):
-            for i, member in zip(rows, members, strict=True):
+            for i, member in zip(rows, zip(*values, strict=True), strict=True):
                 own = {k: v for k, v in zip(names, member, strict=True) if k in rare}
                 other[i] = json.dumps(own, ensure_ascii=False)
     if rare:

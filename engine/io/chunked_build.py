@@ -65,7 +65,8 @@ class ChunkedBuilder(LibraryBuilder):
         self._kept_precursor: list[np.ndarray] = []
         self._kept_charge: list[np.ndarray] = []
         self._kept_ion_mode: list[np.ndarray] = []
-        self._groups: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
+        #: Per key tuple: the rows of its records (in pieces) and, per key, their values.
+        self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
         self._kept = 0
 
     def end_chunk(self, columns: ChunkColumns | None = None) -> None:
@@ -83,17 +84,28 @@ class ChunkedBuilder(LibraryBuilder):
         self._kept_precursor.append(np.asarray(self._precursor, dtype=np.float64)[idx])
         self._kept_charge.append(np.asarray(self._charge, dtype=np.int16)[idx])
         self._kept_ion_mode.append(np.asarray(self._ion_mode, dtype=np.int8)[idx])
-        groups = self._groups
-        row = self._kept
-        for i in idx.tolist():
+        # metadata kept per key, column by column (no object per record)
+        here: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
+        for row, i in enumerate(idx.tolist(), start=self._kept):
             names, values = pairs[i]
-            group = groups.get(names)
+            group = here.get(names)
             if group is None:
-                group = groups[names] = ([], [])
+                group = here[names] = ([], [])
             group[0].append(row)
             group[1].append(values)
-            row += 1
-        self._kept = row
+        for names, (rows, values) in here.items():
+            columns = list(zip(*values, strict=True)) if names else []
+            known = self._groups.get(names)
+            if known is None:
+                self._groups[names] = (
+                    [np.asarray(rows, dtype=np.int64)],
+                    [list(c) for c in columns],
+                )
+            else:
+                known[0].append(np.asarray(rows, dtype=np.int64))
+                for column, more in zip(known[1], columns, strict=True):
+                    column.extend(more)
+        self._kept += len(idx)
         for collected in (
             self._record_no, self._titles, self._mz, self._intensity, self._lengths,
             self._precursor, self._charge, self._ion_mode, self._meta, self._notes,
@@ -164,9 +176,13 @@ class ChunkedBuilder(LibraryBuilder):
         counts = np.concatenate(self._kept_counts)
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        metadata = grouped_columns(self._groups, self._kept)
-        self._peaks.trim()
+        groups = {
+            names: (np.concatenate(rows), values) for names, (rows, values) in self._groups.items()
+        }
         self._groups = {}
+        metadata = grouped_columns(groups, self._kept)
+        del groups
+        self._peaks.trim()
         return SpectrumLibrary(
             mz=self._peaks.mz,
             intensity=self._peaks.intensity,
