@@ -84,10 +84,34 @@ def ion_mode_of(text: str) -> int:
     return known
 
 
-def _converted(texts: list[str], convert: Callable[[str], object]) -> tuple[list, list[int]]:
-    """``convert`` of each text, and the positions where it is unsure (their value: None)."""
+def _floats(texts: list[str]) -> list[float]:
+    return list(map(float, texts))
+
+
+def _float_texts(texts: list[str]) -> list[str]:
+    return list(map(repr, map(float, texts)))
+
+
+def _known_charges(texts: list[str]) -> list:
+    return list(map(_CHARGES.get, texts))
+
+
+def _known_ion_modes(texts: list[str]) -> list:
+    return list(map(_ION_MODES.get, texts))
+
+
+def _converted(
+    texts: list[str], convert: Callable[[str], object], quick: Callable[[list[str]], list]
+) -> tuple[list, list[int]]:
+    """``convert`` of each text, and the positions where it is unsure (their value: None).
+
+    ``quick(texts)`` gives the same values for all texts at once (C loops, no
+    Python call per text), or raises or returns None where it cannot.
+    """
     try:
-        return list(map(convert, texts)), []
+        out = quick(texts)
+        if None not in out:
+            return out, []
     except (Unsure, ValueError):
         pass
     out: list = []
@@ -141,7 +165,7 @@ def group_columns(
             groups[signature] = [r]
         else:
             group.append(r)
-    text = np.array(values, dtype=object) if values else np.empty(0, dtype=object)
+    text = np.fromiter(values, dtype=object, count=len(values))
     parts: list[tuple] = []
     back: list[int] = []
     for signature, members in groups.items():
@@ -195,18 +219,18 @@ def _group(
     precursors: list = [math.nan] * n
     charges: list = [0] * n
     if "pepmass" in columns:
-        precursors, bad = _converted(columns["pepmass"], precursor_of)
+        precursors, bad = _converted(columns["pepmass"], precursor_of, _floats)
         keep[bad] = False
     if "charge" in columns:
-        charges, bad = _converted(columns["charge"], charge_of)
+        charges, bad = _converted(columns["charge"], charge_of, _known_charges)
         keep[bad] = False
     if "rtinseconds" in columns:
-        columns["rtinseconds"], bad = _converted(columns["rtinseconds"], rt_text)
+        columns["rtinseconds"], bad = _converted(columns["rtinseconds"], rt_text, _float_texts)
         keep[bad] = False
     ion_modes: list = [0] * n
     for key in ION_MODE_KEYS:
         if key in columns:
-            ion_modes = list(map(ion_mode_of, columns[key]))
+            ion_modes, _ = _converted(columns[key], ion_mode_of, _known_ion_modes)
             break
     meta_keys = [k for k in keys if k not in _NUMERIC]
     empty = [""] * n

@@ -256,8 +256,8 @@ def _parameters(
     plain = records.ascii_spans(buf, lo, hi)
     # ASCII values are decoded apart: text of one-byte characters is much quicker
     # to split than text holding a few wider ones
-    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0)).tobytes()
-    values = text.decode("ascii").split("\n")
+    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0))
+    values = str(text.data, "ascii").split("\n")  # decoded in place, no copy
     wide = np.flatnonzero(~plain)
     if len(wide):
         text = records.gather(buf, lo[wide], hi[wide]).tobytes()

@@ -27,6 +27,8 @@ __all__ = ["CHUNK_BYTES", "last_record_start", "read_mgf_blocks", "read_mgf_byte
 
 #: Content bytes parsed at a time (a record longer than that makes its chunk longer).
 CHUNK_BYTES = 1 << 24
+#: Scan the next chunk on a second thread while the current one's records are read.
+SCAN_AHEAD = True
 _BEGIN = re.compile(rb"(?m)^[ \t]*BEGIN IONS[ \t]*\r?\n")
 
 
@@ -90,9 +92,12 @@ def read_mgf_blocks(
 
             chunks = 0
             for data, start, end in _chunks(blocks, total):
-                waiting.append(
-                    (pool.submit(mgf_fast.scan_chunk, data, not chunks), start, end, len(data))
-                )
+                if SCAN_AHEAD:
+                    scanned: Future = pool.submit(mgf_fast.scan_chunk, data, not chunks)
+                else:
+                    scanned = Future()
+                    scanned.set_result(mgf_fast.scan_chunk(data, not chunks))
+                waiting.append((scanned, start, end, len(data)))
                 chunks += 1
                 if len(waiting) > 1:
                     read(False)
