@@ -30,7 +30,9 @@ class ChunkColumns:
     """Records of a chunk given column-wise, their numbers settled as by ``add_many``.
 
     Record ``i`` (number ``records[i]``) has peaks ``mz[lo[i]:hi[i]]`` and
-    ``intensity[lo[i]:hi[i]]`` and metadata ``dict(zip(names[i], values[i]))``.
+    ``intensity[lo[i]:hi[i]]``.  Metadata come in parts ``(names, start, stop,
+    values)``: records ``start:stop`` have the keys ``names`` and
+    ``values[j][i - start]`` is record ``i``'s value of key ``names[j]``.
     """
 
     records: np.ndarray
@@ -42,9 +44,8 @@ class ChunkColumns:
     precursor: np.ndarray
     charge: np.ndarray
     ion_mode: np.ndarray
-    names: list[tuple[str, ...]]
-    values: list[tuple[str, ...]]
     notes: list[list[str]]
+    parts: list[tuple[tuple[str, ...], int, int, list[list[str]]]]
 
 
 class ChunkedBuilder(LibraryBuilder):
@@ -73,10 +74,14 @@ class ChunkedBuilder(LibraryBuilder):
         """Validate and pack the records added since the last call, and ``columns``."""
         if not self._lengths and (columns is None or not len(columns.records)):
             return
-        if columns is not None:  # the records added one by one may be out of order
-            pairs = self._merge(columns)
-        else:
-            pairs = [(tuple(meta), tuple(meta.values())) for meta in self._meta]
+        if columns is None:
+            columns = _no_columns()
+        # the records added one by one (as a part each) follow those of columns
+        n_columns = len(columns.records)
+        parts = list(columns.parts)
+        for i, meta in enumerate(self._meta, start=n_columns):
+            parts.append((tuple(meta), i, i + 1, [[value] for value in meta.values()]))
+        order = self._merge(columns)  # the lists in record order: position -> index
         mz, intensity, counts, kept = self._checked_peaks()
         idx = np.flatnonzero(kept)
         self._peaks.extend(mz, intensity)
@@ -84,26 +89,31 @@ class ChunkedBuilder(LibraryBuilder):
         self._kept_precursor.append(np.asarray(self._precursor, dtype=np.float64)[idx])
         self._kept_charge.append(np.asarray(self._charge, dtype=np.int16)[idx])
         self._kept_ion_mode.append(np.asarray(self._ion_mode, dtype=np.int8)[idx])
-        # metadata kept per key, column by column (no object per record)
-        here: dict[tuple[str, ...], tuple[list[int], list[tuple[str, ...]]]] = {}
-        for row, i in enumerate(idx.tolist(), start=self._kept):
-            names, values = pairs[i]
-            group = here.get(names)
-            if group is None:
-                group = here[names] = ([], [])
-            group[0].append(row)
-            group[1].append(values)
-        for names, (rows, values) in here.items():
-            columns = list(zip(*values, strict=True)) if names else []
+        # metadata kept per key tuple, column by column (no object per record); key
+        # tuples are met in the order of their first kept record, as _columns meets them
+        kept_at = np.empty(len(order), dtype=bool)
+        kept_at[order] = kept
+        row_at = np.empty(len(order), dtype=np.int64)
+        row_at[order] = np.cumsum(kept) - 1 + self._kept
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        firsts = []
+        for k, (_, start, stop, _) in enumerate(parts):
+            here = np.flatnonzero(kept_at[start:stop])
+            if len(here):
+                firsts.append((position[start + here].min(), k, here))
+        for _, k, here in sorted(firsts):
+            names, start, stop, values = parts[k]
+            rows = row_at[start:stop][here]
+            if len(here) < stop - start:
+                chosen = here.tolist()
+                values = [[column[i] for i in chosen] for column in values]
             known = self._groups.get(names)
             if known is None:
-                self._groups[names] = (
-                    [np.asarray(rows, dtype=np.int64)],
-                    [list(c) for c in columns],
-                )
+                self._groups[names] = ([rows], [list(column) for column in values])
             else:
-                known[0].append(np.asarray(rows, dtype=np.int64))
-                for column, more in zip(known[1], columns, strict=True):
+                known[0].append(rows)
+                for column, more in zip(known[1], values, strict=True):
                     column.extend(more)
         self._kept += len(idx)
         for collected in (
@@ -112,10 +122,11 @@ class ChunkedBuilder(LibraryBuilder):
         ):  # fmt: skip
             collected.clear()
 
-    def _merge(self, columns: ChunkColumns) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    def _merge(self, columns: ChunkColumns) -> np.ndarray:
         """Put ``columns`` and the records added one by one together, in record order.
 
-        The collected lists become those of all records; returns their metadata pairs.
+        The collected lists become those of all records (``columns`` first, then
+        the others, sorted); returns the sorting order.
         """
         own_lengths = np.asarray(self._lengths, dtype=np.int64)
         own_lo = np.zeros(len(own_lengths), dtype=np.int64)
@@ -133,8 +144,6 @@ class ChunkedBuilder(LibraryBuilder):
             intensity = np.concatenate([columns.intensity, *self._intensity])[take]
         else:
             mz, intensity = columns.mz[take], columns.intensity[take]
-        pairs = list(zip(columns.names, columns.values, strict=True))
-        pairs += [(tuple(meta), tuple(meta.values())) for meta in self._meta]
         merged = {
             "_record_no": [*columns.records.tolist(), *self._record_no],
             "_titles": [*columns.titles, *self._titles],
@@ -152,7 +161,7 @@ class ChunkedBuilder(LibraryBuilder):
         self._lengths = lengths.tolist()
         self._mz, self._intensity = [mz], [intensity]
         self._meta = []
-        return [pairs[i] for i in picks]
+        return order
 
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """The library of all chunks (raises when nothing is usable)."""
@@ -194,6 +203,12 @@ class ChunkedBuilder(LibraryBuilder):
             source=source,
             report=report,
         )
+
+
+def _no_columns() -> ChunkColumns:
+    none = np.empty(0, dtype=np.int64)
+    peaks = np.empty(0, dtype=np.float64)
+    return ChunkColumns(none, [], none, none, peaks, peaks, peaks, none, none, [], [])
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -182,10 +182,13 @@ def group_columns(
     precursors = [x for p in parts for x in p[1]]
     charges = [x for p in parts for x in p[2]]
     ion_modes = [x for p in parts for x in p[3]]
-    metas_names = [p[4] for p in parts for _ in range(len(p[0]))]
-    metas_values = [v for p in parts for v in p[5]]
     adducts = [a for p in parts for a in p[6]]
     titles = [t for p in parts for t in p[7]]
+    metadata = []
+    start = 0
+    for part in parts:
+        metadata.append((part[4], start, start + len(part[0]), part[5]))
+        start += len(part[0])
     precursor, charge, ion_mode, notes = settle_numbers(
         precursors, charges, ion_modes, adducts.__getitem__
     )
@@ -200,9 +203,8 @@ def group_columns(
             precursor=precursor,
             charge=charge,
             ion_mode=ion_mode,
-            names=metas_names,
-            values=metas_values,
             notes=notes,
+            parts=metadata,
         ),
         back,
     )
@@ -240,7 +242,7 @@ def _group(
     if "title" not in meta_keys:
         columns["title"] = columns.get("name", empty)
         meta_keys.append("title")
-    values = list(zip(*(columns[k] for k in meta_keys), strict=True))
+    values = [columns[k] for k in meta_keys]
     adducts = columns.get("adduct", [None] * n)
     titles = [t or i or "" for t, i in zip(columns["title"], columns["id"], strict=True)]
     if not keep.all():
@@ -249,13 +251,13 @@ def _group(
         if not picked:
             return None
         members = members[keep]
-        precursors, charges, ion_modes, values, adducts, titles = (
-            [seq[i] for i in picked]
-            for seq in (precursors, charges, ion_modes, values, adducts, titles)
+        precursors, charges, ion_modes, adducts, titles = (
+            [seq[i] for i in picked] for seq in (precursors, charges, ion_modes, adducts, titles)
         )
+        values = [[column[i] for i in picked] for column in values]
     return members, precursors, charges, ion_modes, tuple(meta_keys), values, adducts, titles
 
 
 def _empty(mz: np.ndarray, intensity: np.ndarray) -> ChunkColumns:
     none = np.empty(0, dtype=np.int64)
-    return ChunkColumns(none, [], none, none, mz, intensity, np.empty(0), none, none, [], [], [])
+    return ChunkColumns(none, [], none, none, mz, intensity, np.empty(0), none, none, [], [])
