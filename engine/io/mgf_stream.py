@@ -26,7 +26,7 @@ from engine.io._build import LibraryBuilder, Progress, report_progress
 __all__ = ["CHUNK_BYTES", "last_record_start", "read_mgf_blocks", "read_mgf_bytes"]
 
 #: Content bytes parsed at a time (a record longer than that makes its chunk longer).
-CHUNK_BYTES = 1 << 24
+CHUNK_BYTES = 1 << 22
 #: Scan the next chunk on a second thread while the current one's records are read.
 SCAN_AHEAD = True
 _BEGIN = re.compile(rb"(?m)^[ \t]*BEGIN IONS[ \t]*\r?\n")

@@ -101,6 +101,7 @@ def _read_stream(
     stream: FileStream, format: str | None, parser: str, progress: Progress | None
 ) -> SpectrumLibrary:
     """MGF for the fast parser straight from the stream; anything else read whole."""
+    report_progress(progress, 0, stream.size, stream.path)
     blocks = stream.blocks()
     head: list[bytes] = []
     size = position = 0
@@ -112,21 +113,38 @@ def _read_stream(
             break
     else:  # the whole file: read as before
         raw = RawFile(stream.path, stream.sha256, b"".join(head), stream.gzipped)
-        return read_raw(_non_empty(raw), format=format, parser=parser, progress=progress)
+        return _read_whole(raw, format, parser, progress, stream.size)
     start = b"".join(head)
     fmt = None
     if parser == "fast" and sniff_format(start) == "mgf" and format in (None, "mgf", "MGF"):
         fmt = _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)
     if fmt != "mgf":  # errors (a gzip bomb first) as for any file read whole
-        rest = b"".join([start, *(block for block, _ in blocks)])
-        raw = RawFile(stream.path, stream.sha256, rest, stream.gzipped)
-        return read_raw(_non_empty(raw), format=format, parser=parser, progress=progress)
+        whole = [start]
+        for block, reached in blocks:  # reading: the first half of the progress
+            whole.append(block)
+            report_progress(progress, reached // 2, stream.size, stream.path)
+        raw = RawFile(stream.path, stream.sha256, b"".join(whole), stream.gzipped)
+        del whole
+        return _read_whole(raw, format, parser, progress, stream.size)
     builder = ChunkedBuilder(stream.path, fmt)
-    report_progress(progress, 0, stream.size, stream.path)
     read_mgf_blocks(_chained((start, position), blocks), stream.size, builder, progress)
     library = builder.build(LibrarySource(stream.path, stream.sha256, fmt))
     report_progress(progress, stream.size, stream.size, stream.path)
     return library
+
+
+def _read_whole(
+    raw: RawFile, format: str | None, parser: str, progress: Progress | None, size: int
+) -> SpectrumLibrary:
+    """:func:`read_raw` with its progress (bytes of the content) as the second half of ``size``."""
+    half = size // 2
+    scaled = None
+    if progress is not None:
+
+        def scaled(done: int, total: int) -> object:
+            return progress(half + (size - half) * done // max(total, 1), size)
+
+    return read_raw(_non_empty(raw), format=format, parser=parser, progress=scaled)
 
 
 #: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
