@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import queue
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -166,7 +165,7 @@ class FileStream:
             raise file_error(self.path, exc) from None
 
 
-def file_digest(path: str | Path, progress: object = None) -> str:
+def file_digest(path: str | Path, progress: Callable[[int, int], object] | None = None) -> str:
     """sha256 of the bytes of ``path``, read in blocks; ``progress(done, size)`` after each."""
     size = checked_size(path)
     digest = hashlib.sha256()
@@ -181,9 +180,3 @@ def file_digest(path: str | Path, progress: object = None) -> str:
     except OSError as exc:
         raise file_error(str(path), exc) from None
     return digest.hexdigest()
-
-
-def stat_key(path: str | Path) -> tuple[str, int, int, int, int]:
-    """What identifies an unchanged file: resolved path, size, mtime (ns), inode, device."""
-    st = os.stat(path)
-    return (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
