@@ -17,6 +17,7 @@ import pytest
 from engine.io import (
     LoadCancelled,
     SpectrumFileError,
+    chunked_build,
     load_library,
     mgf_fast,
     mgf_records,
@@ -101,6 +102,7 @@ def _tiny_chunks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     monkeypatch.setattr(stream_module, "BLOCK_BYTES", block)
     monkeypatch.setattr(reader_module, "_HEAD_BYTES", 1)
     monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(chunked_build._Growing, "BLOCK", 7)  # peaks kept in many blocks
 
 
 @pytest.mark.parametrize("path", _mgf_files(), ids=lambda p: p.name)

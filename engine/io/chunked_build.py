@@ -191,10 +191,10 @@ class ChunkedBuilder(LibraryBuilder):
         self._groups = {}
         metadata = grouped_columns(groups, self._kept)
         del groups
-        self._peaks.trim()
+        mz, intensity = self._peaks.joined()
         return SpectrumLibrary(
-            mz=self._peaks.mz,
-            intensity=self._peaks.intensity,
+            mz=mz,
+            intensity=intensity,
             offsets=offsets,
             precursor_mz=np.concatenate(self._kept_precursor),
             charge=np.concatenate(self._kept_charge),
@@ -219,33 +219,47 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 class _Growing:
-    """Peak arrays that grow in place.
+    """Peak arrays growing in blocks, joined once at the end.
 
-    They are resized with ``ndarray.resize``, which reallocates the buffer:
-    for arrays this large the C library moves pages (``mremap``) instead of
-    copying, so growing never holds two copies.
+    Blocks are large enough to be mapped memory of their own: each is handed
+    back to the system as soon as it is copied into the joined array, whose
+    pages are only touched when written, so joining never holds two copies.
     """
 
-    #: Peaks room is first made for (grown by half each time it is full).
-    FIRST = 1 << 22
+    #: Peaks per block.
+    BLOCK = 1 << 22
 
     def __init__(self) -> None:
-        self.mz = np.empty(0, np.float64)
-        self.intensity = np.empty(0, np.float64)
+        self.blocks: list[tuple[np.ndarray, np.ndarray]] = []
+        self.used = 0  # peaks in the last block
         self.size = 0
 
     def extend(self, mz: np.ndarray, intensity: np.ndarray) -> None:
         """Append peaks."""
-        end = self.size + len(mz)
-        if end > len(self.mz):
-            room = max(end, self.FIRST, len(self.mz) * 3 // 2)
-            self.mz.resize(room, refcheck=False)
-            self.intensity.resize(room, refcheck=False)
-        self.mz[self.size : end] = mz
-        self.intensity[self.size : end] = intensity
-        self.size = end
+        at = 0
+        while at < len(mz):
+            if not self.blocks or self.used == len(self.blocks[-1][0]):
+                room = max(self.BLOCK, len(mz) - at)
+                self.blocks.append((np.empty(room), np.empty(room)))
+                self.used = 0
+            block_mz, block_intensity = self.blocks[-1]
+            n = min(len(mz) - at, len(block_mz) - self.used)
+            block_mz[self.used : self.used + n] = mz[at : at + n]
+            block_intensity[self.used : self.used + n] = intensity[at : at + n]
+            self.used += n
+            self.size += n
+            at += n
 
-    def trim(self) -> None:
-        """Drop the room left over."""
-        self.mz.resize(self.size, refcheck=False)
-        self.intensity.resize(self.size, refcheck=False)
+    def joined(self) -> tuple[np.ndarray, np.ndarray]:
+        """All peaks in two arrays; the blocks are given up."""
+        mz, intensity = np.empty(self.size), np.empty(self.size)
+        at = 0
+        self.blocks.reverse()
+        while self.blocks:
+            block_mz, block_intensity = self.blocks.pop()
+            n = min(len(block_mz), self.size - at)
+            mz[at : at + n] = block_mz[:n]
+            intensity[at : at + n] = block_intensity[:n]
+            at += n
+            del block_mz, block_intensity
+        return mz, intensity
