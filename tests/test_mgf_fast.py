@@ -371,3 +371,21 @@ def test_wide_line_positions_give_the_same_records():
         narrow, mgf_scan.scan_records(buf, first, last, kinds, 0, wide, None), strict=True
     ):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_damaged_gzip_found_while_streaming(tmp_path, monkeypatch, damage):
+    """The error comes from the reading thread once the parse reaches it, as one line."""
+    packed = gzip.compress(GOOD * 20000)  # 1 MB of text: read in blocks, parsed in chunks
+    if damage == "truncated":
+        packed = packed[: len(packed) * 2 // 3]
+    else:
+        middle = len(packed) // 2
+        packed = packed[:middle] + bytes(64) + packed[middle + 64 :]
+    path = tmp_path / "big.mgf.gz"
+    path.write_bytes(packed)
+    monkeypatch.setattr(stream_module, "BLOCK_BYTES", 1 << 14)
+    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1 << 16)
+    with pytest.raises(SpectrumFileError, match=f"{damage} gzip") as info:
+        read_library(path)
+    assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)
