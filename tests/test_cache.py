@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.io import LoadCancelled
 from engine.io import cache as cache_module
 from engine.io.cache import cache_path, load_library
 from engine.library import SpectrumLibrary
@@ -127,10 +130,12 @@ def test_concurrent_loaders_all_succeed(tmp_path):
     with ProcessPoolExecutor(4) as pool:
         results = list(pool.map(_load_in_process, [str(tmp_path)] * 8))
     assert len(set(results)) == 1 and results[0][0] == 76
-    entries = list(tmp_path.iterdir())
-    assert [p.name for p in entries] == [
-        cache_path(load_library(MGF, cache=False).source.sha256).name
-    ]
+    entries = sorted(p.name for p in tmp_path.iterdir())
+    assert entries == sorted(
+        [cache_path(load_library(MGF, cache=False).source.sha256).name, "files"]
+    )
+    # side records of the file, written the same way: one, no temporary debris
+    assert [p.suffix for p in (tmp_path / "files").iterdir()] == [".json"]
 
 
 def test_cache_directory_is_private(tmp_path):
@@ -176,3 +181,104 @@ def test_mapped_reader_takes_compressed_members_and_refuses_cut_files(tmp_path):
     cut.write_bytes(plain.read_bytes()[:200])
     with open(cut, "rb") as fh, pytest.raises(ValueError):
         load_npz_mapped(fh)
+
+
+# -- side records: an unchanged file is not hashed again, a changed one always is -------
+
+
+def _aged(path: Path, ns: int | None = None) -> int:
+    """Give ``path`` a modification time an hour ago (or ``ns``); returns it."""
+    ns = time.time_ns() - 3600 * 10**9 if ns is None else ns
+    os.utime(path, ns=(ns, ns))
+    return ns
+
+
+def _mgf(title: str) -> bytes:
+    return f"BEGIN IONS\nTITLE={title}\nPEPMASS=100\n10 1\n20 2\nEND IONS\n".encode() * 50
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    calls: list[str] = []
+    original = getattr(cache_module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cache_module, name, counted)
+    return calls
+
+
+def test_unchanged_file_is_neither_hashed_nor_parsed_again(tmp_path, monkeypatch):
+    path = tmp_path / "lib.mgf"
+    path.write_bytes(MGF.read_bytes())
+    _aged(path)
+    first = load_library(path, cache_dir=tmp_path / "c")
+    assert cache_module.known_digest(path, tmp_path / "c") == first.source.sha256
+    calls = _counting(monkeypatch, "file_digest") + _counting(monkeypatch, "read_library")
+    again = load_library(path, cache_dir=tmp_path / "c")
+    assert calls == [] and _same(first, again) and again.source == first.source
+
+
+def test_changed_file_never_reuses_the_entry(tmp_path, monkeypatch):
+    path = tmp_path / "lib.mgf"
+    path.write_bytes(_mgf("aaa"))
+    when = _aged(path)
+    assert load_library(path, cache_dir=tmp_path / "c").metadata["title"][0] == "aaa"
+    # same size, same inode, the old modification time put back: the probe sees it
+    path.write_bytes(_mgf("bbb"))
+    _aged(path, when)
+    hashed = _counting(monkeypatch, "file_digest")
+    changed = load_library(path, cache_dir=tmp_path / "c")
+    assert changed.metadata["title"][0] == "bbb" and hashed == ["file_digest"]
+    assert changed.source.sha256 == load_library(path, cache=False).source.sha256
+    # another size, another time: hashed again; the first content's entry stays unused
+    path.write_bytes(_mgf("cc"))
+    assert load_library(path, cache_dir=tmp_path / "c").metadata["title"][0] == "cc"
+    assert len(hashed) == 2
+
+
+def test_young_file_gets_no_side_record(tmp_path, monkeypatch):
+    """A file modified a moment ago could change again within the clock's resolution."""
+    path = tmp_path / "lib.mgf"
+    path.write_bytes(_mgf("new"))
+    hashed = _counting(monkeypatch, "file_digest")
+    for _ in range(2):
+        load_library(path, cache_dir=tmp_path / "c")
+    assert hashed == ["file_digest"] * 2
+    assert not (tmp_path / "c" / "files").exists()
+
+
+def test_unreadable_side_record_means_hashing(tmp_path):
+    path = tmp_path / "lib.mgf"
+    path.write_bytes(_mgf("x"))
+    _aged(path)
+    lib = load_library(path, cache_dir=tmp_path / "c")
+    (record,) = (tmp_path / "c" / "files").iterdir()
+    good = json.loads(record.read_text())
+    assert good["sha256"] == lib.source.sha256
+    broken = [{**good, "sha256": "not a digest"}, {**good, "reader_version": -1}]
+    broken += [{**good, "probe": "0" * 64}, {**good, "file": good["file"][:-1]}]
+    for text in ["not json", "[]", '{"file": 1}', *map(json.dumps, broken)]:
+        record.write_text(text)
+        assert cache_module.known_digest(path, tmp_path / "c") is None, text
+    record.write_text(json.dumps(good))
+    assert cache_module.known_digest(path, tmp_path / "c") == lib.source.sha256
+    path.write_bytes(_mgf("y"))  # changed: the record no longer applies
+    assert cache_module.known_digest(path, tmp_path / "c") is None
+
+
+def test_load_progress_covers_hashing_then_parsing(tmp_path):
+    path = tmp_path / "lib.mgf"
+    path.write_bytes(_mgf("p") * 400)  # 1.7 MB: read in blocks
+    size = path.stat().st_size
+    calls: list[tuple[int, int]] = []
+    load_library(path, cache_dir=tmp_path / "c", progress=lambda *a: calls.append(a))
+    assert all(total == size for _, total in calls)
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == size
+    assert any(0 < d <= size // 10 for d in done)  # the hashing share
+    assert len([d for d in done if size // 10 < d < size]) >= 3  # the parse, while it reads
+    with pytest.raises(LoadCancelled):
+        load_library(path, cache_dir=tmp_path / "d", progress=lambda *a: False)
+    assert not (tmp_path / "d").exists()

@@ -162,7 +162,7 @@ def test_cache_round_trip(tmp_path, monkeypatch):
     def no_parse(*args, **kwargs):
         raise AssertionError("cache was not used")
 
-    monkeypatch.setattr(cache_module, "read_raw", no_parse)
+    monkeypatch.setattr(cache_module, "read_library", no_parse)
     again = load_library(PESTICIDES, cache_dir=tmp_path)
     _assert_same(lib, again)
     assert again.source == lib.source
@@ -173,7 +173,7 @@ def test_cache_keyed_by_content(tmp_path, monkeypatch):
     copy = tmp_path / "copy.msp"
     copy.write_bytes(MSP.read_bytes())
     first = load_library(MSP, cache_dir=tmp_path / "c")
-    monkeypatch.setattr(cache_module, "read_raw", None)  # any parse would fail
+    monkeypatch.setattr(cache_module, "read_library", None)  # any parse would fail
     second = load_library(copy, cache_dir=tmp_path / "c")
     _assert_same(first, second)
     assert second.source.path == str(copy) and second.report.path == str(copy)

@@ -17,12 +17,16 @@ import pytest
 from engine.io import (
     LoadCancelled,
     SpectrumFileError,
+    chunked_build,
     load_library,
     mgf_fast,
     mgf_records,
     mgf_scan,
+    mgf_stream,
     read_library,
 )
+from engine.io import reader as reader_module
+from engine.io import stream as stream_module
 from engine.library import SpectrumLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +34,7 @@ DATA = ROOT.parent / "shared" / "data"
 CORPUS = Path(__file__).parent / "data" / "malformed"
 
 _ARRAYS = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
+_READ = mgf_fast._read
 
 
 def _mgf_files() -> list[Path]:
@@ -52,15 +57,27 @@ def assert_same_library(fast: SpectrumLibrary, reference: SpectrumLibrary) -> No
     assert fast.source == reference.source
 
 
+def _read(path: Path, parser: str) -> object:
+    try:
+        return read_library(path, parser=parser)
+    except SpectrumFileError as exc:
+        return str(exc)
+
+
+#: Reference libraries of the files that do not change, read once.
+_REFERENCES: dict[Path, object] = {}
+
+
+def _reference(path: Path) -> object:
+    if path not in _REFERENCES:
+        _REFERENCES[path] = _read(path, "reference")
+    return _REFERENCES[path]
+
+
 def _both(path: Path) -> tuple[object, object]:
     """Each parser's library, or its error message."""
-    out = []
-    for parser in ("fast", "reference"):
-        try:
-            out.append(read_library(path, parser=parser))
-        except SpectrumFileError as exc:
-            out.append(str(exc))
-    return out[0], out[1]
+    reference = _reference(path) if path.is_relative_to(ROOT.parent) else _read(path, "reference")
+    return _read(path, "fast"), reference
 
 
 def _assert_same(path: Path) -> SpectrumLibrary | None:
@@ -75,6 +92,28 @@ def _assert_same(path: Path) -> SpectrumLibrary | None:
 @pytest.mark.parametrize("path", _mgf_files(), ids=lambda p: p.name)
 def test_every_mgf_file_of_the_repository(path):
     _assert_same(path)
+
+
+def _tiny_chunks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    """Read in blocks of ``block`` bytes, parse a chunk at every record start possible.
+
+    The format is told from the first block, and every file goes through the stream.
+    """
+    monkeypatch.setattr(stream_module, "BLOCK_BYTES", block)
+    monkeypatch.setattr(reader_module, "_HEAD_BYTES", 1)
+    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(chunked_build._Growing, "BLOCK", 7)  # peaks kept in many blocks
+
+
+@pytest.mark.parametrize("path", _mgf_files(), ids=lambda p: p.name)
+def test_every_mgf_file_read_in_tiny_chunks(monkeypatch, path):
+    """Records, lines and numbers across many block and chunk edges give the same library."""
+    calls = []
+    monkeypatch.setattr(mgf_fast, "_read", lambda *a: calls.append(1) or _READ(*a))
+    _tiny_chunks(monkeypatch, 97 if path.stat().st_size < 2**22 else 2**16)
+    _assert_same(path)
+    if path.stat().st_size > 4096:
+        assert len(calls) > 10  # really read in many chunks
 
 
 def test_files_are_found():
@@ -149,6 +188,16 @@ BYTE_CASES = {
 def test_byte_level_cases(tmp_path, name):
     path = tmp_path / f"{name}.mgf"
     path.write_bytes(BYTE_CASES[name])
+    _assert_same(path)
+
+
+@pytest.mark.parametrize("block", [1, 5, 64])
+@pytest.mark.parametrize("name", sorted(BYTE_CASES))
+def test_byte_level_cases_in_tiny_chunks(tmp_path, monkeypatch, name, block):
+    """Edges inside CRLF pairs, BOMs, multi-byte characters and markers change nothing."""
+    path = tmp_path / f"{name}.mgf"
+    path.write_bytes(BYTE_CASES[name] * 3)
+    _tiny_chunks(monkeypatch, block if len(BYTE_CASES[name]) < 10_000 else 4096 * block)
     _assert_same(path)
 
 
@@ -253,6 +302,8 @@ def test_real_spectra_with_edge_formatting(tmp_path, monkeypatch, seed):
     path.write_bytes(text.replace("\n", newline).encode("utf-8"))
     if seed % 2:  # the scanner stops and goes on whenever its room is full
         monkeypatch.setattr(mgf_scan, "FIRST_ROWS", 2)
+    if seed % 3 == 0:  # streamed in blocks of 1 KB, a chunk per record or two
+        _tiny_chunks(monkeypatch, 1000)
     lib = _assert_same(path)
     assert lib is not None and len(lib) > 60
 
@@ -320,3 +371,21 @@ def test_wide_line_positions_give_the_same_records():
         narrow, mgf_scan.scan_records(buf, first, last, kinds, 0, wide, None), strict=True
     ):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_damaged_gzip_found_while_streaming(tmp_path, monkeypatch, damage):
+    """The error comes from the reading thread once the parse reaches it, as one line."""
+    packed = gzip.compress(GOOD * 20000)  # 1 MB of text: read in blocks, parsed in chunks
+    if damage == "truncated":
+        packed = packed[: len(packed) * 2 // 3]
+    else:
+        middle = len(packed) // 2
+        packed = packed[:middle] + bytes(64) + packed[middle + 64 :]
+    path = tmp_path / "big.mgf.gz"
+    path.write_bytes(packed)
+    monkeypatch.setattr(stream_module, "BLOCK_BYTES", 1 << 14)
+    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1 << 16)
+    with pytest.raises(SpectrumFileError, match=f"{damage} gzip") as info:
+        read_library(path)
+    assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)

@@ -36,6 +36,8 @@ __all__ = [
     "parse_charge_text",
     "polarity_from_adduct",
     "charge_from_adduct",
+    "grouped_columns",
+    "settle_numbers",
 ]
 
 #: Column holding, per record, the rare metadata keys as a JSON object.
@@ -117,6 +119,40 @@ def charge_from_adduct(adduct: str | None) -> int:
     if not found:
         return 0
     return int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)
+
+
+def settle_numbers(
+    precursors: Sequence[float],
+    charges: Sequence[int],
+    ion_modes: Sequence[int],
+    adduct: Callable[[int], str | None],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
+    """:meth:`LibraryBuilder.add_many`'s rules for precursor, charge and ion mode of records.
+
+    ``adduct(i)`` gives record ``i``'s adduct (asked only when its ion mode is
+    unknown).  Returns the arrays (float64, int64, int64) and each record's notes.
+    """
+    n = len(precursors)
+    notes: list[list[str]] = [[] for _ in range(n)]
+    charges = list(charges)
+    if n and (min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE):
+        for i, charge in enumerate(charges):
+            if not -MAX_CHARGE <= charge <= MAX_CHARGE:
+                notes[i].append(f"implausible charge {charge} ignored")
+                charges[i] = 0
+    charge = np.array(charges, dtype=np.int64)
+    ion_mode = np.array(ion_modes, dtype=np.int64)
+    for i in np.flatnonzero(ion_mode == 0).tolist():
+        ion_mode[i] = -1 if charge[i] < 0 else polarity_from_adduct(adduct(i))
+    charge = np.where((ion_mode != 0) & (charge != 0), np.abs(charge) * ion_mode, charge)
+    precursor = np.array(precursors, dtype=np.float64)
+    for i in np.flatnonzero(~(np.isfinite(precursor) & (precursor > 0))).tolist():
+        if precursor[i] == precursor[i]:
+            notes[i].append(f"invalid precursor m/z {precursors[i]!r} ignored")
+        else:
+            notes[i].append("no precursor m/z (kept with unknown precursor)")
+        precursor[i] = math.nan
+    return precursor, charge, ion_mode, notes
 
 
 class LibraryBuilder:
@@ -225,28 +261,16 @@ class LibraryBuilder:
         if not rows:
             return
         records, precursors, charges, ion_modes, metas, los, his = zip(*rows, strict=True)
-        n = len(rows)
+        precursor, charge, ion_mode, settled = settle_numbers(
+            precursors, charges, ion_modes, lambda i: metas[i].get("adduct")
+        )
         if notes is None:
-            notes = [[] for _ in range(n)]
-        notes = list(notes)
-        charges = list(charges)
-        if min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE:
-            for i, charge in enumerate(charges):
-                if not -MAX_CHARGE <= charge <= MAX_CHARGE:
-                    notes[i].append(f"implausible charge {charge} ignored")
-                    charges[i] = 0
-        charge = np.array(charges, dtype=np.int64)
-        ion_mode = np.array(ion_modes, dtype=np.int64)
-        for i in np.flatnonzero(ion_mode == 0).tolist():
-            ion_mode[i] = -1 if charge[i] < 0 else polarity_from_adduct(metas[i].get("adduct"))
-        charge = np.where((ion_mode != 0) & (charge != 0), np.abs(charge) * ion_mode, charge)
-        precursor = np.array(precursors, dtype=np.float64)
-        for i in np.flatnonzero(~(np.isfinite(precursor) & (precursor > 0))).tolist():
-            if precursor[i] == precursor[i]:
-                notes[i].append(f"invalid precursor m/z {precursors[i]!r} ignored")
-            else:
-                notes[i].append("no precursor m/z (kept with unknown precursor)")
-            precursor[i] = math.nan
+            notes = settled
+        else:  # the reader's notes first, then the numbers' (as add() orders them)
+            notes = list(notes)
+            for i, extra in enumerate(settled):
+                if extra:
+                    notes[i].extend(extra)
         lengths = np.subtract(his, los)
         if np.array_equal(los[1:], his[:-1]):  # one piece
             self._mz.append(mz[los[0] : his[-1]])
@@ -264,8 +288,12 @@ class LibraryBuilder:
         self._notes += notes
 
     # -- build ------------------------------------------------------------------------
-    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
-        """Validate all peaks and return the library (raises when nothing is usable)."""
+    def _checked_peaks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Validate the peaks of the records added so far; their issues are reported.
+
+        Returns the peaks kept (``mz``, ``intensity``), the number kept per
+        record and whether each record is kept (has a peak left).
+        """
         n = len(self._lengths)
         lengths = np.asarray(self._lengths, dtype=np.int64)
         mz = np.concatenate(self._mz) if self._mz else np.empty(0)
@@ -317,6 +345,11 @@ class LibraryBuilder:
                 self._issues.append(
                     ImportIssue(record, title, "; ".join(self._notes[i]), skipped=False)
                 )
+        return mz, intensity, counts, kept
+
+    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
+        """Validate all peaks and return the library (raises when nothing is usable)."""
+        mz, intensity, counts, kept = self._checked_peaks()
         self._issues.sort(key=lambda issue: issue.record)
         report = ImportReport(
             path=self.path,
@@ -359,14 +392,28 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     as a JSON object in ``other_metadata`` (``""`` when a record has none).
     """
     # records with the same keys in the same order are handled together
-    groups: dict[tuple[str, ...], list[int]] = {}
+    rows_of: dict[tuple[str, ...], list[int]] = {}
     for i, meta in enumerate(metas):
-        groups.setdefault(tuple(meta), []).append(i)
+        rows_of.setdefault(tuple(meta), []).append(i)
+    groups = {}
+    for names, rows in rows_of.items():
+        members = [metas[i] for i in rows]
+        groups[names] = (rows, [list(map(itemgetter(name), members)) for name in names])
+    return grouped_columns(groups, len(metas))
+
+
+def grouped_columns(
+    groups: Mapping[tuple[str, ...], tuple[Sequence[int], Sequence[Sequence[str]]]], n: int
+) -> dict[str, np.ndarray]:
+    """:func:`_columns` of ``n`` records given as groups of records with the same keys.
+
+    ``groups`` maps each key tuple (in order of first appearance) to its
+    records' positions (ascending) and, per key, the records' values.
+    """
     seen: Counter[str] = Counter()  # keys in order of first appearance
-    for names, rows in groups.items():
+    for names, (rows, _) in groups.items():
         for name in names:
             seen[name] += len(rows)
-    n = len(metas)
     floor = max(1, math.ceil(COLUMN_SHARE * n))
     aliases = {a for names in _ALIASES.values() for a in names}
     keys = [*STANDARD_COLUMNS]
@@ -378,16 +425,14 @@ def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
     rare = {k for k in seen if k not in columns}
     other = np.empty(n, dtype=object)
     other[:] = ""
-    for names, rows in groups.items():
+    for names, (rows, values) in groups.items():
         index = np.asarray(rows, dtype=np.int64)
-        members = [metas[i] for i in rows]
-        for name in names:
+        for name, column in zip(names, values, strict=True):
             if name in columns:
-                values = map(itemgetter(name), members)
-                columns[name][index] = np.fromiter(values, dtype=object, count=len(rows))
+                columns[name][index] = np.fromiter(column, dtype=object, count=len(rows))
         if rare.intersection(names):
-            for i in rows:
-                own = {k: v for k, v in metas[i].items() if k in rare}
+            for i, member in zip(rows, zip(*values, strict=True), strict=True):
+                own = {k: v for k, v in zip(names, member, strict=True) if k in rare}
                 other[i] = json.dumps(own, ensure_ascii=False)
     if rare:
         columns[OTHER_METADATA] = other

@@ -13,26 +13,54 @@ file (never a link), its arrays pass every check the kernels rely on, they match
 the digest in its header, and the header names the same content hash and reader
 version as the key.  Any other entry is reported, ignored and replaced.  Entries
 are written through unique temporary files, so concurrent loaders never collide.
+
+Files already hashed are not read again: a side record
+``files/<sha256 of the resolved path>.json`` in the cache directory keeps, for
+the file as last seen, its resolved path, size, modification time (ns), inode,
+device, a digest of its first and last :data:`PROBE_BYTES` and its sha256.  A
+load trusts it only when all of these still match (the probe costs two small
+reads); a record made while the file was still young (modified less than
+:data:`SETTLE_NS` before) is never written, so an edit within the clock's
+resolution cannot hide.  Any change (or an unreadable record) means the file is
+hashed again; a changed file never reuses another content's entry.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
+import tempfile
+import time
 import warnings
 from pathlib import Path
 
 from engine.io._build import Progress, report_progress
-from engine.io.reader import read_raw
-from engine.io.sniff import open_raw, read_bytes
+from engine.io.reader import read_library
+from engine.io.sniff import checked_size
+from engine.io.stream import file_digest
 from engine.library import SpectrumLibrary
 
-__all__ = ["READER_VERSION", "default_cache_dir", "cache_path", "load_library"]
+__all__ = [
+    "PROBE_BYTES",
+    "READER_VERSION",
+    "SETTLE_NS",
+    "cache_path",
+    "default_cache_dir",
+    "known_digest",
+    "load_library",
+]
 
 #: Version of the readers' output and the entries' layout; part of the cache key.
 #: 5: the MSP flavours, mzXML and JSON readers; metadata stored dictionary-encoded.
 READER_VERSION = 5
+#: Bytes at each end of a file whose digest a side record keeps.
+PROBE_BYTES = 1 << 16
+#: A file modified less than this long ago (ns) gets no side record yet.
+SETTLE_NS = 2_000_000_000
+#: Share of the progress bar for hashing a file not seen before (the parse takes the rest).
+_HASH_SHARE = 0.1
 
 
 def default_cache_dir() -> Path:
@@ -71,8 +99,10 @@ def load_library(
     format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format, as in :func:`engine.io.read_library`.
     progress : callable, optional
-        ``progress(done_bytes, total_bytes)``, as in :func:`engine.io.read_library`;
-        a library found in the cache reports once, with the file's size.
+        ``progress(done_bytes, total_bytes)``, as in :func:`engine.io.read_library`
+        (bytes of the file): hashing a file not seen before takes the first
+        tenth, the parse the rest; a library found in the cache reports its
+        file's size at the end.
 
     Returns
     -------
@@ -88,11 +118,22 @@ def load_library(
     LoadCancelled
         ``progress`` returned ``False``.
     """
-    disk = read_bytes(path)
     if not cache:
-        return read_raw(open_raw(path, disk), format=format, progress=progress)
-    sha = hashlib.sha256(disk).hexdigest()
-    target = cache_path(sha, cache_dir)
+        return read_library(path, format=format, progress=progress)
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    size = checked_size(path)
+    sha = known_digest(path, directory)
+    parse_from = 0
+    if sha is None:
+        parse_from = int(size * _HASH_SHARE)
+
+        def hashing(done: int, total: int) -> None:
+            report_progress(progress, done * parse_from // max(total, 1), size, str(path))
+
+        seen = _stat(path)
+        sha = file_digest(path, hashing if progress is not None else None)
+        _remember(path, directory, seen, sha)
+    target = cache_path(sha, directory)
     if os.path.lexists(target):
         try:
             cached = _renamed(_load_entry(target, sha), str(path))
@@ -100,15 +141,85 @@ def load_library(
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             warnings.warn(f"ignoring unreadable cache file {target}: {reason}", stacklevel=2)
         else:
-            report_progress(progress, len(disk), len(disk), str(path))
+            report_progress(progress, size, size, str(path))
             return cached
-    library = read_raw(open_raw(path, disk), format=format, progress=progress)
+
+    def parsing(done: int, total: int) -> object:
+        return progress(parse_from + (size - parse_from) * done // max(total, 1), size)
+
+    seen = _stat(path)
+    library = read_library(path, format=format, progress=parsing if progress else None)
+    sha = library.source.sha256 if library.source is not None else sha
+    _remember(path, directory, seen, sha)
+    target = cache_path(sha, directory)
     try:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         library.save(target, extra={"cache_key": sha, "reader_version": READER_VERSION})
     except Exception as exc:  # noqa: BLE001 - caching is best effort
         warnings.warn(f"could not write library cache {target}: {exc}", stacklevel=2)
     return library
+
+
+def known_digest(path: str | Path, cache_dir: str | Path | None = None) -> str | None:
+    """The sha256 of ``path`` from its side record, when the file is unchanged since (else None)."""
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    try:
+        seen = _stat(path)
+        record = json.loads(_side_record(path, directory).read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or record.get("file") != list(seen):
+            return None
+        if record.get("reader_version") != READER_VERSION:
+            return None
+        sha = record.get("sha256")
+        if not (isinstance(sha, str) and len(sha) == 64 and set(sha) <= set("0123456789abcdef")):
+            return None
+        if record.get("probe") != _probe(path, seen[1]) or _stat(path) != seen:
+            return None
+    except (OSError, ValueError):
+        return None
+    return sha
+
+
+def _stat(path: str | Path) -> tuple:
+    st = os.stat(path)
+    return (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def _side_record(path: str | Path, directory: Path) -> Path:
+    name = hashlib.sha256(str(Path(path).resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+    return directory / "files" / f"{name}.json"
+
+
+def _probe(path: str | Path, size: int) -> str:
+    """Digest of the first and last :data:`PROBE_BYTES` of the file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        digest.update(fh.read(PROBE_BYTES))
+        fh.seek(max(size - PROBE_BYTES, 0))
+        digest.update(fh.read(PROBE_BYTES))
+    return digest.hexdigest()
+
+
+def _remember(path: str | Path, directory: Path, seen: tuple, sha: str) -> None:
+    """Write the side record of ``path`` (best effort) if it was unchanged while read."""
+    try:
+        if _stat(path) != seen or time.time_ns() - seen[2] < SETTLE_NS:
+            return
+        record = {
+            "file": list(seen),
+            "probe": _probe(path, seen[1]),
+            "sha256": sha,
+            "reader_version": READER_VERSION,
+        }
+        target = _side_record(path, directory)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+        os.replace(tmp, target)
+    except OSError:
+        pass
 
 
 def _load_entry(target: Path, sha: str) -> SpectrumLibrary:

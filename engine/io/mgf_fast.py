@@ -23,15 +23,23 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from pyteomics import auxiliary as _aux
 
 from engine.io import mgf_records as records
 from engine.io import mgf_scan as scan
-from engine.io._build import LibraryBuilder, Progress, parse_ion_mode, report_progress
+from engine.io._build import LibraryBuilder
+from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
+from engine.io.mgf_columns import (
+    Unsure,
+    charge_of,
+    group_columns,
+    ion_mode_of,
+    precursor_of,
+    rt_text,
+)
 from engine.io.sniff import decode_text, split_lines
 
-__all__ = ["read_mgf_bytes"]
+__all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
 
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
@@ -39,85 +47,156 @@ _CUT_REASONS = {
     records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
     records.EVENT_EOF: "file ends inside the record (no END IONS)",
 }
-#: CHARGE and IONMODE texts seen so far and what they mean; only short texts are kept.
-_CHARGES: dict[str, int] = {}
-_ION_MODES: dict[str, int] = {}
-_MEMO_LIMIT = 4096
 #: Records between two progress reports.
 _PROGRESS_EVERY = 2048
 
 
-class _Unsure(Exception):
-    """The record holds something only the reference parser should judge."""
-
-
-def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
-    """Parse MGF ``data`` (the file's bytes, un-gzipped) into ``builder``.
+class FileState:
+    """What one chunk of a file hands to the next (see :func:`read_chunk`).
 
     Parameters
     ----------
-    data : bytes
-        The whole file.  Bytes that are not UTF-8 are read as Windows-1252, with
-        a file note, as :func:`engine.io.sniff.decode_text` does.
     builder : LibraryBuilder
         Receives every record (kept or skipped).
-    progress : callable, optional
-        ``progress(done_bytes, total_bytes)``, called now and then while the
-        records are read (bytes of ``data``); returning ``False`` stops the
-        load with :class:`~engine.io._build.LoadCancelled`.
     """
-    # tens of thousands of new dicts would set off the cycle collector again and
+
+    def __init__(self, builder: LibraryBuilder) -> None:
+        self.builder = builder
+        #: Records read so far.
+        self.records = 0
+        #: Bytes so far that are not UTF-8.
+        self.replaced = 0
+        #: pyteomics' reader carrying the file header (set by the first chunk).
+        self.reader = None
+        self.header: dict = {}
+
+    def finish(self) -> None:
+        """Tell the builder the number of records and the file's notes."""
+        self.builder.records = self.records
+        if self.replaced:
+            self.builder.notes.insert(
+                0, f"{self.replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
+            )
+
+
+class ScannedChunk:
+    """A chunk after the byte scans (:func:`scan_chunk`), before its records are read."""
+
+    def __init__(self, data: bytes, first_chunk: bool) -> None:
+        self.data = data
+        self.start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0
+        buf = np.frombuffer(data, dtype=np.uint8)
+        is_ascii = data.isascii()
+        #: Bytes that are not UTF-8.
+        self.replaced = 0 if is_ascii else int(records.not_utf8(buf, self.start))
+        self.decode = _decode_ascii if is_ascii else _decode
+        newlines, split = records.lines(data, buf, self.start)
+        self.kinds, self.first, self.last, self.header_end = records.find_records(
+            buf, self.start, newlines
+        )
+        self.scanned = scan.scan_records(
+            buf, self.first, self.last, self.kinds, self.start, newlines, split
+        )
+        del newlines, split
+        spans, mz, intensity, slow = (self.scanned[i] for i in (5, 7, 8, 9))
+        _convert_slow(data, slow, mz, intensity)
+        self.ids, self.names, self.values = _parameters(data, buf, spans, self.decode)
+
+
+def scan_chunk(data: bytes, first_chunk: bool) -> ScannedChunk:
+    """The byte scans of a chunk (numba, mostly without the GIL: may run on another thread).
+
+    ``data`` as for :func:`read_chunk`; ``first_chunk``: whether it starts the file.
+    """
+    return ScannedChunk(data, first_chunk)
+
+
+def read_chunk(
+    data: bytes | ScannedChunk,
+    file: FileState,
+    final: bool,
+    report: Callable[[int], None] | None = None,
+) -> None:
+    """Parse one chunk of an MGF file (its content, un-gzipped) into ``file.builder``.
+
+    Parameters
+    ----------
+    data : bytes or ScannedChunk
+        The whole file, or a piece of it: the first piece starts where the file
+        starts, every other piece at the start of a ``BEGIN IONS`` line.  Bytes
+        that are not UTF-8 are read as Windows-1252, as
+        :func:`engine.io.sniff.decode_text` does.  Or the piece already
+        scanned by :func:`scan_chunk`.
+    file : FileState
+        The file so far (header, records counted); updated.
+    final : bool
+        Whether ``data`` ends where the file ends (else a record still open at
+        its end was cut by the next ``BEGIN IONS``).
+    report : callable, optional
+        Called now and then with the position reached in ``data``; may raise
+        :class:`~engine.io._build.LoadCancelled`.
+    """
+    # tens of thousands of new objects would set off the cycle collector again and
     # again, each time walking every object made so far; none of them forms a cycle
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _read(data, builder, progress)
+        if not isinstance(data, ScannedChunk):
+            data = scan_chunk(data, file.reader is None)
+        _read(data, file, final, report)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> None:
-    start = len(_BOM) if data.startswith(_BOM) else 0
-    buf = np.frombuffer(data, dtype=np.uint8)
-    is_ascii = data.isascii()
-    if not is_ascii:
-        replaced = records.not_utf8(buf, start)
-        if replaced:
-            builder.notes.append(
-                f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
-            )
-    decode = _decode_ascii if is_ascii else _decode
-    newlines, split = records.lines(data, buf, start)
-    kinds, first, last, header_end = records.find_records(buf, start, newlines)
-    reader = header_reader(split_lines(decode(data[start:header_end])), builder)
-    header = dict(reader.header)
-    scanned = scan.scan_records(buf, first, last, kinds, start, newlines, split)
-    del newlines, split
-    status, peak_lo, peak_hi, param_lo, param_hi, spans, simple, mz, intensity, slow = scanned
-    _convert_slow(data, slow, mz, intensity)
-    keys, values = _parameters(data, buf, spans, decode)
+def _read(
+    chunk: ScannedChunk, file: FileState, final: bool, report: Callable[[int], None] | None
+) -> None:
+    builder = file.builder
+    data, decode = chunk.data, chunk.decode
+    file.replaced += chunk.replaced
+    kinds, first, last = chunk.kinds, chunk.first, chunk.last
+    if file.reader is None:
+        text = decode(data[chunk.start : chunk.header_end])
+        file.reader = header_reader(split_lines(text), builder)
+        file.header = dict(file.reader.header)
+    reader, header = file.reader, file.header
+    status, peak_lo, peak_hi, param_lo, param_hi, _, simple, mz, intensity, _ = chunk.scanned
+    ids, names, values = chunk.ids, chunk.names, chunk.values
     batch = _Batch(builder, mz, intensity)
-    fast = (status == scan.FAST).tolist()
-    simple_ = simple.tolist()
-    bounds = zip(first.tolist(), last.tolist(), param_lo.tolist(), param_hi.tolist(), strict=True)
-    peaks = zip(peak_lo.tolist(), peak_hi.tolist(), strict=True)
-    for r, (kind, (lo, hi, a, b), (p0, p1)) in enumerate(
-        zip(kinds.tolist(), bounds, peaks, strict=True)
-    ):
-        record = r + 1
-        if progress is not None and not r % _PROGRESS_EVERY:
-            report_progress(progress, lo, len(data), builder.path)
+    base = file.records
+    # records whose parameters are all located exactly are read column-wise
+    by_columns = isinstance(builder, ChunkedBuilder) and not header
+    in_columns = (kinds == records.EVENT_BLOCK) & (status == scan.FAST) & simple
+    if not by_columns:
+        in_columns[:] = False
+    grouped = np.flatnonzero(in_columns)
+    alone = np.flatnonzero(~in_columns)
+    keys = [names[k] for k in ids.tolist()] if len(alone) else []
+    if report is not None:
+        for lo in first[::_PROGRESS_EVERY].tolist():
+            report(lo)
+    fast = status[alone] == scan.FAST
+    simple_ = simple[alone]
+    bounds = zip(first[alone].tolist(), last[alone].tolist(), strict=True)
+    spans_of = zip(param_lo[alone].tolist(), param_hi[alone].tolist(), strict=True)
+    peaks = zip(peak_lo[alone].tolist(), peak_hi[alone].tolist(), strict=True)
+    for r, kind, is_fast, is_simple, (lo, hi), (a, b), (p0, p1) in zip(
+        alone.tolist(), kinds[alone].tolist(), fast.tolist(), simple_.tolist(), bounds,
+        spans_of, peaks, strict=True,
+    ):  # fmt: skip
+        record = base + r + 1
         if kind != records.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))
-            reason = _CUT_REASONS[kind]
-            builder.skip(record, record_title(lines), reason)
+            if kind == records.EVENT_EOF and not final:  # the next chunk starts a record
+                kind = records.EVENT_NO_END
+            builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
-        if fast[r]:
-            if simple_[r] and not header:
+        if is_fast:
+            if is_simple and not header:
                 params = dict(zip(keys[a:b], values[a:b], strict=True))
-            elif simple_[r]:
+            elif is_simple:
                 params = dict(header)
                 params.update(zip(keys[a:b], values[a:b], strict=True))
             else:
@@ -126,38 +205,65 @@ def _read(data: bytes, builder: LibraryBuilder, progress: Progress | None) -> No
             try:
                 batch.add(record, params, p0, p1)
                 continue
-            except _Unsure:
+            except Unsure:
                 pass
         batch.flush()
         read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
     batch.flush()
-    builder.records = len(kinds)
+    columns = None
+    if by_columns:
+        columns, back = group_columns(
+            grouped.tolist(),
+            base,
+            param_lo,
+            param_hi,
+            ids,
+            names,
+            values,
+            peak_lo,
+            peak_hi,
+            mz,
+            intensity,
+        )
+        if back:
+            keys = [names[k] for k in ids.tolist()]
+        for r in back:  # one by one, as above
+            a, b, lo, hi = param_lo[r], param_hi[r], first[r], last[r]
+            try:
+                params = dict(zip(keys[a:b], values[a:b], strict=True))
+                batch.add(base + r + 1, params, peak_lo[r], peak_hi[r])
+            except Unsure:
+                read_block(reader, split_lines(decode(data[lo:hi])), base + r + 1, builder)
+        batch.flush()
+    if isinstance(builder, ChunkedBuilder):
+        builder.end_chunk(columns)
+    file.records += len(kinds)
 
 
 def _parameters(
     data: bytes, buf: np.ndarray, spans: np.ndarray, decode: Callable[[bytes], str]
-) -> tuple[list, list]:
-    """Keys (lower case) and values of the parameter lines in ``spans``, one each per line.
+) -> tuple[np.ndarray, list[str], list[str]]:
+    """Keys and values of the parameter lines in ``spans``.
 
-    Values are decoded in one piece; each distinct key once.
+    Returns per line the number of its key, the keys by number (lower case)
+    and per line its value.  Values are decoded in one piece; each distinct key once.
     """
     if not len(spans):
-        return [], []
+        return np.empty(0, dtype=np.int64), [], []
     ids, first = records.key_ids(buf, spans[:, 0], spans[:, 1])
     names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
-    keys = [names[i] for i in ids.tolist()]
     lo, hi = spans[:, 2], spans[:, 3]
     plain = records.ascii_spans(buf, lo, hi)
     # ASCII values are decoded apart: text of one-byte characters is much quicker
     # to split than text holding a few wider ones
-    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0)).tobytes()
-    values = text.decode("ascii").split("\n")
+    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0))
+    values = str(text.data, "ascii").split("\n")  # decoded in place, no copy
     wide = np.flatnonzero(~plain)
     if len(wide):
         text = records.gather(buf, lo[wide], hi[wide]).tobytes()
         for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
             values[i] = value
-    return keys, values
+    return ids, names, values
 
 
 def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.ndarray) -> None:
@@ -192,21 +298,6 @@ def _block_params(lines: list[str], params: dict) -> None:
             params[key.lower()] = value.strip()
 
 
-def _charge(text: str) -> int:
-    """First charge of a CHARGE text as pyteomics reads it (memoised)."""
-    known = _CHARGES.get(text)
-    if known is not None:
-        return known
-    try:
-        charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
-        value = int(charges[0]) if charges else 0
-    except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
-        raise _Unsure from exc
-    if len(text) <= 32 and len(_CHARGES) < _MEMO_LIMIT:
-        _CHARGES[text] = value
-    return value
-
-
 class _Batch:
     """Records of the fast path, handed to the builder together (in file order)."""
 
@@ -217,7 +308,7 @@ class _Batch:
         self.rows: list[tuple] = []
 
     def add(self, record: int, params: dict, lo: int, hi: int) -> None:
-        """One record whose peaks are ``lo:hi``; raises :class:`_Unsure` to hand it back."""
+        """One record whose peaks are ``lo:hi``; raises :class:`Unsure` to hand it back."""
         self.rows.append((record, *_fields(params), lo, hi))
 
     def flush(self) -> None:
@@ -235,36 +326,19 @@ def _fields(params: dict) -> tuple[float, int, int, dict]:
     precursor = math.nan
     pepmass = params.pop("pepmass", None)
     if pepmass is not None:
-        try:  # float() strips the blanks split() splits at: success means one token
-            precursor = float(pepmass)
-        except ValueError:
-            tokens = pepmass.split()
-            if len(tokens) != 2:
-                raise _Unsure from None
-            try:
-                precursor, _ = float(tokens[0]), float(tokens[1])
-            except ValueError:
-                raise _Unsure from None
+        precursor = precursor_of(pepmass)
     charges = params.pop("charge", None)
     if isinstance(charges, str):
-        charge = _charge(charges)
+        charge = charge_of(charges)
     else:  # from the file header, already parsed by pyteomics
         charge = int(charges[0]) if charges else 0
     metadata = params
     if "rtinseconds" in metadata:
-        try:
-            metadata["rtinseconds"] = repr(float(metadata["rtinseconds"]))
-        except ValueError:
-            raise _Unsure from None
+        metadata["rtinseconds"] = rt_text(metadata["rtinseconds"])
     ion_mode = 0
     for key in ION_MODE_KEYS:
         if key in metadata:
-            text = metadata[key]
-            ion_mode = _ION_MODES.get(text)
-            if ion_mode is None:
-                ion_mode = parse_ion_mode(text)
-                if len(_ION_MODES) < _MEMO_LIMIT and len(text) <= 32:
-                    _ION_MODES[text] = ion_mode
+            ion_mode = ion_mode_of(metadata[key])
             break
     metadata["id"] = metadata.get("spectrumid", "")
     metadata.setdefault("title", metadata.get("name", ""))

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
+from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf import read_mgf_text
-from engine.io.mgf_fast import read_mgf_bytes
+from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.msp_fast import read_msp_fast
 from engine.io.mzml import read_mzml_bytes
 from engine.io.mzxml import read_mzxml_bytes
-from engine.io.sniff import FORMATS, RawFile, decode_text, format_from_name, open_raw, sniff_format
+from engine.io.sniff import (
+    FORMATS,
+    RawFile,
+    decode_text,
+    format_from_name,
+    sniff_format,
+)
 from engine.io.spectra_json import read_json_text
 from engine.io.spectra_json_fast import read_json_fast
+from engine.io.stream import FileStream
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
@@ -63,9 +72,10 @@ def read_library(
         records at once, leaving unusual ones to the reference.  Both give the
         same library.  mzML and mzXML ignore it.
     progress : callable, optional
-        ``progress(done_bytes, total_bytes)`` (bytes of the uncompressed
-        content): called at the start, now and then while the fast MGF parser
-        reads records, and at the end.  Returning ``False`` cancels the load
+        ``progress(done_bytes, total_bytes)``, bytes of the file on disk:
+        called at the start, now and then while the fast MGF parser reads
+        records (the file is read, hashed, un-gzipped and parsed in bounded
+        chunks), and at the end.  Returning ``False`` cancels the load
         (:class:`LoadCancelled` is raised).
 
     Returns
@@ -86,7 +96,78 @@ def read_library(
     LoadCancelled
         ``progress`` returned ``False``.
     """
-    return read_raw(open_raw(path), format=format, parser=parser, progress=progress)
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    stream = FileStream(path)
+    try:
+        return _read_stream(stream, format, parser, progress)
+    finally:
+        stream.close()
+
+
+def _read_stream(
+    stream: FileStream, format: str | None, parser: str, progress: Progress | None
+) -> SpectrumLibrary:
+    """MGF for the fast parser straight from the stream; anything else read whole."""
+    report_progress(progress, 0, stream.size, stream.path)
+    blocks = stream.blocks()
+    head: list[bytes] = []
+    size = position = 0
+    for block, reached in blocks:
+        head.append(block)
+        size += len(block)
+        position = reached
+        if size >= _HEAD_BYTES:
+            break
+    else:  # the whole file: read as before
+        raw = RawFile(stream.path, stream.sha256, b"".join(head), stream.gzipped)
+        return _read_whole(raw, format, parser, progress, stream.size)
+    start = b"".join(head)
+    fmt = None
+    if parser == "fast" and sniff_format(start) == "mgf" and format in (None, "mgf", "MGF"):
+        fmt = _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)
+    if fmt != "mgf":  # errors (a gzip bomb first) as for any file read whole
+        whole = [start]
+        for block, reached in blocks:  # reading: the first half of the progress
+            whole.append(block)
+            report_progress(progress, reached // 2, stream.size, stream.path)
+        raw = RawFile(stream.path, stream.sha256, b"".join(whole), stream.gzipped)
+        del whole
+        return _read_whole(raw, format, parser, progress, stream.size)
+    builder = ChunkedBuilder(stream.path, fmt)
+    read_mgf_blocks(_chained((start, position), blocks), stream.size, builder, progress)
+    library = builder.build(LibrarySource(stream.path, stream.sha256, fmt))
+    report_progress(progress, stream.size, stream.size, stream.path)
+    return library
+
+
+def _read_whole(
+    raw: RawFile, format: str | None, parser: str, progress: Progress | None, size: int
+) -> SpectrumLibrary:
+    """:func:`read_raw` with its progress (bytes of the content) as the second half of ``size``."""
+    half = size // 2
+    scaled = None
+    if progress is not None:
+
+        def scaled(done: int, total: int) -> object:
+            return progress(half + (size - half) * done // max(total, 1), size)
+
+    return read_raw(_non_empty(raw), format=format, parser=parser, progress=scaled)
+
+
+#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
+_HEAD_BYTES = 1 << 16
+
+
+def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
+    yield first
+    yield from rest
+
+
+def _non_empty(raw: RawFile) -> RawFile:
+    if not raw.data.strip():
+        raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
+    return raw
 
 
 def read_raw(
@@ -100,10 +181,11 @@ def read_raw(
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
     fmt = _choose_format(raw, format)
-    builder = LibraryBuilder(raw.path, fmt)
+    fast_mgf = fmt == "mgf" and parser == "fast"
+    builder = ChunkedBuilder(raw.path, fmt) if fast_mgf else LibraryBuilder(raw.path, fmt)
     total = len(raw.data)
     report_progress(progress, 0, total, raw.path)
-    if fmt == "mgf" and parser == "fast":
+    if fast_mgf:
         read_mgf_bytes(raw.data, builder, progress)
     elif fmt in _BYTES_READERS:
         _BYTES_READERS[fmt](raw.data, builder)

@@ -23,6 +23,8 @@ __all__ = [
     "decode_text",
     "split_lines",
     "MAX_GZIP_RATIO",
+    "checked_size",
+    "file_error",
 ]
 
 #: A gzip file may decompress to at most this many times its size (and at least
@@ -117,22 +119,35 @@ def read_bytes(path: str | Path) -> bytes:
 
     Only regular files are read: a FIFO, socket or device would block or never end.
     """
-    p = Path(path)
+    checked_size(path)
     try:
-        mode = os.stat(p).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(mode):
-            raise SpectrumFileError(str(path), "not a regular file (a pipe, socket or device)")
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise SpectrumFileError(str(path), "file not found") from None
-    except IsADirectoryError:
-        raise SpectrumFileError(str(path), "is a directory, not a file") from None
-    except PermissionError:
-        raise SpectrumFileError(str(path), "permission denied") from None
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise SpectrumFileError(str(path), f"cannot read file ({exc.strerror or exc})") from None
+        raise file_error(str(path), exc) from None
+
+
+def checked_size(path: str | Path) -> int:
+    """Size of ``path`` on disk; :class:`SpectrumFileError` unless it is a readable regular file."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError
+    except OSError as exc:
+        raise file_error(str(path), exc) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SpectrumFileError(str(path), "not a regular file (a pipe, socket or device)")
+    return st.st_size
+
+
+def file_error(path: str, exc: OSError) -> SpectrumFileError:
+    """The one-line error for an ``OSError`` met opening or reading ``path``."""
+    if isinstance(exc, FileNotFoundError):
+        return SpectrumFileError(path, "file not found")
+    if isinstance(exc, IsADirectoryError):
+        return SpectrumFileError(path, "is a directory, not a file")
+    if isinstance(exc, PermissionError):
+        return SpectrumFileError(path, "permission denied")
+    return SpectrumFileError(path, f"cannot read file ({exc.strerror or exc})")
 
 
 def format_from_name(path: str | Path) -> str | None:

@@ -1,0 +1,263 @@
+"""Parameters of many MGF records at once, column by column (fast MGF reader).
+
+Records of a chunk whose parameter lines the scanner located exactly (see
+:func:`engine.io.mgf_scan.scan_records`, ``simple``) and that have the same
+keys in the same order form a group; each parameter is then one column, and
+PEPMASS, CHARGE, RTINSECONDS and the ion mode are converted column-wise with
+the same rules the per-record path (:func:`engine.io.mgf_fast._fields`) and
+pyteomics apply.  A record holding a value these rules cannot prove (a
+PEPMASS of three tokens, an unreadable CHARGE, ...) or a key twice is handed
+back, to be read on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pyteomics import auxiliary as _aux
+
+from engine.io._build import parse_ion_mode, settle_numbers
+from engine.io.chunked_build import ChunkColumns
+from engine.io.mgf import ION_MODE_KEYS
+
+__all__ = ["Unsure", "charge_of", "group_columns", "ion_mode_of", "precursor_of", "rt_text"]
+
+#: CHARGE and IONMODE texts seen so far and what they mean; only short texts are kept.
+_CHARGES: dict[str, int] = {}
+_ION_MODES: dict[str, int] = {}
+_MEMO_LIMIT = 4096
+#: Keys taken out of the metadata.
+_NUMERIC = ("pepmass", "charge")
+
+
+class Unsure(Exception):
+    """The record holds something only the reference parser should judge."""
+
+
+def precursor_of(text: str) -> float:
+    """Precursor m/z of a PEPMASS text (one number, or m/z and intensity)."""
+    try:  # float() strips the blanks split() splits at: success means one token
+        return float(text)
+    except ValueError:
+        tokens = text.split()
+        if len(tokens) != 2:
+            raise Unsure from None
+        try:
+            precursor, _ = float(tokens[0]), float(tokens[1])
+        except ValueError:
+            raise Unsure from None
+        return precursor
+
+
+def charge_of(text: str) -> int:
+    """First charge of a CHARGE text as pyteomics reads it (memoised)."""
+    known = _CHARGES.get(text)
+    if known is not None:
+        return known
+    try:
+        charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
+        value = int(charges[0]) if charges else 0
+    except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
+        raise Unsure from exc
+    if len(text) <= 32 and len(_CHARGES) < _MEMO_LIMIT:
+        _CHARGES[text] = value
+    return value
+
+
+def rt_text(text: str) -> str:
+    """RTINSECONDS as the reference keeps it (the float's repr)."""
+    try:
+        return repr(float(text))
+    except ValueError:
+        raise Unsure from None
+
+
+def ion_mode_of(text: str) -> int:
+    """Ion mode code of an ion mode text (memoised)."""
+    known = _ION_MODES.get(text)
+    if known is None:
+        known = parse_ion_mode(text)
+        if len(_ION_MODES) < _MEMO_LIMIT and len(text) <= 32:
+            _ION_MODES[text] = known
+    return known
+
+
+def _floats(texts: list[str]) -> list[float]:
+    return list(map(float, texts))
+
+
+def _float_texts(texts: list[str]) -> list[str]:
+    return list(map(repr, map(float, texts)))
+
+
+def _known_charges(texts: list[str]) -> list:
+    return list(map(_CHARGES.get, texts))
+
+
+def _known_ion_modes(texts: list[str]) -> list:
+    return list(map(_ION_MODES.get, texts))
+
+
+def _converted(
+    texts: list[str], convert: Callable[[str], object], quick: Callable[[list[str]], list]
+) -> tuple[list, list[int]]:
+    """``convert`` of each text, and the positions where it is unsure (their value: None).
+
+    ``quick(texts)`` gives the same values for all texts at once (C loops, no
+    Python call per text), or raises or returns None where it cannot.
+    """
+    try:
+        out = quick(texts)
+        if None not in out:
+            return out, []
+    except (Unsure, ValueError):
+        pass
+    out: list = []
+    bad: list[int] = []
+    for i, text in enumerate(texts):
+        try:
+            out.append(convert(text))
+        except (Unsure, ValueError):
+            out.append(None)
+            bad.append(i)
+    return out, bad
+
+
+def group_columns(
+    rows: Sequence[int],
+    base: int,
+    param_lo: np.ndarray,
+    param_hi: np.ndarray,
+    key_ids: np.ndarray,
+    names: list[str],
+    values: list[str],
+    peak_lo: np.ndarray,
+    peak_hi: np.ndarray,
+    mz: np.ndarray,
+    intensity: np.ndarray,
+) -> tuple[ChunkColumns, list[int]]:
+    """The records ``rows`` of a chunk as columns, and the rows handed back.
+
+    Parameters
+    ----------
+    rows : sequence of int
+        Records of the chunk (numbered from 0; record number ``base + row + 1``)
+        whose parameters are exactly the spans ``param_lo[row]:param_hi[row]``.
+    param_lo, param_hi, peak_lo, peak_hi : ndarray of int64
+        Per record of the chunk, its parameter spans and peaks.
+    key_ids : ndarray of int64
+        Per parameter span, the number of its key; ``names[k]`` is key ``k``
+        in lower case.
+    values : list of str
+        Per parameter span, its value.
+    mz, intensity : ndarray of float64
+        The chunk's peaks.
+    """
+    ids = key_ids.tolist()
+    lo_list, hi_list = param_lo.tolist(), param_hi.tolist()
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r in rows:
+        signature = tuple(ids[lo_list[r] : hi_list[r]])
+        group = groups.get(signature)
+        if group is None:
+            groups[signature] = [r]
+        else:
+            group.append(r)
+    text = np.fromiter(values, dtype=object, count=len(values))
+    parts: list[tuple] = []
+    back: list[int] = []
+    for signature, members in groups.items():
+        keys = [names[k] for k in signature]
+        if len(set(keys)) != len(keys):  # a key twice: the per-record path keeps the last
+            back += members
+            continue
+        part = _group(keys, np.asarray(members, dtype=np.int64), param_lo, text, back)
+        if part is not None:
+            parts.append(part)
+    if not parts:
+        return _empty(mz, intensity), back
+    chosen = np.concatenate([p[0] for p in parts])
+    precursors = [x for p in parts for x in p[1]]
+    charges = [x for p in parts for x in p[2]]
+    ion_modes = [x for p in parts for x in p[3]]
+    adducts = [a for p in parts for a in p[6]]
+    titles = [t for p in parts for t in p[7]]
+    metadata = []
+    start = 0
+    for part in parts:
+        metadata.append((part[4], start, start + len(part[0]), part[5]))
+        start += len(part[0])
+    precursor, charge, ion_mode, notes = settle_numbers(
+        precursors, charges, ion_modes, adducts.__getitem__
+    )
+    return (
+        ChunkColumns(
+            records=chosen + (base + 1),
+            titles=titles,
+            lo=peak_lo[chosen],
+            hi=peak_hi[chosen],
+            mz=mz,
+            intensity=intensity,
+            precursor=precursor,
+            charge=charge,
+            ion_mode=ion_mode,
+            notes=notes,
+            parts=metadata,
+        ),
+        back,
+    )
+
+
+def _group(
+    keys: list[str], members: np.ndarray, param_lo: np.ndarray, text: np.ndarray, back: list[int]
+) -> tuple | None:
+    """One group's columns converted; records that are unsure go to ``back``."""
+    n = len(members)
+    starts = param_lo[members]
+    columns = {key: text[starts + j].tolist() for j, key in enumerate(keys)}
+    keep = np.ones(n, dtype=bool)
+    precursors: list = [math.nan] * n
+    charges: list = [0] * n
+    if "pepmass" in columns:
+        precursors, bad = _converted(columns["pepmass"], precursor_of, _floats)
+        keep[bad] = False
+    if "charge" in columns:
+        charges, bad = _converted(columns["charge"], charge_of, _known_charges)
+        keep[bad] = False
+    if "rtinseconds" in columns:
+        columns["rtinseconds"], bad = _converted(columns["rtinseconds"], rt_text, _float_texts)
+        keep[bad] = False
+    ion_modes: list = [0] * n
+    for key in ION_MODE_KEYS:
+        if key in columns:
+            ion_modes, _ = _converted(columns[key], ion_mode_of, _known_ion_modes)
+            break
+    meta_keys = [k for k in keys if k not in _NUMERIC]
+    empty = [""] * n
+    columns["id"] = columns.get("spectrumid", empty)
+    if "id" not in meta_keys:
+        meta_keys.append("id")
+    if "title" not in meta_keys:
+        columns["title"] = columns.get("name", empty)
+        meta_keys.append("title")
+    values = [columns[k] for k in meta_keys]
+    adducts = columns.get("adduct", [None] * n)
+    titles = [t or i or "" for t, i in zip(columns["title"], columns["id"], strict=True)]
+    if not keep.all():
+        back += members[~keep].tolist()
+        picked = np.flatnonzero(keep).tolist()
+        if not picked:
+            return None
+        members = members[keep]
+        precursors, charges, ion_modes, adducts, titles = (
+            [seq[i] for i in picked] for seq in (precursors, charges, ion_modes, adducts, titles)
+        )
+        values = [[column[i] for i in picked] for column in values]
+    return members, precursors, charges, ion_modes, tuple(meta_keys), values, adducts, titles
+
+
+def _empty(mz: np.ndarray, intensity: np.ndarray) -> ChunkColumns:
+    none = np.empty(0, dtype=np.int64)
+    return ChunkColumns(none, [], none, none, mz, intensity, np.empty(0), none, none, [], [])
