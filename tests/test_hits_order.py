@@ -1,0 +1,36 @@
+"""Hit row order (query ascending, score descending, library ascending, top N): both paths agree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import hits
+
+
+def _reference(query, library, score, top_n):
+    rows = sorted(range(len(query)), key=lambda k: (query[k], -score[k], library[k], k))
+    if top_n <= 0:
+        return np.array(rows, dtype=np.int64)
+    kept, seen = [], {}
+    for k in rows:
+        seen[query[k]] = seen.get(query[k], 0) + 1
+        if seen[query[k]] <= top_n:
+            kept.append(k)
+    return np.array(kept, dtype=np.int64)
+
+
+@pytest.mark.parametrize("top_n", [0, 1, 3])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_small_and_parallel_paths_give_the_reference_order(monkeypatch, seed, top_n):
+    rng = np.random.default_rng(seed)
+    n = 2_000
+    query = rng.integers(5, 60, n)
+    library = rng.integers(0, 40, n)  # repeated (query, library) pairs: ties kept in row order
+    score = rng.choice([0.0, -0.0, 0.25, 0.5, 0.5000000000000001, 1.0], n)
+    expected = _reference(query.tolist(), library.tolist(), score.tolist(), top_n)
+    small = hits.top_n_order(query, library, score, top_n)
+    monkeypatch.setattr(hits, "SMALL_ORDER_ROWS", 0)
+    parallel = hits.top_n_order(query, library, score, top_n)
+    np.testing.assert_array_equal(small, expected)
+    np.testing.assert_array_equal(parallel, expected)
