@@ -22,7 +22,7 @@ from engine.io.sniff import (
     sniff_format,
 )
 from engine.io.spectra_json import read_json_text
-from engine.io.spectra_json_fast import read_json_fast
+from engine.io.spectra_json_typed import read_json_typed
 from engine.io.stream import FileStream
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
@@ -41,7 +41,7 @@ _NOT_FOUND_HINT = {
 }
 _TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_text}
 #: Fast readers of decoded text, each proven equal to its reference above.
-_FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_fast}
+_FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_typed}
 _BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
 
 
