@@ -89,3 +89,15 @@ def test_numbers_decode_as_json_loads_decodes_them():
     for got, want in zip(decoded, expected, strict=True):
         assert type(got.value) is type(want["value"])
         assert repr(got.value) == repr(want["value"])
+
+
+@pytest.mark.parametrize("flavour", ["gnps", "mona"])
+def test_bom_and_stray_bytes_read_the_same(tmp_path, flavour):
+    """Content read from bytes: a UTF-8 BOM and a byte that is not UTF-8 (cp1252 0xe9)."""
+    text = (FORMATS / f"{flavour}.json").read_text(encoding="utf-8")
+    data = text.encode("utf-8")
+    first = data.index(b'"', data.index(b"{") + 2) + 1  # inside the first key's value or name
+    for k, content in enumerate([b"\xef\xbb\xbf" + data, data[:first] + b"\xe9" + data[first:]]):
+        path = tmp_path / f"{flavour}{k}.json"
+        path.write_bytes(content)
+        _assert_same(path)

@@ -31,7 +31,7 @@ _MEMO_LIMIT = 4096
 _SOME_PEAKS = (np.zeros(1), np.zeros(1))
 
 
-def read_json_fast(text: str, builder: LibraryBuilder) -> None:
+def read_json_fast(text: str, builder: LibraryBuilder, document: list | None = None) -> None:
     """Parse GNPS or MoNA JSON ``text`` into ``builder``, as the reference does.
 
     Parameters
@@ -40,6 +40,9 @@ def read_json_fast(text: str, builder: LibraryBuilder) -> None:
         The whole file, decoded.
     builder : LibraryBuilder
         Receives every record (kept or skipped).
+    document : list, optional
+        The records, already parsed exactly as :func:`json.loads` parses ``text``
+        (``builder.records`` set); ``text`` is then not read.
 
     Raises
     ------
@@ -49,14 +52,15 @@ def read_json_fast(text: str, builder: LibraryBuilder) -> None:
     was_enabled = gc.isenabled()
     gc.disable()  # tens of thousands of dicts, none of them in a cycle
     try:
-        _read(text, builder)
+        if document is None:
+            document = ref.parse_document(text, builder)
+        _read(document, builder)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(text: str, builder: LibraryBuilder) -> None:
-    document = ref.parse_document(text, builder)
+def _read(document: list, builder: LibraryBuilder) -> None:
     gnps: list[int] = []
     mona: list[int] = []
     gnps_text: list[str] = []

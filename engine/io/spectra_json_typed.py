@@ -26,13 +26,14 @@ from engine.io import json_peaks
 from engine.io import spectra_json as ref
 from engine.io import spectra_json_fast as fast
 from engine.io._build import LibraryBuilder
+from engine.io.sniff import decode_text
 
 try:
     import msgspec
 except ImportError:  # pragma: no cover - the fast path without it
     msgspec = None
 
-__all__ = ["read_json_typed", "read_mona_typed"]
+__all__ = ["read_json_bytes", "read_mona_typed"]
 
 #: How much of the text is looked at to tell MoNA from GNPS.
 _HEAD = 1 << 16
@@ -79,16 +80,19 @@ if msgspec is not None:
 _MONA_ITEM = {"spectrum": ""}
 
 
-def read_json_typed(text: str, builder: LibraryBuilder) -> None:
-    """Read GNPS or MoNA JSON ``text`` into ``builder``, as the reference does.
+def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
+    """Read GNPS or MoNA JSON file content into ``builder``, as the reference does.
 
-    MoNA documents that fit the schema are read by :func:`read_mona_typed`, the
-    others by :func:`engine.io.spectra_json_fast.read_json_fast`.
+    ASCII content (the common case) is decoded straight from the bytes, other
+    content after :func:`engine.io.sniff.decode_text`, as the text readers get it.
+    MoNA documents that fit the schema are read by :func:`read_mona_typed`; other
+    documents are parsed by ``msgspec`` (or, where it refuses them, by
+    :func:`json.loads`) and read by :func:`engine.io.spectra_json_fast.read_json_fast`.
 
     Parameters
     ----------
-    text : str
-        The whole file, decoded.
+    data : bytes
+        The whole file.
     builder : LibraryBuilder
         Receives every record (kept or skipped).
 
@@ -97,24 +101,51 @@ def read_json_typed(text: str, builder: LibraryBuilder) -> None:
     SpectrumFileError
         As :func:`engine.io.spectra_json.read_json_text`.
     """
+    source: bytes | str = data
+    if not data.isascii():
+        source, replaced = decode_text(data)
+        if replaced:
+            builder.notes.append(
+                f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
+            )
+    document = None
     was_enabled = gc.isenabled()
     gc.disable()  # tens of thousands of small objects, none of them in a cycle
     try:
-        if read_mona_typed(text, builder):
+        if read_mona_typed(source, builder):
             return
+        document = _parsed(source)
     finally:
         if was_enabled:
             gc.enable()
+    if document is not None:
+        builder.records = len(document)
+        fast.read_json_fast("", builder, document)
+        return
+    text = source if isinstance(source, str) else source.decode("ascii")
     fast.read_json_fast(text, builder)
 
 
-def read_mona_typed(text: str, builder: LibraryBuilder) -> bool:
+def _parsed(source: bytes | str) -> list | None:
+    """The records of a JSON document, or None where ``msgspec`` refuses it or is missing."""
+    if msgspec is None:
+        return None
+    try:
+        document = msgspec.json.decode(source)
+    except _FAILURES:
+        return None
+    if type(document) is dict:
+        return [document]
+    return document if type(document) is list else None
+
+
+def read_mona_typed(text: bytes | str, builder: LibraryBuilder) -> bool:
     """Read MoNA JSON ``text`` into ``builder`` as the reference does, if it fits.
 
     Parameters
     ----------
-    text : str
-        The whole file, decoded.
+    text : bytes or str
+        The whole file, decoded (or ASCII bytes).
     builder : LibraryBuilder
         Receives every record (kept or skipped) when the text was read.
 
@@ -126,6 +157,8 @@ def read_mona_typed(text: str, builder: LibraryBuilder) -> bool:
     if msgspec is None:
         return False
     head = text[:_HEAD]
+    if isinstance(head, bytes):
+        head = head.decode("ascii", errors="replace")
     if '"spectrum"' not in head or '"peaks_json"' in head or not head.lstrip().startswith("["):
         return False
     try:
