@@ -101,3 +101,49 @@ def test_bom_and_stray_bytes_read_the_same(tmp_path, flavour):
         path = tmp_path / f"{flavour}{k}.json"
         path.write_bytes(content)
         _assert_same(path)
+
+
+def test_split_point_is_a_comma_between_elements():
+    from engine.io.json_split import split_point
+
+    text = b'[{"a": "x, \\" ]", "b": [1, 2]}, {"c": {"d": ","}} ,3]'
+    buf = np.frombuffer(text, dtype=np.uint8)
+    assert split_point(buf, 0) == text.index(b"}, {") + 1
+    assert split_point(buf, text.index(b"}, {") + 2) == text.index(b" ,3") + 1
+    assert split_point(buf, len(text)) == -1
+
+
+@pytest.fixture
+def in_halves(monkeypatch):
+    """Every ASCII document read in two halves (forked), whatever its size and the load."""
+    from engine.io import json_split
+
+    monkeypatch.setattr(json_split, "MIN_BYTES", 0)
+    monkeypatch.setattr(json_split.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.setattr(json_split.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(json_split.os, "sched_getaffinity", lambda _: {0, 1})
+    calls: list[bool] = []
+    real = json_split.read_in_halves
+
+    def counted(*args):
+        calls.append(real(*args))
+        return calls[-1]
+
+    monkeypatch.setattr(typed, "read_in_halves", counted)
+    return calls
+
+
+def test_documents_read_in_halves_read_the_same(tmp_path, in_halves):
+    """Test files and odd documents read in two halves equal the reference, report included."""
+    from tests.test_json_fast import _json_files, test_odd_records_read_the_same
+
+    for path in _json_files():
+        _assert_same(path)
+    for name, text, _ in _variants():
+        path = tmp_path / f"{name}.json"
+        path.write_text(text, encoding="utf-8")
+        _assert_same(path)
+    for flavour in ("gnps", "mona"):
+        test_odd_records_read_the_same(tmp_path, flavour)
+    assert sum(in_halves) >= 20  # most ASCII documents were read in halves
+    assert not all(in_halves)  # the broken ones were not

@@ -26,6 +26,7 @@ from engine.io import json_peaks
 from engine.io import spectra_json as ref
 from engine.io import spectra_json_fast as fast
 from engine.io._build import LibraryBuilder
+from engine.io.json_split import read_in_halves
 from engine.io.sniff import decode_text
 
 try:
@@ -41,18 +42,18 @@ _HEAD = 1 << 16
 if msgspec is not None:
     _UNSET: Any = msgspec.UNSET
 
-    class _Entry(msgspec.Struct):
+    class _Entry(msgspec.Struct, gc=False):
         """One ``{name, value}`` of a ``metaData`` list."""
 
         name: Any = None
         value: Any = None
 
-    class _Name(msgspec.Struct):
+    class _Name(msgspec.Struct, gc=False):
         """One of a compound's ``names``."""
 
         name: Any = None
 
-    class _Compound(msgspec.Struct):
+    class _Compound(msgspec.Struct, gc=False):
         """The fields of ``compound[i]`` the reference reads."""
 
         names: list[_Name] | None = None
@@ -60,7 +61,7 @@ if msgspec is not None:
         inchiKey: Any = None  # noqa: N815 - the JSON key
         inchi: Any = None
 
-    class _Record(msgspec.Struct):
+    class _Record(msgspec.Struct, gc=False):
         """The fields of a record the reference reads (a record title's keys included)."""
 
         spectrum: Any = _UNSET
@@ -85,7 +86,9 @@ def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
 
     ASCII content (the common case) is decoded straight from the bytes, other
     content after :func:`engine.io.sniff.decode_text`, as the text readers get it.
-    MoNA documents that fit the schema are read by :func:`read_mona_typed`; other
+    A large document is read in two halves at once where that pays
+    (:mod:`engine.io.json_split`).  MoNA documents that fit the schema are read by
+    :func:`read_mona_typed`; other
     documents are parsed by ``msgspec`` (or, where it refuses them, by
     :func:`json.loads`) and read by :func:`engine.io.spectra_json_fast.read_json_fast`.
 
@@ -101,6 +104,12 @@ def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
     SpectrumFileError
         As :func:`engine.io.spectra_json.read_json_text`.
     """
+    if not read_in_halves(data, builder, _read_whole):
+        _read_whole(data, builder)
+
+
+def _read_whole(data: bytes, builder: LibraryBuilder) -> None:
+    """:func:`read_json_bytes` in one piece."""
     source: bytes | str = data
     if not data.isascii():
         source, replaced = decode_text(data)
