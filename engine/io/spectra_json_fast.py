@@ -20,7 +20,7 @@ import numpy as np
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
-from engine.io._build import LibraryBuilder
+from engine.io._build import LibraryBuilder, charge_from_adduct, parse_ion_mode
 
 __all__ = ["read_json_fast"]
 
@@ -103,17 +103,58 @@ def _read(document: list, builder: LibraryBuilder) -> None:
             ref.add_record(k + 1, item, builder, peaks, metadata)
             continue
         source, lo, hi = where
-        try:  # record_fields only counts the peaks, which the batch holds
-            fields = ref.record_fields(item, _SOME_PEAKS, metadata)
+        try:
+            precursor, charge, ion_mode, metadata = batch_fields(metadata, source == 1)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             ref.skip_record(k + 1, item, builder, exc)
             continue
         if source != batch_source:
             _flush(builder, batch, sources, batch_source)
             batch_source = source
-        precursor, charge, ion_mode, metadata = fields[2:]
         batch.append((k + 1, precursor, charge, ion_mode, metadata, lo, hi))
     _flush(builder, batch, sources, batch_source)
+
+
+#: Stands for a MoNA record in :func:`engine.io.spectra_json.record_fields`, which
+#: only asks which flavour a record is when peaks and metadata are given.
+MONA_ITEM = {"spectrum": ""}
+#: (MoNA?, ms_level, charge, adduct, ionmode) -> (charge, ion mode), or None where the
+#: reference refuses the MS level; see :func:`batch_fields`.
+_SETTLED: dict[tuple, tuple[int, int] | None] = {}
+
+
+def batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int, dict[str, str]]:
+    """``record_fields(item, peaks, metadata)[2:]`` of a record whose peaks were read.
+
+    What the reference makes of a record's MS level, charge, adduct and ion mode
+    is worked out once per combination; a refused MS level is left to the
+    reference, which raises.  ``metadata`` is changed as the reference changes it.
+    """
+    get = metadata.get
+    key = (mona, get("ms_level"), get("charge"), get("adduct"), get("ionmode"))
+    settled = _SETTLED.get(key, _UNKNOWN)
+    if settled is _UNKNOWN:
+        settled = _remember(_SETTLED, key, _settle(*key))
+    if settled is None:
+        return ref.record_fields(MONA_ITEM, _SOME_PEAKS, metadata)[2:]
+    precursor = ref._precursor(metadata.pop("precursor_mz", ""))
+    metadata.pop("charge", None)
+    metadata["title"] = get("name", "")
+    return precursor, settled[0], settled[1], metadata
+
+
+def _settle(
+    mona: bool, level: str | None, charge: str | None, adduct: str | None, ion_mode: str | None
+) -> tuple[int, int] | None:
+    """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them."""
+    if mona and level:
+        found = ref._MS_LEVEL_RE.match(level)
+        if found is None or int(found.group(1)) != 2:
+            return None
+    number = ref._charge(charge)
+    if not number:
+        number = charge_from_adduct(adduct if adduct is not None else "")
+    return number, parse_ion_mode(ion_mode)
 
 
 def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:

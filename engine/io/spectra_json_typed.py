@@ -76,10 +76,6 @@ if msgspec is not None:
     _DECODER = msgspec.json.Decoder(list[_Record])
     _FAILURES: tuple[type[Exception], ...] = (msgspec.MsgspecError, UnicodeError, RecursionError)
 
-#: Stands for a kept record in :func:`engine.io.spectra_json.record_fields`, which
-#: only asks whether it is a MoNA record when peaks and metadata are given.
-_MONA_ITEM = {"spectrum": ""}
-
 
 def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
     """Read GNPS or MoNA JSON file content into ``builder``, as the reference does.
@@ -213,12 +209,11 @@ def _add(
             ref.add_record(k + 1, _item(record), builder, None, metadata[k])
             continue
         try:
-            fields = ref.record_fields(_MONA_ITEM, fast._SOME_PEAKS, metadata[k])
+            precursor, charge, ion_mode, kept = fast.batch_fields(metadata[k], True)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             fast._flush(builder, batch, sources, 0)
             ref.skip_record(k + 1, _item(record), builder, exc)
             continue
-        precursor, charge, ion_mode, kept = fields[2:]
         batch.append((k + 1, precursor, charge, ion_mode, kept, where[1], where[2]))
     fast._flush(builder, batch, sources, 0)
 
