@@ -220,7 +220,35 @@ def _key_plan(keys: tuple) -> tuple | None:
     lows = tuple(str(k).strip().lower() for k in kept)
     if len(set(lows)) != len(lows) or len(kept) < 2:
         return None
-    return itemgetter(*kept), lows
+    return itemgetter(*kept), lows, _full_plan(lows)
+
+
+def _full_plan(lows: tuple[str, ...]) -> tuple:
+    """:func:`_column_plan` of a record none of whose values is missing, by value position."""
+    keep, sources, precursor, ion_mode, ms_level = _column_plan(dict.fromkeys(lows, ""))
+    where = {low: k for k, low in enumerate(lows)}
+    return (
+        keep,
+        [where[k] for k in keep],
+        tuple((column, where[source]) for column, source in sources),
+        where.get(precursor),
+        where["ion_mode"] if ion_mode else None,
+        where["ms_level"] if ms_level else None,
+    )
+
+
+def _full_metadata(plan: tuple, texts: list[str]) -> dict[str, str]:
+    """:func:`_gnps_metadata` of a record none of whose ``texts`` is missing."""
+    keep, positions, sources, precursor, ion_mode, ms_level = plan
+    out = dict(zip(keep, [texts[k] for k in positions], strict=True))
+    for column, k in sources:
+        out[column] = texts[k]
+    out["precursor_mz"] = "" if precursor is None else texts[precursor]
+    if ion_mode is not None:
+        out["ionmode"] = texts[ion_mode]
+    if ms_level is not None:
+        out["ms_level"] = texts[ms_level]
+    return out
 
 
 def _column_plan(lowered: Mapping[str, str]) -> tuple:
@@ -242,8 +270,14 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
         plan = _remember(_KEY_PLANS, keys, _key_plan(keys))
     if plan is None:
         return ref._gnps_metadata(item)
-    getter, lows = plan
-    texts = [v.strip() if type(v) is str else ref._value(v) for v in getter(item)]
+    getter, lows, full = plan
+    values = getter(item)
+    try:  # JSON strings mostly
+        texts = list(map(str.strip, values))
+    except TypeError:
+        texts = [v.strip() if type(v) is str else ref._value(v) for v in values]
+    if _MISSING_ANY.isdisjoint(texts):
+        return _full_metadata(full, texts)
     lowered = {k: t for k, t in zip(lows, texts, strict=True) if t not in _MISSING_ANY}
     names = tuple(lowered)
     columns = _COLUMN_PLANS.get(names)
