@@ -26,7 +26,6 @@ from engine.io import json_peaks
 from engine.io import spectra_json as ref
 from engine.io import spectra_json_fast as fast
 from engine.io._build import LibraryBuilder
-from engine.io.json_split import read_in_halves
 from engine.io.sniff import decode_text
 
 try:
@@ -82,9 +81,7 @@ def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
 
     ASCII content (the common case) is decoded straight from the bytes, other
     content after :func:`engine.io.sniff.decode_text`, as the text readers get it.
-    A large document is read in two halves at once where that pays
-    (:mod:`engine.io.json_split`).  MoNA documents that fit the schema are read by
-    :func:`read_mona_typed`; other
+    MoNA documents that fit the schema are read by :func:`read_mona_typed`; other
     documents are parsed by ``msgspec`` (or, where it refuses them, by
     :func:`json.loads`) and read by :func:`engine.io.spectra_json_fast.read_json_fast`.
 
@@ -100,12 +97,6 @@ def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
     SpectrumFileError
         As :func:`engine.io.spectra_json.read_json_text`.
     """
-    if not read_in_halves(data, builder, _read_whole):
-        _read_whole(data, builder)
-
-
-def _read_whole(data: bytes, builder: LibraryBuilder) -> None:
-    """:func:`read_json_bytes` in one piece."""
     source: bytes | str = data
     if not data.isascii():
         source, replaced = decode_text(data)
