@@ -166,6 +166,7 @@ def _best(function, repeats: int) -> tuple[float, float, object]:
     """Best wall seconds of ``repeats`` runs, that run's CPU seconds, and the result."""
     best, cpu, result = float("inf"), float("nan"), None
     for _ in range(repeats):
+        result = None  # the previous run's library is freed before, not inside, the timing
         start, start_cpu = time.perf_counter(), _cpu()
         result = function()
         seconds = time.perf_counter() - start
