@@ -161,20 +161,17 @@ def read_mona_typed(text: bytes | str, builder: LibraryBuilder) -> bool:
         records = _DECODER.decode(text)
     except _FAILURES:
         return False
-    metadata: list[dict[str, str]] = []
-    indices: list[int] = []
-    strings: list[str] = []
+    if any(record.peaks_json is not _UNSET for record in records):
+        return False  # a GNPS record: the usual path reads mixed files
     try:
-        for k, record in enumerate(records):
-            if record.peaks_json is not _UNSET:
-                return False  # a GNPS record: the usual path reads mixed files
-            spectrum = record.spectrum
-            if type(spectrum) is str and spectrum.isascii():
-                indices.append(k)
-                strings.append(spectrum)
-            metadata.append(_metadata(record))
+        metadata = [_metadata(record) for record in records]
     except Exception:  # noqa: BLE001 - the usual path says what is wrong
         return False
+    indices = [k for k, record in enumerate(records) if type(record.spectrum) is str]
+    strings = [records[k].spectrum for k in indices]
+    if not all(map(str.isascii, strings)):
+        indices = [k for k, text in zip(indices, strings, strict=True) if text.isascii()]
+        strings = [records[k].spectrum for k in indices]
     builder.records = len(records)
     found: dict[int, tuple[int, int, int]] = {}
     mz, intensity = fast._read_peaks(json_peaks.read_mona_peaks, indices, strings, found, 0)
