@@ -1,7 +1,9 @@
 """Fast GNPS / MoNA JSON reader: the peak strings of all records read at once.
 
 It gives exactly what the reference reader (:func:`engine.io.spectra_json.read_json_text`)
-gives.  The document is parsed by the standard :mod:`json` module, as there; then
+gives.  The document is parsed by the standard :mod:`json` module, as there (or
+handed over already parsed, by ``msgspec``, from
+:func:`engine.io.spectra_json_typed.read_json_bytes`); then
 the ASCII ``peaks_json`` (GNPS) and ``spectrum`` (MoNA) strings of all records are
 read together by :mod:`engine.io.json_peaks`, which reads a string only when it
 is certain of the reference's result and flags the others, which the reference
