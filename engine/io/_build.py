@@ -332,9 +332,12 @@ class LibraryBuilder:
                 self._notes[i].append(f"{n_dup[i]} repeated m/z value(s) kept")
 
         kept = counts > 0
-        for i in range(n):
+        flags = kept.tolist()
+        for i, notes in enumerate(self._notes):
+            if flags[i] and not notes:
+                continue  # most records: nothing to report
             record, title = self._record_no[i], self._titles[i]
-            if not kept[i]:
+            if not flags[i]:
                 had = self._lengths[i]
                 reason = "no valid peaks" if had else "no peaks"
                 extra = [x for x in self._notes[i] if x.startswith("dropped")]

@@ -23,6 +23,7 @@ from engine.io.sniff import (
 )
 from engine.io.spectra_json import read_json_text
 from engine.io.spectra_json_fast import read_json_fast
+from engine.io.spectra_json_typed import read_json_bytes
 from engine.io.stream import FileStream
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
@@ -42,6 +43,8 @@ _NOT_FOUND_HINT = {
 _TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_text}
 #: Fast readers of decoded text, each proven equal to its reference above.
 _FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_fast}
+#: Fast readers of the bytes (they decode what they need themselves).
+_FAST_BYTES_READERS = {"json": read_json_bytes}
 _BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
 
 
@@ -189,6 +192,8 @@ def read_raw(
         read_mgf_bytes(raw.data, builder, progress)
     elif fmt in _BYTES_READERS:
         _BYTES_READERS[fmt](raw.data, builder)
+    elif parser == "fast" and fmt in _FAST_BYTES_READERS:
+        _FAST_BYTES_READERS[fmt](raw.data, builder)
     else:
         text, replaced = decode_text(raw.data)
         if replaced:

@@ -1,7 +1,9 @@
 """Fast GNPS / MoNA JSON reader: the peak strings of all records read at once.
 
 It gives exactly what the reference reader (:func:`engine.io.spectra_json.read_json_text`)
-gives.  The document is parsed by the standard :mod:`json` module, as there; then
+gives.  The document is parsed by the standard :mod:`json` module, as there (or
+handed over already parsed, by ``msgspec``, from
+:func:`engine.io.spectra_json_typed.read_json_bytes`); then
 the ASCII ``peaks_json`` (GNPS) and ``spectrum`` (MoNA) strings of all records are
 read together by :mod:`engine.io.json_peaks`, which reads a string only when it
 is certain of the reference's result and flags the others, which the reference
@@ -20,7 +22,7 @@ import numpy as np
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
-from engine.io._build import LibraryBuilder
+from engine.io._build import LibraryBuilder, charge_from_adduct, parse_ion_mode
 
 __all__ = ["read_json_fast"]
 
@@ -31,7 +33,7 @@ _MEMO_LIMIT = 4096
 _SOME_PEAKS = (np.zeros(1), np.zeros(1))
 
 
-def read_json_fast(text: str, builder: LibraryBuilder) -> None:
+def read_json_fast(text: str, builder: LibraryBuilder, document: list | None = None) -> None:
     """Parse GNPS or MoNA JSON ``text`` into ``builder``, as the reference does.
 
     Parameters
@@ -40,6 +42,9 @@ def read_json_fast(text: str, builder: LibraryBuilder) -> None:
         The whole file, decoded.
     builder : LibraryBuilder
         Receives every record (kept or skipped).
+    document : list, optional
+        The records, already parsed exactly as :func:`json.loads` parses ``text``
+        (``builder.records`` set); ``text`` is then not read.
 
     Raises
     ------
@@ -49,14 +54,15 @@ def read_json_fast(text: str, builder: LibraryBuilder) -> None:
     was_enabled = gc.isenabled()
     gc.disable()  # tens of thousands of dicts, none of them in a cycle
     try:
-        _read(text, builder)
+        if document is None:
+            document = ref.parse_document(text, builder)
+        _read(document, builder)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _read(text: str, builder: LibraryBuilder) -> None:
-    document = ref.parse_document(text, builder)
+def _read(document: list, builder: LibraryBuilder) -> None:
     gnps: list[int] = []
     mona: list[int] = []
     gnps_text: list[str] = []
@@ -99,17 +105,58 @@ def _read(text: str, builder: LibraryBuilder) -> None:
             ref.add_record(k + 1, item, builder, peaks, metadata)
             continue
         source, lo, hi = where
-        try:  # record_fields only counts the peaks, which the batch holds
-            fields = ref.record_fields(item, _SOME_PEAKS, metadata)
+        try:
+            precursor, charge, ion_mode, metadata = batch_fields(metadata, source == 1)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             ref.skip_record(k + 1, item, builder, exc)
             continue
         if source != batch_source:
             _flush(builder, batch, sources, batch_source)
             batch_source = source
-        precursor, charge, ion_mode, metadata = fields[2:]
         batch.append((k + 1, precursor, charge, ion_mode, metadata, lo, hi))
     _flush(builder, batch, sources, batch_source)
+
+
+#: Stands for a MoNA record in :func:`engine.io.spectra_json.record_fields`, which
+#: only asks which flavour a record is when peaks and metadata are given.
+MONA_ITEM = {"spectrum": ""}
+#: (MoNA?, ms_level, charge, adduct, ionmode) -> (charge, ion mode), or None where the
+#: reference refuses the MS level; see :func:`batch_fields`.
+_SETTLED: dict[tuple, tuple[int, int] | None] = {}
+
+
+def batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int, dict[str, str]]:
+    """``record_fields(item, peaks, metadata)[2:]`` of a record whose peaks were read.
+
+    What the reference makes of a record's MS level, charge, adduct and ion mode
+    is worked out once per combination; a refused MS level is left to the
+    reference, which raises.  ``metadata`` is changed as the reference changes it.
+    """
+    get = metadata.get
+    key = (mona, get("ms_level"), get("charge"), get("adduct"), get("ionmode"))
+    settled = _SETTLED.get(key, _UNKNOWN)
+    if settled is _UNKNOWN:
+        settled = _remember(_SETTLED, key, _settle(*key))
+    if settled is None:
+        return ref.record_fields(MONA_ITEM, _SOME_PEAKS, metadata)[2:]
+    precursor = ref._precursor(metadata.pop("precursor_mz", ""))
+    metadata.pop("charge", None)
+    metadata["title"] = get("name", "")
+    return precursor, settled[0], settled[1], metadata
+
+
+def _settle(
+    mona: bool, level: str | None, charge: str | None, adduct: str | None, ion_mode: str | None
+) -> tuple[int, int] | None:
+    """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them."""
+    if mona and level:
+        found = ref._MS_LEVEL_RE.match(level)
+        if found is None or int(found.group(1)) != 2:
+            return None
+    number = ref._charge(charge)
+    if not number:
+        number = charge_from_adduct(adduct if adduct is not None else "")
+    return number, parse_ion_mode(ion_mode)
 
 
 def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:
@@ -175,7 +222,35 @@ def _key_plan(keys: tuple) -> tuple | None:
     lows = tuple(str(k).strip().lower() for k in kept)
     if len(set(lows)) != len(lows) or len(kept) < 2:
         return None
-    return itemgetter(*kept), lows
+    return itemgetter(*kept), lows, _full_plan(lows)
+
+
+def _full_plan(lows: tuple[str, ...]) -> tuple:
+    """:func:`_column_plan` of a record none of whose values is missing, by value position."""
+    keep, sources, precursor, ion_mode, ms_level = _column_plan(dict.fromkeys(lows, ""))
+    where = {low: k for k, low in enumerate(lows)}
+    return (
+        keep,
+        [where[k] for k in keep],
+        tuple((column, where[source]) for column, source in sources),
+        where.get(precursor),
+        where["ion_mode"] if ion_mode else None,
+        where["ms_level"] if ms_level else None,
+    )
+
+
+def _full_metadata(plan: tuple, texts: list[str]) -> dict[str, str]:
+    """:func:`_gnps_metadata` of a record none of whose ``texts`` is missing."""
+    keep, positions, sources, precursor, ion_mode, ms_level = plan
+    out = dict(zip(keep, [texts[k] for k in positions], strict=True))
+    for column, k in sources:
+        out[column] = texts[k]
+    out["precursor_mz"] = "" if precursor is None else texts[precursor]
+    if ion_mode is not None:
+        out["ionmode"] = texts[ion_mode]
+    if ms_level is not None:
+        out["ms_level"] = texts[ms_level]
+    return out
 
 
 def _column_plan(lowered: Mapping[str, str]) -> tuple:
@@ -197,8 +272,14 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
         plan = _remember(_KEY_PLANS, keys, _key_plan(keys))
     if plan is None:
         return ref._gnps_metadata(item)
-    getter, lows = plan
-    texts = [v.strip() if type(v) is str else ref._value(v) for v in getter(item)]
+    getter, lows, full = plan
+    values = getter(item)
+    try:  # JSON strings mostly
+        texts = list(map(str.strip, values))
+    except TypeError:
+        texts = [v.strip() if type(v) is str else ref._value(v) for v in values]
+    if _MISSING_ANY.isdisjoint(texts):
+        return _full_metadata(full, texts)
     lowered = {k: t for k, t in zip(lows, texts, strict=True) if t not in _MISSING_ANY}
     names = tuple(lowered)
     columns = _COLUMN_PLANS.get(names)
