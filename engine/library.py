@@ -19,7 +19,7 @@ import numpy as np
 
 from engine.atomic import atomic_path
 from engine.kernels.checks import INTENSITY_INVALID, MZ_INVALID, UNSORTED, peak_problems
-from engine.npz_mapped import load_npz_mapped
+from engine.npz_mapped import load_npz_mapped, save_npz_aligned
 from engine.report import ImportReport
 
 __all__ = ["LibrarySource", "SpectrumLibrary", "ION_MODE_CODES"]
@@ -280,8 +280,9 @@ class SpectrumLibrary:
             "digest": _digest(arrays),
             **(extra or {}),
         }
+        arrays["header"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
         with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-            np.savez(fh, **arrays, header=np.frombuffer(json.dumps(header).encode(), np.uint8))
+            save_npz_aligned(fh, arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> SpectrumLibrary:
