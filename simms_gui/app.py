@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not libraries and not queries:
         # the first start shows the demo; later ones offer the last session (else the demo)
         if first:
-            window.load_demo(background=False)
+            window.load_demo(background=True)  # the window paints and shows progress at once
         else:
             window.restore_on_start()
     return run()
