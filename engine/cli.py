@@ -23,9 +23,9 @@ from engine.cli_progress import ProgressPrinter as _ProgressPrinter
 from engine.cli_progress import add_dask_options
 from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
 from engine.collection import combine_libraries, filter_library
-from engine.distributed import open_client
+from engine.distributed import open_client, shutdown
 from engine.export import HitWriter, check_output
-from engine.io import load_library
+from engine.io import LoadCancelled, load_library
 from engine.params import SearchParameters
 from engine.report import SpectrumFileError
 from engine.search import CancelToken
@@ -162,6 +162,23 @@ def search_parameters(args: argparse.Namespace) -> SearchParameters:
     return SearchParameters(mode=args.mode, top_n=args.top, batch_size=args.batch_size, **kwargs)
 
 
+def _load_inputs(args: argparse.Namespace, say, token: CancelToken) -> tuple:
+    """The queries and the libraries of ``simms search``; LoadCancelled once ``token`` is."""
+
+    def progress(done: int, total: int) -> bool:
+        return not token.cancelled
+
+    say(f"reading {args.queries}")
+    queries = load_library(args.queries, cache=not args.no_cache, progress=progress)
+    libraries = []
+    for path in args.library:
+        if token.cancelled:
+            raise LoadCancelled("cancelled")
+        say(f"reading {path}")
+        libraries.append(load_library(path, cache=not args.no_cache, progress=progress))
+    return queries, libraries
+
+
 def _search(args: argparse.Namespace) -> int:
     params = search_parameters(args)
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
@@ -170,12 +187,21 @@ def _search(args: argparse.Namespace) -> int:
     client = None
     if args.dask or args.dask_local:
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
-    say(f"reading {args.queries}")
-    queries = load_library(args.queries, cache=not args.no_cache)
-    libraries = []
-    for path in args.library:
-        say(f"reading {path}")
-        libraries.append(load_library(path, cache=not args.no_cache))
+    # Ctrl-C while the files load only sets a flag that the readers see between
+    # blocks: a KeyboardInterrupt raised at an arbitrary point of the read (say, in
+    # a weakref callback run by the garbage collector) can be swallowed there.
+    loading = CancelToken()
+    stop = "interrupted: stopping; nothing is written"
+    try:
+        with _cancel_on_interrupt(loading, say, stop):
+            queries, libraries = _load_inputs(args, say, loading)
+    except LoadCancelled:
+        loading.cancel()
+    if loading.cancelled:
+        if client is not None:
+            shutdown(client)
+        print("simms: interrupted before the search started; nothing written", file=sys.stderr)
+        return 130
     for lib in (queries, *libraries):
         if lib.report is not None and lib.report.issues:
             say(lib.report.summary() + "  (simms info FILE lists them)")
