@@ -14,7 +14,7 @@ the share of spectra whose cluster's most common compound is their own
 Run from the repository root::
 
     python benchmarks/bench_cluster.py [--backend cpu|cuda] [--threshold 0.9]
-    python benchmarks/bench_cluster.py --scale-replicas 28 --work /tmp/scale --backend cuda
+    python benchmarks/bench_cluster.py --scale-replicas 28 --work WORK_DIR --backend cuda
 """
 
 from __future__ import annotations
