@@ -283,10 +283,12 @@ class Backend(ABC):
     #: precursor-windowed search groups queries into blocks wasting at most about this.
     block_overhead_pairs: int = 1 << 16
 
-    def block_shape(self, batch_size: int) -> tuple[int, int]:
+    def block_shape(self, batch_size: int, top_n: int = 0) -> tuple[int, int]:
         """Queries and library spectra per batch for a requested ``batch_size``.
 
-        GPUs take square ``batch_size`` × ``batch_size`` tiles.
+        ``top_n`` is the search's (0: every hit is kept, so a batch's hits are
+        bounded only by its size).  Square ``batch_size`` × ``batch_size`` batches
+        by default.
         """
         return batch_size, batch_size
 

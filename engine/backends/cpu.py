@@ -26,7 +26,7 @@ class CpuBackend(Backend):
 
     name = "cpu"
 
-    def block_shape(self, batch_size: int) -> tuple[int, int]:
+    def block_shape(self, batch_size: int, top_n: int = 0) -> tuple[int, int]:
         """Fewer queries and more library spectra than a GPU tile.
 
         The CPU kernel prunes pairs by an upper bound against each query's

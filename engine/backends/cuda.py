@@ -25,6 +25,7 @@ tile with the host's handling (hit copy, rescoring, merging) of the previous.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -48,6 +49,28 @@ __all__ = ["CudaBackend", "CudaError"]
 
 log = logging.getLogger(__name__)
 
+#: Tile shapes (query rows, library columns) tried in order: the largest whose
+#: buffers, ``depth`` times, fit in a quarter of the free GPU memory.  Larger tiles
+#: mean fewer launches, and each launch costs the host about a millisecond of
+#: argument marshalling and bookkeeping.
+TILE_SHAPES = ((8192, 32768), (4096, 32768), (2048, 16384))
+#: Device bytes per pair of a tile: score (8), matches (4), listed-pair slot (4).
+TILE_PAIR_BYTES = 16
+
+
+def default_tile_shape(cuda: Any, depth: int) -> tuple[int, int]:
+    """The largest of :data:`TILE_SHAPES` that the free GPU memory holds comfortably."""
+    try:
+        free = float(cuda.current_context().get_memory_info()[0])
+    except Exception:  # no context: the smallest shape
+        return TILE_SHAPES[-1]
+    if not math.isfinite(free):  # the simulator: the smallest shape
+        return TILE_SHAPES[-1]
+    for rows, cols in TILE_SHAPES:
+        if rows * cols * TILE_PAIR_BYTES * depth <= int(free) // 4:
+            return rows, cols
+    return TILE_SHAPES[-1]
+
 
 def _is_oom(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}".upper()
@@ -67,9 +90,10 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         Threads per block of the scoring kernel (one thread per pair).
     select_threads : int
         Threads per block of the per-query selection kernel.
-    max_rows : int
-        Most query rows per tile.
-    max_cols : int
+    max_rows : int, optional
+        Most query rows per tile (default: from :data:`TILE_SHAPES` and the free
+        GPU memory).
+    max_cols : int, optional
         Most library columns per tile (one launch), when ``top_n > 0``; the
         selection handles pieces of at most ``SORT_MAX`` columns of one batch.
         Searches that keep all hits use ``SORT_MAX``-wide tiles.
@@ -100,8 +124,8 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         *,
         threads: int = 128,
         select_threads: int = 256,
-        max_rows: int = 2048,
-        max_cols: int = 16384,
+        max_rows: int | None = None,
+        max_cols: int | None = None,
         dense_chunk_bytes: int = 64 << 20,
         query_prune: bool = True,
         bound_prune: bool = True,
@@ -118,12 +142,13 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         self._name = what
         self.threads = int(threads)
         self.select_threads = int(select_threads)
-        self.max_rows = int(max_rows)
-        self.max_cols = max(int(max_cols), self._k.SORT_MAX)
+        self.depth = max(2, int(depth))
+        rows, cols = default_tile_shape(self._cuda, self.depth)
+        self.max_rows = int(max_rows if max_rows is not None else rows)
+        self.max_cols = max(int(max_cols if max_cols is not None else cols), self._k.SORT_MAX)
         self.dense_chunk_bytes = int(dense_chunk_bytes)
         self.query_prune = bool(query_prune)
         self.bound_prune = bool(bound_prune)
-        self.depth = max(2, int(depth))
         self.max_resident = int(max_resident)
         self._resident: OrderedDict[str, Resident] = OrderedDict()
         self._by_id: dict[int, tuple[weakref.ref, str]] = {}
@@ -136,6 +161,18 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         self.warmed_up = False
 
     # -- Backend API --------------------------------------------------------------
+    def block_shape(self, batch_size: int, top_n: int = 0) -> tuple[int, int]:
+        """Queries and library spectra per batch: with a top-N, at least one tile's shape.
+
+        Batches smaller than a tile would only add launches (the tiles of one
+        query block are cut from its batches, :func:`~.cuda_tiles.plan_tiles`).
+        A search that keeps every hit keeps square batches, which bound the
+        hits each batch can hand back.
+        """
+        if top_n <= 0:
+            return batch_size, batch_size
+        return max(int(batch_size), self.max_rows), max(int(batch_size), self.max_cols)
+
     @property
     def device(self) -> str:
         """The GPU's name."""

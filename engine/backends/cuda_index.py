@@ -28,7 +28,7 @@ __all__ = ["LISTED_BLOCKS", "BoundOnGpu", "bound_eps", "host_peak_index"]
 #: Score kinds the bound is exact for.
 BOUNDED_KINDS = (COSINE, MODIFIED_COSINE, ENTROPY)
 #: Threads per block of the bound kernel (a multiple of 32: one warp per query peak).
-BOUND_THREADS = 128
+BOUND_THREADS = 256
 #: Most thread blocks of a score-kernel launch over listed pairs (a grid-stride loop;
 #: about 30 blocks per streaming multiprocessor of an H100).
 LISTED_BLOCKS = 4096
@@ -175,7 +175,7 @@ class BoundOnGpu:
         if getattr(self, "_dummy_listing", None) is None:
             cuda = self._cuda
             self._dummy_listing = self._bound_kernels().Listing(
-                False, 0.0, cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros(2, np.int32)),
+                False, 0.0, cuda.to_device(np.zeros(1)), 0,
                 cuda.to_device(np.zeros((1, 1), np.int32)), cuda.to_device(np.zeros(1, np.int32)),
                 cuda.to_device(np.zeros(2, np.int32)), False, cuda.to_device(np.zeros(1)),
             )  # fmt: skip
@@ -225,6 +225,7 @@ class BoundOnGpu:
             res.bound = {
                 "safe": _bound_safe(res),
                 "eps": bound_eps(res),
+                "peaks_max": int(np.diff(np.asarray(res.host.offsets)).max(initial=0)),
                 "index": OrderedDict(),
                 "index_bytes": 0,
             }
@@ -296,7 +297,7 @@ class BoundOnGpu:
                 slot.n_pairs = self._cuda.device_array(2, dtype=np.int32)
             slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
             listing = k.Listing(
-                True, float(params.threshold), dl.norm, dl.offsets, slot.out_m, slot.pairs,
+                True, float(params.threshold), dl.norm, ll["peaks_max"], slot.out_m, slot.pairs,
                 slot.n_pairs, *self._floor_args(floor),
             )  # fmt: skip
             mode = self._k.BOUNDS_LISTED

@@ -71,6 +71,8 @@ class TileSearch:
             return
         sort_max = self._k.SORT_MAX
         max_cols = self.max_cols if params.top_n > 0 else sort_max
+        if across_batches and self.device_top and params.top_n > 0:
+            max_cols = min(max_cols, self._merge_cols(params.top_n))
         tiles = plan_tiles(batches, self.max_rows, max_cols, sort_max)
         dq, dl = self._upload(queries), self._upload(library)
         ranks = library.ranks
@@ -119,6 +121,19 @@ class TileSearch:
         if top is not None:
             got = got + top.final_hits(b)
         return merge_batch_hits(got, params, wide, ranks)
+
+    def _merge_cols(self, top_n: int) -> int:
+        """Most columns per tile whose selected hits one device top-N merge takes.
+
+        A power of two of ``SORT_MAX``-wide segments (so the library's batches cut
+        into equal tiles), at least one.
+        """
+        k = self._topn_kernels()
+        segs = min(k.MAX_SEGMENTS, k.MERGE_MAX // max(int(top_n), 1) - 1)
+        pow2 = 1
+        while pow2 * 2 <= segs:
+            pow2 *= 2
+        return pow2 * self._k.SORT_MAX
 
     def _topn_kernels(self) -> Any:
         from engine.kernels import cuda_topn  # device code: after the numpy shim

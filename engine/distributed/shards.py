@@ -278,7 +278,7 @@ def score_task(shard: Shard, block: QueryBlock, params: SearchParameters, backen
     kernel_params = params  # the shard ranks ties by global library index (Shard.spectra.index)
     engine_backend, notes = worker_backend(backend)
     notes = list(notes)
-    q_size, l_size = engine_backend.block_shape(params.batch_size)
+    q_size, l_size = engine_backend.block_shape(params.batch_size, params.top_n)
     batches = [
         Batch(q0, min(q0 + q_size, len(queries)), l0, min(l0 + l_size, l_hi))
         for q0 in range(0, len(queries), q_size)

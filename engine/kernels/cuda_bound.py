@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from numba import cuda, float64, int32
+from numba import cuda, float64
 
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
 
@@ -41,6 +41,7 @@ __all__ = [
     "bound_kernel",
     "bound_passes",
     "count_kernel",
+    "listing_cut",
 ]
 
 #: Relative widening of a bound before it is compared, plus :data:`PER_TERM_REL` per
@@ -103,8 +104,9 @@ class Listing(NamedTuple):
     threshold : float
     library_norm : device array of float64
         Norms of the library (columns ``l_first + c``).
-    library_offsets : device array of int32
-        Offsets of the library's peaks (peak counts bound a pair's candidates).
+    peaks_max : int
+        The most peaks of one library spectrum (peak counts bound a pair's
+        candidates, and so the widening of the test).
     matches : device array of int32, 2-D
         The tile's match buffer (0 for pairs that fail the bound).
     pairs : device array of int32
@@ -120,7 +122,7 @@ class Listing(NamedTuple):
     enabled: bool
     threshold: float
     library_norm: Any
-    library_offsets: Any
+    peaks_max: int
     matches: Any
     pairs: Any
     n_pairs: Any
@@ -204,13 +206,12 @@ def bound_kernel(
     (query ``q_first + r``, column ``c < ncols``, library spectrum ``l_first + c``)
     receives the sum of the terms of all candidate peak pairs (the raw numerator
     bound, before the division by the norms).  With ``listing`` (a
-    :class:`Listing`) enabled, pairs that fail :func:`bound_passes` (or have a
-    zero norm) get ``NOT_SCORED`` and 0 matches instead, and the others are
-    listed for the score kernel.
+    :class:`Listing`) enabled, pairs that fail the test of :func:`listing_cut` (a
+    little wider than :func:`bound_passes`), or have a zero norm, get ``NOT_SCORED``
+    and 0 matches instead, and the others are listed for the score kernel.
     """
     q_mz, q_w, q_off, q_norm, q_prec, _, _ = queries
     acc = cuda.shared.array(BOUND_CHUNK, float64)
-    cnt = cuda.shared.array(2, int32)
     tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
     r = cuda.blockIdx.x
@@ -220,8 +221,6 @@ def bound_kernel(
     width = ncols - c0 if ncols - c0 < chunk else chunk
     for c in range(tid, width, nt):
         acc[c] = 0.0
-    if tid == 0:
-        cnt[0] = 0
     cuda.syncthreads()
     qa = q_off[q]
     qb = q_off[q + 1]
@@ -231,7 +230,7 @@ def bound_kernel(
     if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
         _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
     cuda.syncthreads()
-    enabled, threshold, l_norm, l_off, matches, pairs, n_pairs, use_floor, floor = listing
+    enabled, threshold, l_norm, peaks_max, matches, pairs, n_pairs, use_floor, floor = listing
     if use_floor and floor[q] > threshold:
         threshold = floor[q]
     if not enabled:
@@ -239,31 +238,34 @@ def bound_kernel(
             bound[r, c0 + c] = acc[c]
         return
     dq = q_norm[q]
-    nq = qb - qa
-    mine = 0
+    grow, cut = listing_cut(threshold, qb - qa, peaks_max)
+    # one pass; few pairs pass, so each takes its place in the list with its own
+    # atomic add (the atomics are rare next to the per-pair work)
     for c in range(tid, width, nt):
-        l = l_first + c0 + c
-        den = dq * l_norm[l]
-        if den != 0.0 and bound_passes(acc[c], den, threshold, nq, l_off[l + 1] - l_off[l]):
-            mine += 1
-    local = 0
-    if mine > 0:
-        local = cuda.atomic.add(cnt, 0, mine)
-    cuda.syncthreads()
-    if tid == 0 and cnt[0] > 0:
-        cnt[1] = cuda.atomic.add(n_pairs, 0, cnt[0])
-    cuda.syncthreads()
-    pos = cnt[1] + local
-    for c in range(tid, width, nt):
-        l = l_first + c0 + c
-        den = dq * l_norm[l]
-        if den != 0.0 and bound_passes(acc[c], den, threshold, nq, l_off[l + 1] - l_off[l]):
-            pairs[pos] = r * ncols + c0 + c
-            pos += 1
-            bound[r, c0 + c] = acc[c]
+        den = dq * l_norm[l_first + c0 + c]
+        raw = acc[c]
+        if den != 0.0 and not (raw * grow < cut * den):
+            bound[r, c0 + c] = raw
+            pairs[cuda.atomic.add(n_pairs, 0, 1)] = r * ncols + c0 + c
         else:
             bound[r, c0 + c] = NOT_SCORED
             matches[r, c0 + c] = 0
+
+
+@cuda.jit(device=True)
+def listing_cut(threshold, n_q, peaks_max):  # pragma: no cover - device code
+    """``(grow, cut)`` of the listing test ``not (raw * grow < cut * den)`` of one query.
+
+    The widening of :func:`bound_passes` for the largest possible candidate count
+    (``peaks_max``: the most peaks of a library spectrum), plus a relative 1e-12 for
+    the rounding of the multiplied form: the test passes every pair that
+    :func:`bound_passes` passes (and a few more at most), with one multiply and
+    no division per pair.
+    """
+    n = 2.0 * float(n_q) * float(peaks_max) + float(n_q + peaks_max)
+    grow = (1.0 + (BOUND_REL + PER_TERM_REL * n)) * (1.0 + 1e-12)
+    cut = threshold - (BOUND_ABS + PER_TERM_ABS * n)
+    return grow, cut
 
 
 @cuda.jit(device=True)

@@ -192,7 +192,7 @@ class SearchJob(StreamingJob):
         library = PreparedSpectra.for_search(self.library, p)
         plan = _Plan(queries, library, None, None)
         nq, nl = len(queries), len(library)
-        q_size, size = self.backend.block_shape(p.batch_size)
+        q_size, size = self.backend.block_shape(p.batch_size, p.top_n)
         if nq == 0 or nl == 0:
             return plan
         if p.precursor_tolerance is None:
