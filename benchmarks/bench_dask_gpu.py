@@ -43,7 +43,7 @@ or the library in ``.ext/massbank_ms2.npz``::
     python3 benchmarks/bench_dask_gpu.py --library massbank --queries 0 --gpus 1,2,4 \\
         --cache .ext --data DATA --repeats 2 --json $OUT/dask_massbank.json
     python3 benchmarks/bench_dask_gpu.py --library scale --queries 100000 --gpus 1,2,4 \\
-        --cache .ext --data DATA --deadline 500 --json $OUT/dask_scale.json
+        --cache .ext --data DATA --deadline 500 --kill-after 4 --json $OUT/dask_scale.json
 
 On this CPU machine::
 
@@ -228,6 +228,54 @@ def single_process(queries, library, params, backend, threads):
     return sec, hits, device
 
 
+def kill_one_worker(args, client, procs, queries, library, params, npz, ref_hits) -> dict:
+    """One more timed search in which the last worker's process is killed after
+    ``args.kill_after`` seconds: the hits must stay identical; prints the recovery."""
+    import signal
+    import threading
+
+    victim = procs[-1]
+    name = f"gpu{len(procs) - 1}"
+    workers = client.scheduler_info()["workers"]
+    address = next(a for a, w in workers.items() if w.get("name") == name)
+    pid = client.run(os.getpid, workers=[address])[address]
+    killed: list[float] = []
+    t = time.perf_counter()
+
+    def kill() -> None:  # the nanny first (it would restart the worker), then the worker
+        victim.kill()
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        killed.append(time.perf_counter() - t)
+
+    timer = threading.Timer(args.kill_after, kill)
+    timer.start()
+    try:
+        sec, first, job = timed_search(client, queries, library, params, npz, args.backend)
+    finally:
+        timer.cancel()
+    same = identical(job.hits, ref_hits)
+    at = killed[0] if killed else float("nan")
+    say(
+        f"\n== worker killed mid-search: worker {name} (pid {pid}, nanny {victim.pid}) killed at "
+        f"{at:.2f} s; the search finished at {sec:.2f} s ({sec - at:.2f} s after the kill) "
+        f"on the {len(procs) - 1} left, {len(job.task_times)} tasks, identical {same}; "
+        f"messages: {job.messages}"
+    )
+    return {
+        "gpus": f"{len(procs)} (one killed)",
+        "killed_at_s": at,
+        "seconds": sec,
+        "after_kill_s": sec - at,
+        "identical": same,
+        "hits": len(job.hits),
+        "tasks": len(job.task_times),
+        "messages": list(job.messages),
+    }
+
+
 def scaling(args) -> None:
     import distributed
 
@@ -316,6 +364,12 @@ def scaling(args) -> None:
                         "model": job.task_cost.describe(),
                     }
                 )
+        if args.kill_after > 0 and len(procs) >= 2:
+            kill = kill_one_worker(args, client, procs, queries, library, params, npz, ref_hits)
+            kill["best_without_s"] = min(
+                (r["seconds"] for r in rows if r["gpus"] == len(procs)), default=float("nan")
+            )
+            rows.append(kill)
     finally:
         client.close()
         cluster.close()
@@ -328,6 +382,8 @@ def scaling(args) -> None:
                 p.kill()
     best = {}
     for row in rows:
+        if not isinstance(row["gpus"], int):
+            continue
         if row["gpus"] not in best or row["seconds"] < best[row["gpus"]]["seconds"]:
             best[row["gpus"]] = row
     unit = "GPUs" if args.backend == "cuda" else "workers"
@@ -376,6 +432,13 @@ if __name__ == "__main__":
     ap.add_argument("--tolerance", type=float, default=0.1)
     ap.add_argument(
         "--deadline", type=float, default=1e9, help="seconds; no new worker count after"
+    )
+    ap.add_argument(
+        "--kill-after",
+        type=float,
+        default=0.0,
+        help="seconds: with 2+ workers, one more search in which the last worker's "
+        "process is killed this long after the start (hits must stay identical)",
     )
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--cache", type=Path, default=None, help="folder with massbank_ms2.npz")
