@@ -8,7 +8,8 @@ the bound-pruned GPU search equal the CPU backend's (same pairs, same match
 counts, scores within 1e-9) for cosine, modified cosine and entropy with
 thresholds 0.3 / 0.7 and top-N 0 / 10 (cases alternate between the two bound
 modes: surviving pairs listed, or bounds left in the score buffer), and the
-bound kernel's bound is never below the exact score of any pair.
+bound kernel's bound is never below the exact score of any pair; ``make_resident``
+builds every device peak index a search then uses.
 """
 
 from __future__ import annotations
@@ -137,13 +138,18 @@ def _running_top(gpu, spectra, nq, p, cpu) -> dict[str, object]:  # pragma: no c
     cuts = [0, n // 4, n // 2, 3 * n // 4, n]
     pieces = [(cuts[i], cuts[i + 1]) for i in (1, 3, 0, 2)]
     split = [Batch(q0, q1, l0, l1) for q0, q1 in ((0, nq // 2), (nq // 2, nq)) for l0, l1 in pieces]
+    # the device peak indexes of every tile, built ahead (as a Dask worker does)
+    gpu.make_resident(spectra, split, p)
+    index = gpu._bound_info(gpu._upload(spectra))["index"]
+    built = len(index)
     got = [h for _, h in gpu.run_batches(spectra, spectra, split, p, across_batches=True)]
     merged = HitTable.concat(got).top_per_query(p.top_n, library_rank=spectra.ranks)
     ref = cpu.score_batch(spectra, spectra, Batch(0, nq, 0, n), p)
     same, diff = _same(merged, ref)
     per_query = np.bincount(ref.query_index, minlength=nq) if len(ref) else np.zeros(nq, int)
     return {"score": p.score, "hits": len(ref), "same_hits": same, "max_diff": diff,
-            "full_queries": int((per_query == p.top_n).sum())}  # fmt: skip
+            "full_queries": int((per_query == p.top_n).sum()), "indexes": built,
+            "indexes_added_by_search": len(index) - built}  # fmt: skip
 
 
 def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subprocess
@@ -226,6 +232,7 @@ def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
     assert min(report["rescored"]) > 0  # both modes went through the overflow path
     for case in report["running"]:
         assert case["same_hits"], case
+        assert case["indexes"] > 0 and case["indexes_added_by_search"] == 0, case
         assert case["max_diff"] <= 1e-9, case
     # queries with a full top-N, so the floor rose above the threshold
     assert sum(c["full_queries"] for c in report["running"]) > 0, report["running"]

@@ -292,6 +292,17 @@ class Backend(ABC):
         """
         return batch_size, batch_size
 
+    def make_resident(  # noqa: B027 - optional hook
+        self, library: PreparedSpectra, batches: Iterable[Batch], params: SearchParameters
+    ) -> None:
+        """Build what every search of ``library`` reuses on this device (nothing here).
+
+        A backend that keeps a library on its device (the GPU copy, the device
+        peak indexes of ``batches``' tiles) does that work here, once, so that
+        callers who time tasks (the Dask cost model) do not count it as the cost
+        of scoring pairs.  Searches call it implicitly when needed.
+        """
+
     def run_batches(
         self,
         queries: PreparedSpectra,

@@ -19,12 +19,13 @@ import numpy as np
 
 from engine.backends.base import Batch, PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot
-from engine.backends.cuda_index import LISTED_BLOCKS
+from engine.backends.cuda_index import BOUNDED_KINDS, LISTED_BLOCKS
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.cuda_topn import DeviceTop
 from engine.backends.rescore import PendingScores, merge_batch_hits, submit_rescore
 from engine.hits import HitTable
 from engine.kernels import SearchOptions
+from engine.kernels.spectrum_set import MODIFIED_COSINE
 from engine.params import SearchParameters
 
 __all__ = ["TileSearch"]
@@ -69,11 +70,7 @@ class TileSearch:
         batches = list(batches)
         if not batches:
             return
-        sort_max = self._k.SORT_MAX
-        max_cols = self.max_cols if params.top_n > 0 else sort_max
-        if across_batches and self.device_top and params.top_n > 0:
-            max_cols = min(max_cols, self._merge_cols(params.top_n))
-        tiles = plan_tiles(batches, self.max_rows, max_cols, sort_max)
+        tiles = self._tiles(batches, params, across_batches)
         dq, dl = self._upload(queries), self._upload(library)
         ranks = library.ranks
         top = None
@@ -121,6 +118,32 @@ class TileSearch:
         if top is not None:
             got = got + top.final_hits(b)
         return merge_batch_hits(got, params, wide, ranks)
+
+    def _tiles(self, batches: list[Batch], params: SearchParameters, across: bool) -> list[Tile]:
+        """The tiles of a run over ``batches`` (``across``: a device top-N across them)."""
+        sort_max = self._k.SORT_MAX
+        max_cols = self.max_cols if params.top_n > 0 else sort_max
+        if across and self.device_top and params.top_n > 0:
+            max_cols = min(max_cols, self._merge_cols(params.top_n))
+        return plan_tiles(batches, self.max_rows, max_cols, sort_max)
+
+    def make_resident(
+        self, library: PreparedSpectra, batches: Iterable[Batch], params: SearchParameters
+    ) -> None:
+        """Upload ``library`` and build the device peak indexes of ``batches``' tiles.
+
+        Both stay on the GPU (keyed by the library's content) for every later search.
+        """
+        batches = list(batches)
+        with self._lock:
+            dl = self._upload(library)
+            kind = score_kind(params)
+            if not (self.bound_prune and params.threshold > 0 and kind in BOUNDED_KINDS):
+                return
+            for l0, l1 in sorted({(t.l0, t.l1) for t in self._tiles(batches, params, True)}):
+                self._device_index(dl, l0, l1, False)
+                if kind == MODIFIED_COSINE:
+                    self._device_index(dl, l0, l1, True)
 
     def _merge_cols(self, top_n: int) -> int:
         """Most columns per tile whose selected hits one device top-N merge takes.
