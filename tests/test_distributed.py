@@ -531,3 +531,16 @@ def test_cli_cluster_and_network_on_a_cluster(cluster, data_dir, tmp_path):
         a, b = pd.read_csv(one, sep="\t"), pd.read_csv(many, sep="\t")
         assert len(a) > 0
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_task_cost_skips_first_tasks_and_weighs_searches_by_pairs():
+    """A worker's first task (NaN seconds) is left out; a large search outweighs a small one."""
+    from engine.distributed.cost import record
+
+    address = "tcp://cost-model-test:1"
+    small = record(address, "cuda", [1e9, 1e9], [float("nan"), 1.04], span=1.1, workers=1)
+    assert small.measured and small.pair_s == pytest.approx(1e-9)
+    # three tasks of 1e11 pairs at 8e9 pairs/s: the small search's slow rate hardly counts
+    large = record(address, "cuda", [1e11] * 3, [0.04 + 1e11 / 8e9] * 3, span=37.7, workers=1)
+    assert 1 / large.pair_s > 7e9
+    assert large.pairs_seen == pytest.approx(3.01e11)

@@ -297,6 +297,11 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             Batch(0, 2, 0, 2),
             SearchParameters(mode="custom", top_n=1, threshold=0.5),
         )
+        # a device top-N across batches (the path of SearchJob and of Dask tasks)
+        across = SearchParameters(mode="custom", top_n=1, threshold=0.5)
+        batches = [Batch(0, 2, 0, 1), Batch(0, 2, 1, 2)]
+        for _ in self.run_batches(spectra, spectra, batches, across, across_batches=True):
+            pass
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)
         rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)

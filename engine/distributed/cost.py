@@ -33,7 +33,8 @@ fits ``worker seconds = a_w + b·pairs`` over its tasks (least squares when thei
 sizes differ enough, else ``b`` alone with the last ``a_w``), adds the dispatch
 cost the workers saw as idle time between tasks (``(W·span − Σ worker seconds)
 / T``), and takes ``c`` and ``h``.  Later searches on the same scheduler and
-backend are planned with that measurement (averaged with the one before); the
+backend are planned with that measurement (averaged with the ones before,
+weighted by their pairs); the
 first uses :data:`DEFAULTS` (from the measurements in ``benchmarks/RESULTS.md``).
 """
 
@@ -72,6 +73,9 @@ class TaskCost:
         The part of ``fixed_s`` spent on the worker.
     measured : bool
         False for the defaults, True once a search measured it.
+    pairs_seen : float
+        Pairs of the tasks measured so far (a new search's measurement is
+        averaged in with its share of the pairs: large searches dominate).
     """
 
     fixed_s: float
@@ -80,6 +84,7 @@ class TaskCost:
     hit_s: float = 0.0
     hits_per_pair: float = 0.0
     measured: bool = False
+    pairs_seen: float = 0.0
 
     def overhead_pairs(self) -> int:
         """Pairs whose scoring costs as much as one task's fixed cost."""
@@ -162,7 +167,7 @@ def record(
     """
     p = np.asarray(pairs, dtype=np.float64)
     s = np.asarray(seconds, dtype=np.float64)
-    keep = p > 0
+    keep = (p > 0) & np.isfinite(s)  # NaN: a worker's first task (one-time costs)
     p, s = p[keep], s[keep]
     previous = task_cost(address, backend)
     if len(p) == 0 or s.sum() <= 0:
@@ -176,13 +181,19 @@ def record(
     dispatch = max(0.0, (max(1, workers) * span - float(s.sum())) / len(p))
     fixed = max(a_w + min(dispatch, 1.0), 1e-4)
     h, c = hits / float(p.sum()), (client_s / hits if hits else previous.hit_s)
-    if previous.measured:  # one search is a small sample: average with what was known
-        fixed, b = (fixed + previous.fixed_s) / 2, (b + previous.pair_s) / 2
-        a_w, h = (a_w + previous.worker_fixed_s) / 2, (h + previous.hits_per_pair) / 2
-        c = (c + previous.hit_s) / 2
+    seen = float(p.sum())
+    if previous.measured:  # average with what was known, weighted by the pairs measured
+        w = seen / (seen + previous.pairs_seen) if seen + previous.pairs_seen > 0 else 0.5
+        fixed = w * fixed + (1 - w) * previous.fixed_s
+        b = w * b + (1 - w) * previous.pair_s
+        a_w = w * a_w + (1 - w) * previous.worker_fixed_s
+        h = w * h + (1 - w) * previous.hits_per_pair
+        c = w * c + (1 - w) * previous.hit_s
+        seen += previous.pairs_seen
     cost = TaskCost(
-        fixed_s=fixed, pair_s=b, worker_fixed_s=a_w, hit_s=c, hits_per_pair=h, measured=True
-    )
+        fixed_s=fixed, pair_s=b, worker_fixed_s=a_w, hit_s=c, hits_per_pair=h, measured=True,
+        pairs_seen=seen,
+    )  # fmt: skip
     with _LOCK:
         _MEASURED[(address, backend)] = cost
     return cost

@@ -15,6 +15,7 @@ block as soon as all its shards are done, with progress and cancellation as in
 from __future__ import annotations
 
 import itertools
+import math
 import time
 import uuid
 from collections import Counter
@@ -384,7 +385,8 @@ class DaskSearchJob(StreamingJob):
                     self.tasks_done += 1
                     self.task_times.append((task.pairs, float(seconds)))
                     now = time.perf_counter()
-                    first_start = min(first_start or now, now - float(seconds))
+                    if math.isfinite(seconds):
+                        first_start = min(first_start or now, now - float(seconds))
                     self.shard_sources.setdefault(
                         f"shard {task.shard}",
                         "resident" if mode[task.shard] == "resident" else source,
