@@ -69,6 +69,7 @@ class ChunkedBuilder(LibraryBuilder):
         #: Per key tuple: the rows of its records (in pieces) and, per key, their values.
         self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
         self._kept = 0
+        self._chunked = False  # whether end_chunk packed anything yet
 
     def end_chunk(self, columns: ChunkColumns | None = None) -> None:
         """Validate and pack the records added since the last call, and ``columns``."""
@@ -76,6 +77,7 @@ class ChunkedBuilder(LibraryBuilder):
             return
         if columns is None:
             columns = _no_columns()
+        self._chunked = True
         # the records added one by one (as a part each) follow those of columns
         n_columns = len(columns.records)
         parts = list(columns.parts)
@@ -165,6 +167,8 @@ class ChunkedBuilder(LibraryBuilder):
 
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """The library of all chunks (raises when nothing is usable)."""
+        if not self._chunked:  # records only added one by one: built as LibraryBuilder builds
+            return super().build(source)
         self.end_chunk()
         self._issues.sort(key=lambda issue: issue.record)
         report = ImportReport(

@@ -20,12 +20,15 @@ the reference reads it; the tests compare both on every JSON test file.
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from typing import Any
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
 from engine.io import spectra_json_fast as fast
 from engine.io._build import LibraryBuilder
+from engine.io.chunked_build import ChunkedBuilder
+from engine.io.mona_columns import mona_columns
 from engine.io.sniff import decode_text
 
 try:
@@ -163,41 +166,65 @@ def read_mona_typed(text: bytes | str, builder: LibraryBuilder) -> bool:
         return False
     if any(record.peaks_json is not _UNSET for record in records):
         return False  # a GNPS record: the usual path reads mixed files
+    if isinstance(builder, ChunkedBuilder):
+        return _read_columns(records, builder)
     try:
         metadata = [_metadata(record) for record in records]
     except Exception:  # noqa: BLE001 - the usual path says what is wrong
         return False
+    found, peaks = _peaks(records)
+    builder.records = len(records)
+    _add(records, range(len(records)), metadata, found, peaks, builder)
+    return True
+
+
+def _read_columns(records: list, builder: ChunkedBuilder) -> bool:
+    """:func:`read_mona_typed`'s reading, the records handed over column-wise where possible."""
+    try:  # each record's metadata as its keys and values, made while it is at hand
+        metadata = [(tuple(m), tuple(m.values())) for m in map(_metadata, records)]
+    except Exception:  # noqa: BLE001 - the usual path says what is wrong
+        return False
+    found, peaks = _peaks(records)
+    columns, rest = mona_columns(metadata, found, peaks)
+    del metadata
+    builder.records = len(records)
+    _add(records, rest, [_metadata(records[k]) for k in rest], found, peaks, builder)
+    builder.end_chunk(columns)
+    return True
+
+
+def _peaks(records: list) -> tuple[dict[int, tuple[int, int, int]], tuple]:
+    """The peak strings read: ``found[record index] = (0, lo, hi)``, and (m/z, intensities)."""
     indices = [k for k, record in enumerate(records) if type(record.spectrum) is str]
     strings = [records[k].spectrum for k in indices]
     if not all(map(str.isascii, strings)):
         indices = [k for k, text in zip(indices, strings, strict=True) if text.isascii()]
         strings = [records[k].spectrum for k in indices]
-    builder.records = len(records)
     found: dict[int, tuple[int, int, int]] = {}
-    mz, intensity = fast._read_peaks(json_peaks.read_mona_peaks, indices, strings, found, 0)
-    del strings
-    _add(records, metadata, found, (mz, intensity), builder)
-    return True
+    peaks = fast._read_peaks(json_peaks.read_mona_peaks, indices, strings, found, 0)
+    return found, peaks
 
 
 def _add(
     records: list,
+    chosen: Sequence[int],
     metadata: list[dict[str, str]],
     found: dict[int, tuple[int, int, int]],
     peaks: tuple,
     builder: LibraryBuilder,
 ) -> None:
-    """Hand every record to ``builder``: read peaks in batches, the others one by one."""
+    """Hand the ``chosen`` records (``metadata`` theirs) to ``builder``, read peaks in batches."""
     sources = [peaks]
     batch: list[tuple] = []
-    for k, record in enumerate(records):
+    for k, meta in zip(chosen, metadata, strict=True):
+        record = records[k]
         where = found.get(k)
         if where is None:
             fast._flush(builder, batch, sources, 0)
-            ref.add_record(k + 1, _item(record), builder, None, metadata[k])
+            ref.add_record(k + 1, _item(record), builder, None, meta)
             continue
         try:
-            precursor, charge, ion_mode, kept = fast.batch_fields(metadata[k], True)
+            precursor, charge, ion_mode, kept = fast.batch_fields(meta, True)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             fast._flush(builder, batch, sources, 0)
             ref.skip_record(k + 1, _item(record), builder, exc)
