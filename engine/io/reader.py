@@ -129,7 +129,7 @@ def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedByt
     checked_size(path)
     try:
         with open(path, "rb") as fh:
-            head = fh.read(_HEAD_BYTES)
+            head = fh.read(_SNIFF_BYTES)
             if head[:2] == _GZIP_MAGIC:
                 return None
             if parser == "fast" and sniff_format(head) == "mgf" and format in (None, "mgf", "MGF"):
@@ -201,6 +201,8 @@ def _read_whole(
 
 #: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
 _HEAD_BYTES = 1 << 16
+#: What :func:`sniff_format` reads (the format of a file read whole is told from it).
+_SNIFF_BYTES = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
 
 

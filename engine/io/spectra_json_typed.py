@@ -20,8 +20,12 @@ the reference reads it; the tests compare both on every JSON test file.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
+
+import numpy as np
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
@@ -38,6 +42,7 @@ except ImportError:  # pragma: no cover - the fast path without it
 
 __all__ = ["read_json_bytes", "read_mona_typed"]
 
+_SPECTRUM = attrgetter("spectrum")
 #: How much of the text is looked at to tell MoNA from GNPS.
 _HEAD = 1 << 16
 
@@ -179,12 +184,19 @@ def read_mona_typed(text: bytes | str, builder: LibraryBuilder) -> bool:
 
 
 def _read_columns(records: list, builder: ChunkedBuilder) -> bool:
-    """:func:`read_mona_typed`'s reading, the records handed over column-wise where possible."""
+    """:func:`read_mona_typed`'s reading, the records handed over column-wise where possible.
+
+    The peak strings are read (numba, without the GIL) on a thread while the
+    metadata is gathered here.
+    """
+    indices, text, starts, ends = _peak_text(records)
+    reading = _PeakReading(text, starts, ends)
     try:  # each record's metadata as its keys and values, made while it is at hand
         metadata = [(tuple(m), tuple(m.values())) for m in map(_metadata, records)]
     except Exception:  # noqa: BLE001 - the usual path says what is wrong
+        reading.result()
         return False
-    found, peaks = _peaks(records)
+    found, peaks = _found(indices, reading.result())
     columns, rest = mona_columns(metadata, found, peaks)
     del metadata
     builder.records = len(records)
@@ -195,14 +207,57 @@ def _read_columns(records: list, builder: ChunkedBuilder) -> bool:
 
 def _peaks(records: list) -> tuple[dict[int, tuple[int, int, int]], tuple]:
     """The peak strings read: ``found[record index] = (0, lo, hi)``, and (m/z, intensities)."""
-    indices = [k for k, record in enumerate(records) if type(record.spectrum) is str]
-    strings = [records[k].spectrum for k in indices]
-    if not all(map(str.isascii, strings)):
-        indices = [k for k, text in zip(indices, strings, strict=True) if text.isascii()]
-        strings = [records[k].spectrum for k in indices]
-    found: dict[int, tuple[int, int, int]] = {}
-    peaks = fast._read_peaks(json_peaks.read_mona_peaks, indices, strings, found, 0)
-    return found, peaks
+    indices, text, starts, ends = _peak_text(records)
+    return _found(indices, json_peaks.read_mona_peaks(text, starts, ends))
+
+
+def _peak_text(records: list) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
+    """The records with an ASCII ``spectrum`` string, and those strings joined (bytes, bounds)."""
+    strings = list(map(_SPECTRUM, records))
+    if set(map(type, strings)) <= {str} and all(map(str.isascii, strings)):
+        indices = list(range(len(strings)))
+    else:
+        indices = [k for k, x in enumerate(strings) if type(x) is str and x.isascii()]
+        strings = [strings[k] for k in indices]
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    ends = np.cumsum(lengths)
+    text = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8)
+    return indices, text, ends - lengths, ends
+
+
+def _found(
+    indices: list[int], read: tuple
+) -> tuple[dict[int, tuple[int, int, int]], tuple[np.ndarray, np.ndarray]]:
+    """``found[record index] = (0, lo, hi)`` for the strings read, and (m/z, intensities)."""
+    mz, intensity, offsets, ok = read
+    bounds = offsets.tolist()
+    found = {indices[j]: (0, bounds[j], bounds[j + 1]) for j in np.flatnonzero(ok).tolist()}
+    return found, (mz, intensity)
+
+
+class _PeakReading:
+    """:func:`engine.io.json_peaks.read_mona_peaks` on a thread of its own."""
+
+    def __init__(self, text: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        self._args = (text, starts, ends)
+        self._out: tuple | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="simms-peaks", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._out = json_peaks.read_mona_peaks(*self._args)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller
+            self._error = exc
+
+    def result(self) -> tuple:
+        """What the reader returned (waits for it; raises what it raised)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
 
 
 def _add(
@@ -246,45 +301,60 @@ def _item(record: Any) -> dict[str, object]:
 
 
 def _metadata(record: Any) -> dict[str, str]:
-    """:func:`engine.io.spectra_json._mona_metadata` of a decoded record."""
+    """:func:`engine.io.spectra_json._mona_metadata` of a decoded record.
+
+    :func:`engine.io.spectra_json_fast._text` and the walk over the entries are
+    written out here (this runs once per record, the loop once per entry).
+    """
     out: dict[str, str] = {}
+    missing = fast._MISSING_ANY  # every text _value() makes "", and "" itself
+    text_of = ref._value
     compounds = record.compound
     compound = compounds[0] if compounds else None
-    entries = record.metaData or []
+    entries = record.metaData
     if compound is not None:
         names = compound.names
         if names:
-            name = fast._text(names[0].name)
-            if name:
+            name = names[0].name
+            name = name.strip() if type(name) is str else text_of(name)
+            if name not in missing:
                 out["name"] = name
-        if compound.metaData:
-            entries = entries + compound.metaData
-    _walk(entries, out)
+        more = compound.metaData
+        if more:
+            entries = entries + more if entries else more
+    if entries:
+        columns = fast._MONA_COLUMN
+        unknown = fast._UNKNOWN
+        for entry in entries:
+            name = entry.name
+            column = columns.get(name, unknown) if type(name) is str else unknown
+            if column is unknown:
+                column = fast._mona_column(name)
+            if column is None or column in out:
+                continue
+            value = entry.value
+            kind = type(value)
+            if kind is str:
+                value = value.strip()
+            elif kind is float:  # str() of a float, which has no blanks ("nan" is missing)
+                value = repr(value)
+            else:
+                value = text_of(value)
+            if value not in missing:
+                out[column] = value
     if compound is not None:
-        for value, column in ((compound.inchiKey, "inchikey"), (compound.inchi, "inchi")):
-            if column not in out:
-                text = fast._text(value)
-                if text:
-                    out[column] = text
-    identifier = fast._text(record.id)
-    if identifier:
-        out["id"] = identifier
+        if "inchikey" not in out:
+            text = compound.inchiKey
+            text = text.strip() if type(text) is str else text_of(text)
+            if text not in missing:
+                out["inchikey"] = text
+        if "inchi" not in out:
+            text = compound.inchi
+            text = text.strip() if type(text) is str else text_of(text)
+            if text not in missing:
+                out["inchi"] = text
+    text = record.id
+    text = text.strip() if type(text) is str else text_of(text)
+    if text not in missing:
+        out["id"] = text
     return out
-
-
-def _walk(entries: list, out: dict[str, str]) -> None:
-    """Fill ``out`` from ``entries`` entry by entry (names of any JSON type)."""
-    columns = fast._MONA_COLUMN
-    unknown = fast._UNKNOWN
-    missing = fast._MISSING_ANY
-    for entry in entries:
-        name = entry.name
-        column = columns.get(name, unknown) if type(name) is str else unknown
-        if column is unknown:
-            column = fast._mona_column(name)
-        if column is None or column in out:
-            continue
-        value = entry.value
-        value = value.strip() if type(value) is str else ref._value(value)
-        if value not in missing:
-            out[column] = value
