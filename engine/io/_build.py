@@ -298,6 +298,7 @@ class LibraryBuilder:
         lengths = np.asarray(self._lengths, dtype=np.int64)
         mz = np.concatenate(self._mz) if self._mz else np.empty(0)
         intensity = np.concatenate(self._intensity) if self._intensity else np.empty(0)
+        self._mz, self._intensity = [mz], [intensity]  # the pieces may be freed now
         seg = np.repeat(np.arange(n, dtype=np.int64), lengths)
 
         bad_mz = ~(np.isfinite(mz) & (mz >= 0))

@@ -201,7 +201,7 @@ def _read_columns(records: list, builder: ChunkedBuilder) -> bool:
     del metadata
     builder.records = len(records)
     _add(records, rest, [_metadata(records[k]) for k in rest], found, peaks, builder)
-    builder.end_chunk(columns)
+    builder.add_columns(columns)  # packed at build, once the decoded records are gone
     return True
 
 
