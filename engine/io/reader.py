@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -259,7 +260,13 @@ def _parse(
             )
         readers = _FAST_TEXT_READERS if parser == "fast" else {}
         readers.get(fmt, _TEXT_READERS[fmt])(text, builder)
-    library = builder.build(LibrarySource(raw.path, sha256(), fmt))
+    was_enabled = gc.isenabled()
+    gc.disable()  # building makes many lists and arrays, no cycle: no collection pass over them
+    try:
+        library = builder.build(LibrarySource(raw.path, sha256(), fmt))
+    finally:
+        if was_enabled:
+            gc.enable()
     report_progress(progress, total, total, raw.path)
     return library
 
