@@ -39,7 +39,8 @@ _TAKEN = frozenset(("precursor_mz", "charge"))
 
 def mona_columns(
     metadata: Sequence[tuple[tuple[str, ...], tuple[str, ...]]],
-    found: dict[int, tuple[int, int, int]],
+    lo: np.ndarray,
+    hi: np.ndarray,
     peaks: tuple[np.ndarray, np.ndarray],
 ) -> tuple[ChunkColumns, list[int]]:
     """The records whose numbers settle here, column-wise; the others' indices.
@@ -49,9 +50,9 @@ def mona_columns(
     metadata : sequence of (tuple, tuple)
         Each record's metadata as the reference makes it, as its keys and its
         values (both in the dictionary's order).
-    found : dict
-        ``found[k] = (source, lo, hi)``: record ``k``'s peaks are
-        ``peaks[0][lo:hi]``, ``peaks[1][lo:hi]``.
+    lo, hi : ndarray of int64
+        Record ``k``'s peaks are ``peaks[0][lo[k]:hi[k]]``, ``peaks[1][lo[k]:hi[k]]``;
+        ``hi[k]`` is -1 where its peaks were not read.
     peaks : tuple of ndarray
         m/z and intensities of the records whose peaks were read.
 
@@ -62,8 +63,7 @@ def mona_columns(
         (0-based, ascending) indices of the others.
     """
     n = len(metadata)
-    read = np.zeros(n, dtype=bool)
-    read[list(found)] = True
+    read = hi >= 0
     rest: list[int] = np.flatnonzero(~read).tolist()
     # records with the same keys (in the same order) together, in record order
     keys_of = list(map(itemgetter(0), metadata))
@@ -108,7 +108,7 @@ def mona_columns(
             values.append(name)
         parts.append((kept, len(records), len(records) + m, values))
         records += rows
-        titles += [a or b for a, b in zip(name, ident, strict=True)]
+        titles += name if "name" in columns else ident  # a name is never empty
         precursors += precursor
         numbers = tuple(zip(*settled, strict=True))
         charges += numbers[0]
@@ -116,16 +116,14 @@ def mona_columns(
         adducts += columns.get("adduct", (None,) * m)
 
     index = np.asarray(records, dtype=np.int64)
-    lo = np.fromiter((found[k][1] for k in records), dtype=np.int64, count=len(records))
-    hi = np.fromiter((found[k][2] for k in records), dtype=np.int64, count=len(records))
     precursor, charge, ion_mode, notes = settle_numbers(
         precursors, charges, ion_modes, adducts.__getitem__
     )
     chunk = ChunkColumns(
         records=index + 1,
         titles=titles,
-        lo=lo,
-        hi=hi,
+        lo=lo[index],
+        hi=hi[index],
         mz=peaks[0],
         intensity=peaks[1],
         precursor=precursor,

@@ -22,7 +22,8 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Sequence
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ except ImportError:  # pragma: no cover - the fast path without it
 __all__ = ["read_json_bytes", "read_mona_typed"]
 
 _SPECTRUM = attrgetter("spectrum")
+_PEAKS_JSON = attrgetter("peaks_json")
 #: How much of the text is looked at to tell MoNA from GNPS.
 _HEAD = 1 << 16
 
@@ -169,7 +171,7 @@ def read_mona_typed(text: bytes | str, builder: LibraryBuilder) -> bool:
         records = _DECODER.decode(text)
     except _FAILURES:
         return False
-    if any(record.peaks_json is not _UNSET for record in records):
+    if not all(map(is_, map(_PEAKS_JSON, records), repeat(_UNSET))):
         return False  # a GNPS record: the usual path reads mixed files
     if isinstance(builder, ChunkedBuilder):
         return _read_columns(records, builder)
@@ -196,9 +198,10 @@ def _read_columns(records: list, builder: ChunkedBuilder) -> bool:
     except Exception:  # noqa: BLE001 - the usual path says what is wrong
         reading.result()
         return False
-    found, peaks = _found(indices, reading.result())
-    columns, rest = mona_columns(metadata, found, peaks)
+    lo, hi, peaks = _spans(indices, len(records), reading.result())
+    columns, rest = mona_columns(metadata, lo, hi, peaks)
     del metadata
+    found = {k: (0, int(lo[k]), int(hi[k])) for k in rest if hi[k] >= 0}
     builder.records = len(records)
     _add(records, rest, [_metadata(records[k]) for k in rest], found, peaks, builder)
     builder.add_columns(columns)  # packed at build, once the decoded records are gone
@@ -223,6 +226,20 @@ def _peak_text(records: list) -> tuple[list[int], np.ndarray, np.ndarray, np.nda
     ends = np.cumsum(lengths)
     text = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8)
     return indices, text, ends - lengths, ends
+
+
+def _spans(
+    indices: list[int], n: int, read: tuple
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Per record the bounds ``lo``, ``hi`` of its peaks (``hi`` -1: not read), and the peaks."""
+    mz, intensity, offsets, ok = read
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.full(n, -1, dtype=np.int64)
+    good = np.flatnonzero(ok)
+    rows = np.asarray(indices, dtype=np.int64)[good]
+    lo[rows] = offsets[good]
+    hi[rows] = offsets[good + 1]
+    return lo, hi, (mz, intensity)
 
 
 def _found(
