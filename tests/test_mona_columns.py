@@ -103,3 +103,23 @@ def test_the_mona_file_is_read_column_wise(monkeypatch):
     monkeypatch.setattr(typed, "mona_columns", spy)
     library = read_library(FORMATS / "mona.json")
     assert rests == [[]] and len(library) == 5
+
+
+_SMALL = {
+    "no-string-peaks": '[{"id": "n", "spectrum": 5}, {"spectrum": null}]',
+    "empty-peaks": '[{"id": "n", "spectrum": ""}]',
+    "unreadable-peaks": '[{"id": "n", "spectrum": "x:y"}, {"spectrum": "1_0:5"}]',
+    "one": '[{"id": "n", "spectrum": "100:1"}]',
+    "ms3": '[{"spectrum": "100:1", "metaData": [{"name": "ms level", "value": "MS3"}]}]',
+    "precursor": '[{"spectrum": "1:1", "metaData": [{"name": "precursor m/z", "value": "x"}]}]',
+    "title-id": '[{"id": " ", "spectrum": "1:1", "metaData": [{"name": "Title", "value": "t"},'
+    ' {"name": "id", "value": "i"}, {"name": "name", "value": "N/A"}]}]',
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SMALL))
+def test_small_documents_read_the_same(tmp_path, name):
+    """Documents with no record read, or only records settled one by one."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(_SMALL[name], encoding="utf-8")
+    _assert_same(path)

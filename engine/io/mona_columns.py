@@ -72,7 +72,7 @@ def mona_columns(
     group[~read] = -1  # first in the order below, and left out
     order = np.argsort(group, kind="stable")[n - int(read.sum()) :]
     bounds = np.flatnonzero(np.diff(group[order])) + 1
-    groups = zip(number, np.split(order, bounds), strict=True)
+    groups = zip(number, np.split(order, bounds) if len(order) else [], strict=True)
 
     records: list[int] = []
     titles: list[str] = []

@@ -273,8 +273,7 @@ class _PeakReading:
         self._thread.join()
         if self._error is not None:
             raise self._error
-        assert self._out is not None
-        return self._out
+        return self._out  # type: ignore[return-value] - set when no error was raised
 
 
 def _add(
