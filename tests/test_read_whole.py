@@ -16,6 +16,8 @@ import json
 import pytest
 
 from engine.io import LoadCancelled, read_library
+from engine.io import reader as reader_module
+from engine.io import stream as stream_module
 from engine.io.stream import HashedBytes
 from engine.report import SpectrumFileError
 from tests.test_json_fast import FORMATS
@@ -58,3 +60,18 @@ def test_missing_file_and_folder_are_refused(tmp_path):
         read_library(tmp_path / "nothing.json")
     with pytest.raises(SpectrumFileError):
         read_library(tmp_path)
+
+
+def test_large_files_are_read_in_blocks_with_progress(tmp_path, monkeypatch):
+    """Over the size read at once, the file streams in blocks: progress moves, same library."""
+    records = json.loads((FORMATS / "mona.json").read_text(encoding="utf-8"))
+    path = tmp_path / "mona.json"
+    path.write_text(json.dumps(records * 50), encoding="utf-8")
+    whole = read_library(path)
+    monkeypatch.setattr(reader_module, "_AT_ONCE_BYTES", 1000)
+    monkeypatch.setattr(stream_module, "BLOCK_BYTES", 4096)
+    calls: list[tuple[int, int]] = []
+    library = read_library(path, progress=lambda *a: calls.append(a))
+    assert len(calls) > 20
+    assert library.source == whole.source and library.report == whole.report
+    assert library.mz.tobytes() == whole.mz.tobytes()

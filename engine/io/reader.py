@@ -120,14 +120,18 @@ def read_library(
 
 
 def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedBytes | None:
-    """A file that is read whole (not gzip, not MGF for the fast parser), or None.
+    """A file that is read whole at once (not gzip, not MGF for the fast parser), or None.
+
+    Files over :data:`_AT_ONCE_BYTES` are read in blocks by :class:`FileStream`
+    instead, so the progress moves (and a cancel is seen) while they are read.
 
     Raises
     ------
     SpectrumFileError
         As :class:`FileStream`: missing, unreadable or not a regular file.
     """
-    checked_size(path)
+    if checked_size(path) > _AT_ONCE_BYTES:
+        return None
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
@@ -202,6 +206,8 @@ def _read_whole(
 
 #: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
 _HEAD_BYTES = 1 << 16
+#: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
+_AT_ONCE_BYTES = 1 << 28
 #: What :func:`sniff_format` reads (the format of a file read whole is told from it).
 _SNIFF_BYTES = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
