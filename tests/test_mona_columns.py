@@ -112,6 +112,12 @@ _SMALL = {
     "one": '[{"id": "n", "spectrum": "100:1"}]',
     "ms3": '[{"spectrum": "100:1", "metaData": [{"name": "ms level", "value": "MS3"}]}]',
     "precursor": '[{"spectrum": "1:1", "metaData": [{"name": "precursor m/z", "value": "x"}]}]',
+    "escaped-peaks": '[{"spectrum": "100:1\\t200:2"}, {"spectrum": "100:1\\u0020200:2 3:4"},'
+    ' {"spectrum": "1\\u0030:5"}, {"spectrum": "\\"1:2\\""}, {"spectrum": "1:2\\n"}]',
+    "non-string-peaks": '[{"spectrum": ["1:2"]}, {"spectrum": {"a": 1}}, {"spectrum": true},'
+    ' {"spectrum": "1:2"}, {"spectrum": -0.0}, {"spectrum": "x", "spectrum": "5:6"}]',
+    "utf8-peaks": '[{"spectrum": "100:1\u00a0200:2"}, {"spectrum": "\u0663:5"},'
+    ' {"spectrum": "1:1"}]',
     "title-id": '[{"id": " ", "spectrum": "1:1", "metaData": [{"name": "Title", "value": "t"},'
     ' {"name": "id", "value": "i"}, {"name": "name", "value": "N/A"}]}]',
 }
@@ -119,7 +125,7 @@ _SMALL = {
 
 @pytest.mark.parametrize("name", sorted(_SMALL))
 def test_small_documents_read_the_same(tmp_path, name):
-    """Documents with no record read, or only records settled one by one."""
+    """No record read, records settled one by one, peak strings with escapes or not strings."""
     path = tmp_path / f"{name}.json"
     path.write_text(_SMALL[name], encoding="utf-8")
     _assert_same(path)

@@ -6,7 +6,14 @@ small structs below, which hold only the fields :mod:`engine.io.spectra_json`
 reads; the other subtrees are checked as JSON and skipped without building Python
 objects.  Fields whose JSON type varies from file to file are typed ``Any`` and
 come out as :func:`json.loads` gives them (strings, ints, floats, bools, lists,
-dicts; ``msgspec`` parses floats correctly rounded, as :mod:`json` does).
+dicts; ``msgspec`` parses floats correctly rounded, as :mod:`json` does).  The
+``spectrum`` value is kept as its JSON text (``msgspec.Raw``, no copy): the peak
+strings of all records are joined from it as bytes and read by numba, which
+takes only plain characters, so a string with an escape or a byte that is not
+ASCII is left to the reference, which gets the decoded value.
+
+The records are then handed to the builder column-wise where the builder takes
+that (:mod:`engine.io.mona_columns`), the peaks read on a thread meanwhile.
 
 Typed decoding is only an accelerator: :func:`read_mona_typed` gives up (returns
 ``False`` before touching the builder) when ``msgspec`` is missing, the text does
@@ -73,7 +80,9 @@ if msgspec is not None:
     class _Record(msgspec.Struct, gc=False):
         """The fields of a record the reference reads (a record title's keys included)."""
 
-        spectrum: Any = _UNSET
+        #: The value's JSON text as it is in the file (empty: no such key); the peak
+        #: strings are read from it without a str object per record.
+        spectrum: msgspec.Raw = msgspec.Raw()
         peaks_json: Any = _UNSET
         compound: list[_Compound] | None = None
         metaData: list[_Entry] | None = None  # noqa: N815 - the JSON key
@@ -215,17 +224,21 @@ def _peaks(records: list) -> tuple[dict[int, tuple[int, int, int]], tuple]:
 
 
 def _peak_text(records: list) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray]:
-    """The records with an ASCII ``spectrum`` string, and those strings joined (bytes, bounds)."""
-    strings = list(map(_SPECTRUM, records))
-    if set(map(type, strings)) <= {str} and all(map(str.isascii, strings)):
-        indices = list(range(len(strings)))
-    else:
-        indices = [k for k, x in enumerate(strings) if type(x) is str and x.isascii()]
-        strings = [strings[k] for k in indices]
-    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    """The records whose ``spectrum`` is a string, and the JSON texts joined (bytes, bounds).
+
+    The bounds are those of each string's characters as written in the file: where
+    that is not the string itself (an escape, a byte that is not ASCII), the peak
+    reader meets a character it does not take and leaves the record to the reference.
+    """
+    raws = list(map(_SPECTRUM, records))
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
     ends = np.cumsum(lengths)
-    text = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8)
-    return indices, text, ends - lengths, ends
+    starts = ends - lengths
+    text = np.frombuffer(b"".join(raws), dtype=np.uint8) if len(raws) else np.zeros(0, np.uint8)
+    quoted = lengths >= 2  # a JSON string is at least its two quotes
+    quoted[quoted] = text[starts[quoted]] == ord('"')
+    indices = np.flatnonzero(quoted)
+    return indices.tolist(), text, starts[indices] + 1, ends[indices] - 1
 
 
 def _spans(
@@ -307,8 +320,8 @@ def _add(
 def _item(record: Any) -> dict[str, object]:
     """A record as the reference sees it, as far as its peaks and title go."""
     item: dict[str, object] = {}
-    if record.spectrum is not _UNSET:
-        item["spectrum"] = record.spectrum
+    if len(record.spectrum):
+        item["spectrum"] = msgspec.json.decode(record.spectrum)
     item["Compound_Name"] = record.Compound_Name
     item["compound_name"] = record.compound_name
     item["spectrum_id"] = record.spectrum_id
