@@ -288,16 +288,24 @@ class LibraryBuilder:
         self._notes += notes
 
     # -- build ------------------------------------------------------------------------
-    def _checked_peaks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _checked_peaks(
+        self, peaks: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Validate the peaks of the records added so far; their issues are reported.
 
-        Returns the peaks kept (``mz``, ``intensity``), the number kept per
-        record and whether each record is kept (has a peak left).
+        ``peaks``, when given, are all their peaks already joined (else the
+        pieces collected are joined here).  Returns the peaks kept (``mz``,
+        ``intensity``), the number kept per record and whether each record is
+        kept (has a peak left).
         """
         n = len(self._lengths)
         lengths = np.asarray(self._lengths, dtype=np.int64)
-        mz = np.concatenate(self._mz) if self._mz else np.empty(0)
-        intensity = np.concatenate(self._intensity) if self._intensity else np.empty(0)
+        if peaks is not None:
+            mz, intensity = peaks
+        else:
+            mz = np.concatenate(self._mz) if self._mz else np.empty(0)
+            intensity = np.concatenate(self._intensity) if self._intensity else np.empty(0)
+            self._mz, self._intensity = [mz], [intensity]  # the pieces may be freed now
         seg = np.repeat(np.arange(n, dtype=np.int64), lengths)
 
         bad_mz = ~(np.isfinite(mz) & (mz >= 0))

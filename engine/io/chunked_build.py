@@ -69,6 +69,18 @@ class ChunkedBuilder(LibraryBuilder):
         #: Per key tuple: the rows of its records (in pieces) and, per key, their values.
         self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
         self._kept = 0
+        self._chunked = False  # whether end_chunk packed anything yet
+        self._pending: ChunkColumns | None = None
+
+    def add_columns(self, columns: ChunkColumns) -> None:
+        """Records given column-wise, packed with the others at :meth:`build`.
+
+        Nothing is copied or checked now, so a reader can free what it decoded
+        before the peaks are validated and packed (a lower peak of memory).
+        """
+        if self._pending is not None:
+            self.end_chunk(self._pending)
+        self._pending = columns
 
     def end_chunk(self, columns: ChunkColumns | None = None) -> None:
         """Validate and pack the records added since the last call, and ``columns``."""
@@ -76,15 +88,18 @@ class ChunkedBuilder(LibraryBuilder):
             return
         if columns is None:
             columns = _no_columns()
+        self._chunked = True
         # the records added one by one (as a part each) follow those of columns
         n_columns = len(columns.records)
         parts = list(columns.parts)
         for i, meta in enumerate(self._meta, start=n_columns):
             parts.append((tuple(meta), i, i + 1, [[value] for value in meta.values()]))
-        order = self._merge(columns)  # the lists in record order: position -> index
-        mz, intensity, counts, kept = self._checked_peaks()
+        order, merged = self._merge(columns)  # the lists in record order: position -> index
+        del columns  # its peaks are merged: freed here when the caller kept no reference
+        mz, intensity, counts, kept = self._checked_peaks(merged)
+        del merged
         idx = np.flatnonzero(kept)
-        self._peaks.extend(mz, intensity)
+        self._peaks.extend(mz, intensity, own=True)  # new arrays, nobody else holds them
         self._kept_counts.append(counts[idx])
         self._kept_precursor.append(np.asarray(self._precursor, dtype=np.float64)[idx])
         self._kept_charge.append(np.asarray(self._charge, dtype=np.int16)[idx])
@@ -122,11 +137,12 @@ class ChunkedBuilder(LibraryBuilder):
         ):  # fmt: skip
             collected.clear()
 
-    def _merge(self, columns: ChunkColumns) -> np.ndarray:
+    def _merge(self, columns: ChunkColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Put ``columns`` and the records added one by one together, in record order.
 
         The collected lists become those of all records (``columns`` first, then
-        the others, sorted); returns the sorting order.
+        the others, sorted); returns the sorting order and all their peaks (new
+        arrays, in record order).
         """
         own_lengths = np.asarray(self._lengths, dtype=np.int64)
         own_lo = np.zeros(len(own_lengths), dtype=np.int64)
@@ -159,12 +175,18 @@ class ChunkedBuilder(LibraryBuilder):
             own = np.asarray(getattr(self, name), dtype=dtype)
             setattr(self, name, np.concatenate([column.astype(dtype), own])[order].tolist())
         self._lengths = lengths.tolist()
-        self._mz, self._intensity = [mz], [intensity]
+        self._mz, self._intensity = [], []
         self._meta = []
-        return order
+        return order, (mz, intensity)
 
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """The library of all chunks (raises when nothing is usable)."""
+        if self._pending is not None:
+            pending = [self._pending]
+            self._pending = None
+            self.end_chunk(pending.pop())  # no reference kept here (see end_chunk)
+        if not self._chunked:  # records only added one by one: built as LibraryBuilder builds
+            return super().build(source)
         self.end_chunk()
         self._issues.sort(key=lambda issue: issue.record)
         report = ImportReport(
@@ -234,8 +256,12 @@ class _Growing:
         self.used = 0  # peaks in the last block
         self.size = 0
 
-    def extend(self, mz: np.ndarray, intensity: np.ndarray) -> None:
-        """Append peaks."""
+    def extend(self, mz: np.ndarray, intensity: np.ndarray, own: bool = False) -> None:
+        """Append peaks; ``own``: the arrays are given (kept, not copied, when the first)."""
+        if own and not self.blocks and len(mz):
+            self.blocks.append((mz, intensity))
+            self.used = self.size = len(mz)
+            return
         at = 0
         while at < len(mz):
             if not self.blocks or self.used == len(self.blocks[-1][0]):
@@ -252,6 +278,8 @@ class _Growing:
 
     def joined(self) -> tuple[np.ndarray, np.ndarray]:
         """All peaks in two arrays; the blocks are given up."""
+        if len(self.blocks) == 1 and len(self.blocks[0][0]) == self.size:
+            return self.blocks.pop()
         mz, intensity = np.empty(self.size), np.empty(self.size)
         at = 0
         self.blocks.reverse()

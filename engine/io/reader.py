@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
@@ -17,14 +18,16 @@ from engine.io.mzxml import read_mzxml_bytes
 from engine.io.sniff import (
     FORMATS,
     RawFile,
+    checked_size,
     decode_text,
+    file_error,
     format_from_name,
     sniff_format,
 )
 from engine.io.spectra_json import read_json_text
 from engine.io.spectra_json_fast import read_json_fast
 from engine.io.spectra_json_typed import read_json_bytes
-from engine.io.stream import FileStream
+from engine.io.stream import FileStream, HashedBytes
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
@@ -101,11 +104,46 @@ def read_library(
     """
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    whole = _plain_whole(path, format, parser)
+    if whole is not None:  # read at once, hashed on a thread while it is parsed
+        size = len(whole.data)
+        report_progress(progress, 0, size, str(path))
+        report_progress(progress, size // 2, size, str(path))
+        raw = RawFile(str(path), "", whole.data, False)
+        del whole.data
+        return _read_whole(raw, format, parser, progress, size, lambda: whole.sha256)
     stream = FileStream(path)
     try:
         return _read_stream(stream, format, parser, progress)
     finally:
         stream.close()
+
+
+def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedBytes | None:
+    """A file that is read whole at once (not gzip, not MGF for the fast parser), or None.
+
+    Files over :data:`_AT_ONCE_BYTES` are read in blocks by :class:`FileStream`
+    instead, so the progress moves (and a cancel is seen) while they are read.
+
+    Raises
+    ------
+    SpectrumFileError
+        As :class:`FileStream`: missing, unreadable or not a regular file.
+    """
+    if checked_size(path) > _AT_ONCE_BYTES:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+            if head[:2] == _GZIP_MAGIC:
+                return None
+            if parser == "fast" and sniff_format(head) == "mgf" and format in (None, "mgf", "MGF"):
+                return None  # read in blocks as it streams in
+            fh.seek(0)
+            data = fh.read()
+    except OSError as exc:
+        raise file_error(str(path), exc) from None
+    return HashedBytes(data)
 
 
 def _read_stream(
@@ -145,9 +183,17 @@ def _read_stream(
 
 
 def _read_whole(
-    raw: RawFile, format: str | None, parser: str, progress: Progress | None, size: int
+    raw: RawFile,
+    format: str | None,
+    parser: str,
+    progress: Progress | None,
+    size: int,
+    sha256: Callable[[], str] | None = None,
 ) -> SpectrumLibrary:
-    """:func:`read_raw` with its progress (bytes of the content) as the second half of ``size``."""
+    """:func:`read_raw` with its progress (bytes of the content) as the second half of ``size``.
+
+    ``sha256()``, when given, is the file's digest (asked once the content is parsed).
+    """
     half = size // 2
     scaled = None
     if progress is not None:
@@ -155,11 +201,16 @@ def _read_whole(
         def scaled(done: int, total: int) -> object:
             return progress(half + (size - half) * done // max(total, 1), size)
 
-    return read_raw(_non_empty(raw), format=format, parser=parser, progress=scaled)
+    return _parse(_non_empty(raw), format, parser, scaled, sha256 or (lambda: raw.sha256))
 
 
 #: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
 _HEAD_BYTES = 1 << 16
+#: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
+_AT_ONCE_BYTES = 1 << 28
+#: What :func:`sniff_format` reads (the format of a file read whole is told from it).
+_SNIFF_BYTES = 1 << 16
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
@@ -168,7 +219,7 @@ def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
 
 
 def _non_empty(raw: RawFile) -> RawFile:
-    if not raw.data.strip():
+    if not raw.data or raw.data.isspace():  # what strip() leaves nothing of, without a copy
         raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
     return raw
 
@@ -183,9 +234,22 @@ def read_raw(
     """:func:`read_library` on bytes already read (used by the cache)."""
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    return _parse(raw, format, parser, progress, lambda: raw.sha256)
+
+
+def _parse(
+    raw: RawFile,
+    format: str | None,
+    parser: str,
+    progress: Progress | None,
+    sha256: Callable[[], str],
+) -> SpectrumLibrary:
+    """:func:`read_raw`, the file's digest asked for (``sha256()``) once the content is read."""
     fmt = _choose_format(raw, format)
     fast_mgf = fmt == "mgf" and parser == "fast"
-    builder = ChunkedBuilder(raw.path, fmt) if fast_mgf else LibraryBuilder(raw.path, fmt)
+    # the fast JSON reader hands MoNA records over column-wise (others one by one)
+    chunked = parser == "fast" and fmt in ("mgf", "json")
+    builder = ChunkedBuilder(raw.path, fmt) if chunked else LibraryBuilder(raw.path, fmt)
     total = len(raw.data)
     report_progress(progress, 0, total, raw.path)
     if fast_mgf:
@@ -202,7 +266,13 @@ def read_raw(
             )
         readers = _FAST_TEXT_READERS if parser == "fast" else {}
         readers.get(fmt, _TEXT_READERS[fmt])(text, builder)
-    library = builder.build(LibrarySource(raw.path, raw.sha256, fmt))
+    was_enabled = gc.isenabled()
+    gc.disable()  # building makes many lists and arrays, no cycle: no collection pass over them
+    try:
+        library = builder.build(LibrarySource(raw.path, sha256(), fmt))
+    finally:
+        if was_enabled:
+            gc.enable()
     report_progress(progress, total, total, raw.path)
     return library
 

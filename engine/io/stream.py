@@ -22,7 +22,7 @@ from typing import BinaryIO
 from engine.io.sniff import MAX_GZIP_RATIO, MIN_GZIP_CAP, checked_size, file_error
 from engine.report import SpectrumFileError
 
-__all__ = ["BLOCK_BYTES", "FileStream", "file_digest"]
+__all__ = ["BLOCK_BYTES", "FileStream", "HashedBytes", "file_digest"]
 
 #: Bytes read from disk at a time.
 BLOCK_BYTES = 1 << 22
@@ -163,6 +163,41 @@ class FileStream:
             return self._reader.read(BLOCK_BYTES)
         except OSError as exc:
             raise file_error(self.path, exc) from None
+
+
+class HashedBytes:
+    """Bytes read from disk whose sha256 is worked out on a thread, beside the parse.
+
+    ``hashlib`` releases the GIL while it hashes, so a whole-file reader parses
+    ``data`` while the second core hashes it; :attr:`sha256` waits for the digest.
+
+    Parameters
+    ----------
+    data : bytes
+        The bytes of a file, as on disk.
+    """
+
+    #: Below this many bytes the digest is worked out at once (a thread costs more).
+    INLINE = 1 << 20
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._sha = hashlib.sha256()
+        self._thread: threading.Thread | None = None
+        if len(data) < self.INLINE:
+            self._sha.update(data)
+        else:
+            self._thread = threading.Thread(
+                target=self._sha.update, args=(data,), name="simms-hash", daemon=True
+            )
+            self._thread.start()
+
+    @property
+    def sha256(self) -> str:
+        """Hex digest of :attr:`data` (waits for the hashing thread)."""
+        if self._thread is not None:
+            self._thread.join()
+        return self._sha.hexdigest()
 
 
 def file_digest(path: str | Path, progress: Callable[[int, int], object] | None = None) -> str:
