@@ -253,12 +253,22 @@ def _scale(intensity, n, codes, stop, tops):  # pragma: no cover - numba
 def _filter_chunks(
     mz, intensity, offsets, precursor, codes, params, stop, n_tops, chunks
 ):  # pragma: no cover - numba
-    """Both passes: the kept peaks of every spectrum, back to back, and their offsets."""
+    """Both passes: the kept peaks of every spectrum, back to back, and their offsets.
+
+    The keep mask holds one bit a peak, each chunk's bits from a byte of their
+    own (no byte is written by two threads); it is read only for spectra that
+    lose some peaks but not all.
+    """
     n_spectra = offsets.shape[0] - 1
-    keep = np.empty(mz.shape[0], dtype=np.bool_)  # written only for spectra that lose some
-    kept = np.empty(n_spectra, dtype=np.int64)
+    n_chunks = chunks.shape[0] - 1
+    bases = np.empty(n_chunks + 1, dtype=np.int64)  # each chunk's first byte of the mask
+    bases[0] = 0
+    for c in range(n_chunks):
+        bases[c + 1] = bases[c] + (offsets[chunks[c + 1]] - offsets[chunks[c]] + 7) // 8
+    keep = np.empty(bases[n_chunks], dtype=np.uint8)
+    new_offsets = np.empty(n_spectra + 1, dtype=np.int64)  # first the counts kept, at s + 1
     tops = np.empty((n_spectra, n_tops), dtype=np.float64)
-    for c in prange(chunks.shape[0] - 1):
+    for c in prange(n_chunks):
         longest = 0
         for s in range(chunks[c], chunks[c + 1]):
             longest = max(longest, offsets[s + 1] - offsets[s])
@@ -269,11 +279,14 @@ def _filter_chunks(
         scratch = np.empty(longest, dtype=np.float64)
         lanes = np.empty((3, GROUP), dtype=np.float64)
         counts = np.empty(GROUP, dtype=np.int32)
+        bits = keep[bases[c] : bases[c + 1]]
+        bits[:] = 0
+        first = offsets[chunks[c]]
         for s in range(chunks[c], chunks[c + 1]):
             a = offsets[s]
             n = offsets[s + 1] - a
             if stop == 0:  # no step drops peaks
-                kept[s] = n
+                new_offsets[s + 1] = n
                 continue
             work_mz[:n] = mz[a : a + n]
             work_int[:n] = intensity[a : a + n]
@@ -283,53 +296,69 @@ def _filter_chunks(
                 work_mz, work_int, pos, n, precursor[s], codes, params, stop, tops[s],
                 mask, scratch, lanes, counts,
             )  # fmt: skip
-            kept[s] = m
+            new_offsets[s + 1] = m
             if 0 < m < n:
-                seg = keep[a : a + n]
-                seg[:] = False
                 for i in range(m):
-                    seg[pos[i]] = True
-    new_offsets = np.empty(n_spectra + 1, dtype=np.int64)
+                    b = a - first + pos[i]
+                    bits[b >> 3] |= np.uint8(1 << (b & 7))
     new_offsets[0] = 0
     for s in range(n_spectra):
-        new_offsets[s + 1] = new_offsets[s] + kept[s]
+        new_offsets[s + 1] += new_offsets[s]
     out_mz = np.empty(new_offsets[n_spectra], dtype=np.float64)
     out_int = np.empty(new_offsets[n_spectra], dtype=np.float64)
-    for c in prange(chunks.shape[0] - 1):
+    for c in prange(n_chunks):
+        bits = keep[bases[c] : bases[c + 1]]
+        first = offsets[chunks[c]]
         for s in range(chunks[c], chunks[c + 1]):
             a = offsets[s]
             n = offsets[s + 1] - a
             d = new_offsets[s]
-            m = kept[s]
+            m = new_offsets[s + 1] - d
             om = out_mz[d : d + m]
             oi = out_int[d : d + m]
             if m == n:
                 om[:] = mz[a : a + n]
                 oi[:] = intensity[a : a + n]
             elif m > 0:
-                seg = keep[a : a + n]
-                last = n - 1
-                while not seg[last]:  # the last kept peak: writes stay in the slice
-                    last -= 1
-                im = mz[a : a + last + 1]
-                ii = intensity[a : a + last + 1]
+                base = a - first
+                last = base + n - 1
+                while not (bits[last >> 3] >> (last & 7)) & 1:  # the last kept peak:
+                    last -= 1  # the writes below stay in the spectrum's slice
+                im = mz[a : a + last - base + 1]
+                ii = intensity[a : a + last - base + 1]
                 j = 0
-                for i in range(last + 1):  # writes every peak, advances over kept ones
+                for i in range(im.shape[0]):  # writes every peak, advances over kept ones
                     om[j] = im[i]
                     oi[j] = ii[i]
-                    j += seg[i]
+                    b = base + i
+                    j += (bits[b >> 3] >> (b & 7)) & 1
             _scale(oi, m, codes, stop, tops[s])
     return out_mz, out_int, new_offsets
 
 
-def _chunks(offsets: np.ndarray) -> np.ndarray:
-    """Spectrum bounds of chunks of about equal work (peaks plus a little per spectrum)."""
+@njit(cache=True)
+def _chunks(offsets):  # pragma: no cover - numba
+    """Spectrum bounds of chunks of about equal work (peaks plus a little per spectrum).
+
+    A chunk starts at each spectrum whose cost before it (peaks, plus
+    ``_SPECTRUM_COST`` a spectrum) first reaches a multiple of ``_CHUNK_COST``.
+    """
     n = offsets.shape[0] - 1
-    cost = offsets[:-1] + _SPECTRUM_COST * np.arange(n, dtype=np.int64)
-    total = int(offsets[-1]) + _SPECTRUM_COST * n
-    targets = np.arange(_CHUNK_COST, total, _CHUNK_COST, dtype=np.int64)
-    inner = np.searchsorted(cost, targets)
-    return np.unique(np.concatenate(([0], inner, [n]))).astype(np.int64)
+    bounds = np.empty((offsets[n] + _SPECTRUM_COST * n) // _CHUNK_COST + 2, dtype=np.int64)
+    bounds[0] = 0
+    k = 1
+    target = _CHUNK_COST
+    for s in range(n):
+        cost = offsets[s] + _SPECTRUM_COST * s
+        if cost >= target:
+            bounds[k] = s
+            k += 1
+            while target <= cost:
+                target += _CHUNK_COST
+    if n > 0:
+        bounds[k] = n
+        k += 1
+    return bounds[:k].copy()
 
 
 def filter_peaks(
