@@ -379,3 +379,6 @@ def test_output_arrays_have_their_exact_size_in_new_memory(massbank_queries):
             assert out.dtype == np.float64 and out.flags.c_contiguous and out.flags.writeable
             assert not np.shares_memory(out, lib.mz) and not np.shares_memory(out, lib.intensity)
         assert not np.shares_memory(mz, intensity)
+        for out in (mz, intensity):  # no buffer of more peaks behind them
+            block = out if out.base is None else out.base
+            assert block.nbytes <= mz.nbytes + intensity.nbytes

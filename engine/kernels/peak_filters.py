@@ -1,22 +1,23 @@
-"""Peak filters fused into one parallel pass over CSR spectra.
+"""Peak filters fused: a whole plan in one call, two parallel passes over CSR spectra.
 
 A *plan* is a sequence of steps, each a code (:data:`MZ_RANGE` ...) and two
 float parameters.  :func:`filter_peaks` applies the whole plan to every
 spectrum, in parallel over spectra, in two passes that touch the output once:
 
-1. *Decide*: each spectrum's peaks are copied into a small working buffer of
-   its thread (reused from spectrum to spectrum, so it stays in cache) with
-   their positions; the steps up to the last one that drops peaks work there
-   in place, and what stays is written as a keep mask over the input peaks,
-   with the number kept and the divisor of each normalisation on the way.
-2. *Write*: the output arrays are allocated at their exact size, uninitialised
-   (no page is zeroed or written before its peaks), and each thread gathers
-   its spectra's kept peaks from the input into them, then applies the steps
-   that only change intensities (square root, normalisation) in place.
+1. *Decide*: each spectrum's peaks are copied, with their positions, into a
+   small working buffer of its chunk (reused from spectrum to spectrum, so it
+   stays in cache); the steps up to the last one that drops peaks work there
+   in place, and what stays is written as a keep mask of one bit an input
+   peak, with the number kept and the divisor of each normalisation.
+2. *Write*: the output is allocated at its exact size, uninitialised
+   (``np.empty``), and each thread gathers its spectra's kept peaks from the
+   input into it, then applies the steps that only change intensities (square
+   root, normalisation) in place.
 
-So the pages of the output are first touched by the thread that fills them,
-once; no buffer of the input's size is allocated (a one-shot call gets fresh
-pages from the kernel, which zeroes each on first touch).  Each step reproduces
+So each page of the output is first touched by the thread that fills it, once;
+no buffer of the input's size is allocated and nothing is packed afterwards (a
+one-shot call gets fresh pages from the kernel, which zeroes each on first
+touch: that cost now follows the peaks kept, not the peaks read).  Each step reproduces
 the arithmetic of the matching filter of :mod:`engine.preprocess.filters`
 exactly (same comparisons, same operations in float64; the second pass divides
 by the divisor the first found), so the results are equal bit for bit.
@@ -250,14 +251,15 @@ def _scale(intensity, n, codes, stop, tops):  # pragma: no cover - numba
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _filter_chunks(
+def _decide_chunks(
     mz, intensity, offsets, precursor, codes, params, stop, n_tops, chunks
 ):  # pragma: no cover - numba
-    """Both passes: the kept peaks of every spectrum, back to back, and their offsets.
+    """The first pass: which peaks stay; the keep mask, its chunks' bases, new offsets, divisors.
 
     The keep mask holds one bit a peak, each chunk's bits from a byte of their
-    own (no byte is written by two threads); it is read only for spectra that
-    lose some peaks but not all.
+    own, at ``bases[c]`` (no byte is written by two threads); it is written and
+    read only for spectra that lose some peaks but not all.  ``tops[s]`` holds
+    spectrum ``s``'s divisors of the normalisations before ``stop``.
     """
     n_spectra = offsets.shape[0] - 1
     n_chunks = chunks.shape[0] - 1
@@ -304,8 +306,15 @@ def _filter_chunks(
     new_offsets[0] = 0
     for s in range(n_spectra):
         new_offsets[s + 1] += new_offsets[s]
-    out_mz = np.empty(new_offsets[n_spectra], dtype=np.float64)
-    out_int = np.empty(new_offsets[n_spectra], dtype=np.float64)
+    return keep, bases, new_offsets, tops
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _write_chunks(
+    mz, intensity, offsets, codes, stop, chunks, keep, bases, new_offsets, tops, out_mz, out_int
+):  # pragma: no cover - numba
+    """The second pass: each spectrum's kept peaks into its slice of ``out_mz``, ``out_int``."""
+    n_chunks = chunks.shape[0] - 1
     for c in prange(n_chunks):
         bits = keep[bases[c] : bases[c + 1]]
         first = offsets[chunks[c]]
@@ -333,7 +342,6 @@ def _filter_chunks(
                     b = base + i
                     j += (bits[b >> 3] >> (b & 7)) & 1
             _scale(oi, m, codes, stop, tops[s])
-    return out_mz, out_int, new_offsets
 
 
 @njit(cache=True)
@@ -386,7 +394,8 @@ def filter_peaks(
     Returns
     -------
     mz, intensity : ndarray of float64
-        The peaks kept, in their original order (new arrays of their exact size).
+        The peaks kept, in their original order: the two rows of one new block,
+        each of the exact size.
     offsets : ndarray of int64
         New offsets; every spectrum is kept (possibly with no peaks).
     """
@@ -395,15 +404,36 @@ def filter_peaks(
     stop = int(selecting[-1]) + 1 if selecting.size else 0
     n_tops = int(np.count_nonzero(codes[:stop] == NORMALIZE))
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    mz = np.ascontiguousarray(mz, dtype=np.float64)
+    intensity = np.ascontiguousarray(intensity, dtype=np.float64)
+    chunks = _chunks(offsets)
     with parallel_region():
-        return _filter_chunks(
-            np.ascontiguousarray(mz, dtype=np.float64),
-            np.ascontiguousarray(intensity, dtype=np.float64),
+        keep, bases, new_offsets, tops = _decide_chunks(
+            mz,
+            intensity,
             offsets,
             np.ascontiguousarray(precursor_mz, dtype=np.float64),
             codes,
             np.ascontiguousarray(params, dtype=np.float64).reshape(-1, 2),
             stop,
             n_tops,
-            _chunks(offsets),
+            chunks,
         )
+        # one block for both (numpy asks the kernel for huge pages from 4 MiB on: far
+        # fewer page faults on fresh memory); np.empty: the threads touch it first
+        out = np.empty((2, int(new_offsets[-1])), dtype=np.float64)
+        _write_chunks(
+            mz,
+            intensity,
+            offsets,
+            codes,
+            stop,
+            chunks,
+            keep,
+            bases,
+            new_offsets,
+            tops,
+            out[0],
+            out[1],
+        )
+    return out[0], out[1], new_offsets
