@@ -107,7 +107,8 @@ class SpectrumLibrary:
             if len(getattr(self, name)) != n:
                 raise ValueError(f"{name} must have one entry per spectrum")
         for key in STANDARD_COLUMNS:
-            self.metadata.setdefault(key, _empty_column(n))
+            if key not in self.metadata:  # not setdefault: it would build the column every time
+                self.metadata[key] = _empty_column(n)
         for key, column in self.metadata.items():
             if len(column) != n:
                 raise ValueError(f"metadata column {key!r} must have one entry per spectrum")

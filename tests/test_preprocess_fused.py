@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from engine.kernels.peak_filters import SQRT, filter_peaks
 from engine.library import SpectrumLibrary
 from engine.preprocess import FILTERS, PRESETS, Pipeline, Step, preset
 from engine.preprocess.fused import KernelSegment, compile_plan, run_plan
@@ -320,3 +321,64 @@ def test_window_filter_at_group_and_block_edges(seed, params):
     pipe = Pipeline((Step("window_filter", params),))
     assert compile_plan(pipe.steps, FILTERS) is not None
     assert_same(pipe(lib), pipe.reference(lib))
+
+
+#: Pipelines around the two passes: intensity steps before a step that drops peaks (the
+#: second pass divides by the first pass's divisor), none that drops any, spectra that keep
+#: every peak, none, or lose their last ones (the gather's end).
+TWO_PASS_PIPELINES = [
+    (  # the base peak is often the precursor, or above 200: divided by a dropped peak
+        Step("normalize_intensity"),
+        Step("remove_precursor_peaks", {"tolerance": 17.0}),
+        Step("relative_intensity_threshold", {"min_relative": 0.3}),
+        Step("select_mz_range", {"max_mz": 200.0}),
+    ),
+    (
+        Step("scale_intensity", {"method": "sqrt"}),
+        Step("normalize_intensity"),
+        Step("window_filter", {"k": 2, "window": 20.0}),
+        Step("normalize_intensity"),
+        Step("keep_top_k", {"k": 7}),
+        Step("scale_intensity", {"method": "sqrt"}),
+    ),
+    (Step("scale_intensity", {"method": "sqrt"}), Step("normalize_intensity")),
+    (Step("normalize_intensity"), Step("scale_intensity", {"method": "sqrt"})),
+    (Step("select_mz_range", {"min_mz": -np.inf, "max_mz": np.inf}), Step("normalize_intensity")),
+    (Step("select_mz_range", {"max_mz": 150.0}), Step("normalize_intensity")),
+    (Step("keep_top_k", {"k": 0}), Step("normalize_intensity")),
+    (Step("remove_precursor_peaks", {"tolerance": 1e9}), Step("scale_intensity")),
+]
+
+
+@pytest.mark.parametrize("steps", TWO_PASS_PIPELINES)
+def test_two_passes_equal_the_filters(steps, libraries):
+    pipe = Pipeline(steps)
+    plan = compile_plan(pipe.steps, FILTERS)
+    assert plan is not None and all(isinstance(s, KernelSegment) for s in plan.segments)
+    for lib in libraries.values():
+        assert_same(pipe(lib), pipe.reference(lib))
+
+
+def test_output_arrays_have_their_exact_size_in_new_memory(massbank_queries):
+    """Exactly the kept peaks, never a view of an input-sized buffer (nor of the input)."""
+    lib = massbank_queries
+    plans = [compile_plan(preset(name).steps, FILTERS).segments[0] for name in ("gnps", "msas")]
+    plans.append(KernelSegment((SQRT,), ((0.0, 0.0),)))  # drops nothing
+    for plan in plans:
+        mz, intensity, offsets = filter_peaks(
+            lib.mz,
+            lib.intensity,
+            lib.offsets,
+            lib.precursor_mz,
+            np.array(plan.codes, dtype=np.int64),
+            np.array(plan.params, dtype=np.float64),
+        )
+        assert offsets.shape == lib.offsets.shape and offsets[0] == 0
+        assert mz.shape == intensity.shape == (offsets[-1],)
+        for out in (mz, intensity):
+            assert out.dtype == np.float64 and out.flags.c_contiguous and out.flags.writeable
+            assert not np.shares_memory(out, lib.mz) and not np.shares_memory(out, lib.intensity)
+        assert not np.shares_memory(mz, intensity)
+        for out in (mz, intensity):  # no buffer of more peaks behind them
+            block = out if out.base is None else out.base
+            assert block.nbytes <= mz.nbytes + intensity.nbytes
