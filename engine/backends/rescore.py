@@ -136,7 +136,8 @@ def merge_batch_hits(
     """One batch's hits from its GPU tables and rescored pairs (top-N per query).
 
     ``wide``: the batch spans several selection segments, so a query may have
-    more than ``top_n`` hits.
+    more than ``top_n`` hits.  Only the queries over their top-N are selected
+    again; the rows come in no particular order.
 
         Equal scores are ranked by ``ranks`` of the library positions, as in the kernels.
     """
@@ -156,7 +157,12 @@ def merge_batch_hits(
         return tables[0]
     hits = HitTable.concat(tables)
     if params.top_n > 0 and len(hits):  # cut only where a query has too many hits
-        q = hits.query_index
-        if np.bincount(q - q.min()).max() <= params.top_n:
+        q = hits.query_index - hits.query_index.min()
+        over = np.bincount(q) > params.top_n
+        if not over.any():
             return hits
+        rows = over[q]
+        if rows.sum() * 2 < len(hits):  # few queries over their top-N (e.g. rescored pairs)
+            cut = hits.take(np.flatnonzero(rows)).top_per_query(params.top_n, library_rank=ranks)
+            return HitTable.concat([hits.take(np.flatnonzero(~rows)), cut])
     return hits.top_per_query(params.top_n, library_rank=ranks)
