@@ -300,7 +300,7 @@ class Backend(ABC):
         A backend that keeps a library on its device (the GPU copy, the device
         peak indexes of ``batches``' tiles) does that work here, once, so that
         callers who time tasks (the Dask cost model) do not count it as the cost
-        of scoring pairs.  Searches call it implicitly when needed.
+        of scoring pairs.  A search that finds this work undone does it as it goes.
         """
 
     def run_batches(

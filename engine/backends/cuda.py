@@ -291,16 +291,11 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         params = SearchParameters(mode="custom", top_n=1)
         self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), params)
         # threshold > 0 compiles the pruning precomputation too
-        self.score_batch(
-            spectra,
-            spectra,
-            Batch(0, 2, 0, 2),
-            SearchParameters(mode="custom", top_n=1, threshold=0.5),
-        )
+        pruned = SearchParameters(mode="custom", top_n=1, threshold=0.5)
+        self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
         # a device top-N across batches (the path of SearchJob and of Dask tasks)
-        across = SearchParameters(mode="custom", top_n=1, threshold=0.5)
         batches = [Batch(0, 2, 0, 1), Batch(0, 2, 1, 2)]
-        for _ in self.run_batches(spectra, spectra, batches, across, across_batches=True):
+        for _ in self.run_batches(spectra, spectra, batches, pruned, across_batches=True):
             pass
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)

@@ -225,7 +225,7 @@ class BoundOnGpu:
             res.bound = {
                 "safe": _bound_safe(res),
                 "eps": bound_eps(res),
-                "peaks_max": int(np.diff(np.asarray(res.host.offsets)).max(initial=0)),
+                "peaks_max": int(res.counts.max(initial=0)),
                 "index": OrderedDict(),
                 "index_bytes": 0,
             }
@@ -258,6 +258,18 @@ class BoundOnGpu:
             info["index_bytes"] -= b
         return cache[key]
 
+    def bounds_apply(self, params: SearchParameters) -> bool:
+        """Whether a search with ``params`` is pruned by the bound (when the weights allow).
+
+        Pruning is on, the threshold is above 0 and the score is one of
+        :data:`BOUNDED_KINDS`.
+        """
+        return bool(
+            getattr(self, "bound_prune", True)
+            and params.threshold > 0.0
+            and score_kind(params) in BOUNDED_KINDS
+        )
+
     def _bound_tile(
         self,
         tile: Any,
@@ -279,9 +291,7 @@ class BoundOnGpu:
         (``BOUNDS_IN_BUFFER``).
         """
         kind = score_kind(params)
-        if not (getattr(self, "bound_prune", True) and params.threshold > 0.0):
-            return 0
-        if kind not in BOUNDED_KINDS:
+        if not self.bounds_apply(params):
             return 0
         ql, ll = self._bound_info(dq), self._bound_info(dl)
         if not (ql["safe"] and ll["safe"]):

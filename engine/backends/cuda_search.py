@@ -19,7 +19,7 @@ import numpy as np
 
 from engine.backends.base import Batch, PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot
-from engine.backends.cuda_index import BOUNDED_KINDS, LISTED_BLOCKS
+from engine.backends.cuda_index import LISTED_BLOCKS
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.cuda_topn import DeviceTop
 from engine.backends.rescore import PendingScores, merge_batch_hits, submit_rescore
@@ -33,7 +33,8 @@ __all__ = ["TileSearch"]
 
 class TileSearch:
     """Searches as pipelined tiles; relies on the backend's ``_cuda``, ``_k``, ``_upload``,
-    ``_get_slots``, ``_bound_tile``, ``_bound_args``, ``_dummy_heavy`` and settings."""
+    ``_get_slots``, ``_bound_tile``, ``_bound_args``, ``bounds_apply``, ``_device_index``,
+    ``_dummy_heavy`` and settings."""
 
     #: Keep each query's top-N on the device when the caller merges across batches.
     device_top: bool = True
@@ -137,12 +138,12 @@ class TileSearch:
         batches = list(batches)
         with self._lock:
             dl = self._upload(library)
-            kind = score_kind(params)
-            if not (self.bound_prune and params.threshold > 0 and kind in BOUNDED_KINDS):
+            if not self.bounds_apply(params):
                 return
+            shifted = score_kind(params) == MODIFIED_COSINE
             for l0, l1 in sorted({(t.l0, t.l1) for t in self._tiles(batches, params, True)}):
                 self._device_index(dl, l0, l1, False)
-                if kind == MODIFIED_COSINE:
+                if shifted:
                     self._device_index(dl, l0, l1, True)
 
     def _merge_cols(self, top_n: int) -> int:
