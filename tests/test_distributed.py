@@ -142,6 +142,27 @@ def test_resident_shards_are_reused(cluster, massbank_library, massbank_queries)
     assert worker_stats(client)["prepared"] - after_second["prepared"] == 2
 
 
+def test_library_that_fits_is_copied_on_every_worker(cluster, massbank_library, massbank_queries):
+    """By default one shard, a copy on each worker, which share out the query blocks."""
+    from engine.distributed.shards import shard_stats
+
+    _, client = cluster
+    library = massbank_library.subset(range(11, len(massbank_library), 25))  # no other test's
+    queries = massbank_queries.subset(range(150))
+    params = SearchParameters(mode="custom", top_n=5)
+    before = client.run(shard_stats)
+    job = DaskSearchJob(
+        queries, library, params, client=client, backend="cpu", max_block_queries=16
+    )
+    assert_identical(job.run(), single_process(queries, library, params)[0])
+    after = client.run(shard_stats)
+    assert {w: after[w]["prepared"] - before[w]["prepared"] for w in after} == dict.fromkeys(
+        after, 1
+    )  # each worker prepared one copy, so each ran tasks
+    assert set(job.shard_sources) == {"shard 0"}
+    assert job.tasks_total == job.tasks_done >= 10  # one task per block
+
+
 def test_query_blocks_follow_the_task_cost_model():
     """Blocks cover every query once; costlier merges make more, costlier tasks fewer."""
     from engine.distributed.cost import MAX_TASK_S, TaskCost

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -291,6 +292,10 @@ class Backend(ABC):
         by default.
         """
         return batch_size, batch_size
+
+    def memory_free(self) -> float:
+        """Free bytes of this backend's device for resident libraries (inf: the host's)."""
+        return math.inf
 
     def make_resident(  # noqa: B027 - optional hook
         self, library: PreparedSpectra, batches: Iterable[Batch], params: SearchParameters

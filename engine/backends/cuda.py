@@ -268,6 +268,13 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
                         raise CudaError(f"GPU out of memory: {exc}") from exc
                     raise CudaError(f"CUDA failure: {type(exc).__name__}: {exc}") from exc
 
+    def memory_free(self) -> float:
+        """Free bytes of the GPU's memory (inf when that cannot be asked)."""
+        try:
+            return float(self._cuda.current_context().get_memory_info()[0])
+        except Exception:  # noqa: BLE001 - the simulator, or no context: no limit known
+            return math.inf
+
     def close(self) -> None:
         """Drop resident spectra and tile buffers."""
         with self._lock:

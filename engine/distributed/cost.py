@@ -18,7 +18,8 @@ earlier blocks' merges overlap with the workers' next block; fetching a task's
 hits counts in ``a``).  With ``k``
 blocks after a small first one (hits come early) and ``h`` hit rows per pair
 (:attr:`TaskCost.hits_per_pair`), ``k·a + c·h·P/k`` is least at
-``k = sqrt(c·h·P / a)`` (:meth:`TaskCost.blocks`); more blocks where a task
+``k = sqrt(c·h·P / a)`` (:meth:`TaskCost.blocks`, which also weighs the
+imbalance left when shards have copies on several workers); more blocks where a task
 would run over :data:`MAX_TASK_S` (a running task cannot be stopped: that is
 how long a Stop or a lost worker may cost).  With a precursor window, merging
 two neighbouring blocks saves one ``a`` and costs ``b`` per extra pair scored,
@@ -94,15 +95,34 @@ class TaskCost:
         """Most pairs a task should have (:data:`MAX_TASK_S` of work)."""
         return MAX_TASK_S / self.pair_s
 
-    def blocks(self, pairs: float, workers: int) -> int:
-        """Blocks to cut a search of ``pairs`` pairs on ``workers`` workers into.
+    def blocks(self, pairs: float, shards: int, workers: int | None = None) -> int:
+        """Blocks to cut a search of ``pairs`` pairs over ``shards`` shards into.
 
-        ``sqrt(c·h·P / a)`` (fixed costs against the last block's merge), at
-        least enough that no task runs over :data:`MAX_TASK_S`, at least one.
+        Each block is one task per shard.  ``k`` blocks cost ``k·S·a/W`` in fixed
+        costs on ``W`` workers, against what runs after the workers' last tasks:
+        the client's merge of the last block, ``c·h·P/k``, and, where shards have
+        copies on several workers (``W > S``) that share out the blocks, about one
+        task of imbalance, ``b·P/(S·k)``.  Least at ``k = sqrt(tail·W / (S·a))``,
+        with at least one block per copy and enough that no task runs over
+        :data:`MAX_TASK_S`.
+
+        Parameters
+        ----------
+        pairs : float
+            Pairs of the search.
+        shards : int
+            Library shards (tasks per block).
+        workers : int, optional
+            Workers sharing the shards (default: one per shard).
         """
+        shards = max(1, shards)
+        workers = max(1, workers or shards)
         tail = self.hit_s * self.hits_per_pair * pairs
-        best = round(math.sqrt(tail / self.fixed_s)) if tail > 0 else 1
-        return max(1, best, math.ceil(pairs / max(1, workers) / self.max_task_pairs()))
+        if workers > shards:
+            tail += self.pair_s * pairs / shards
+        best = round(math.sqrt(tail * workers / (shards * self.fixed_s))) if tail > 0 else 1
+        copies = math.ceil(workers / shards)
+        return max(1, best, copies, math.ceil(pairs / shards / self.max_task_pairs()))
 
     def describe(self) -> str:
         """One line, e.g. for a benchmark."""

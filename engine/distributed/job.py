@@ -1,15 +1,18 @@
 """The client side of a Dask search: place shards, send query blocks, merge, stream hits.
 
-The plan (:mod:`.plan`) cuts the library into shards and the queries into
-blocks sized by the task cost model (:mod:`.cost`).  Shards go to the workers
-that already hold them (:func:`.shards.resident_tokens`: nothing is sent or
-prepared again), the others to the least loaded workers, with the path of the
-library's cache file or their spectra.  Tasks ``(shard, block) -> each query's
-top-N within the shard`` (:func:`.shards.score_task`) return only that top-N;
-the client merges each block's top-N over its shards (exact: the same kernel on
-the same arrays, ties broken by library index) and streams the final hits of a
-block as soon as all its shards are done, with progress and cancellation as in
-:class:`engine.search.SearchJob`.
+The plan (:mod:`.plan`) cuts the library into shards (one, copied on every
+worker, when it fits their memory; else a multiple of the workers) and the
+queries into blocks sized by the task cost model (:mod:`.cost`).  Shards go to
+the workers that already hold them (:func:`.sources.resident_workers`: nothing
+is sent or prepared again), the others to the least loaded workers, with the
+path of the library's cache file or their spectra (:func:`.dispatch.place_shards`).
+Tasks ``(shard, block) -> each query's top-N within the shard``
+(:func:`.shards.score_task`) go to a worker holding their shard whenever it has
+a slot free (:class:`.dispatch.Dispatch`) and return only that top-N; the client
+merges each block's top-N over its shards (exact: the same kernel on the same
+arrays, ties broken by library index; nothing to merge with one shard) and
+streams the final hits of a block as soon as all its shards are done, with
+progress and cancellation as in :class:`engine.search.SearchJob`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import itertools
 import math
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,13 @@ from engine.distributed.cluster import (
     shutdown,
 )
 from engine.distributed.cost import TaskCost, record, task_cost
+from engine.distributed.dispatch import (
+    Dispatch,
+    Submitted,
+    balanced_shards,
+    place_shards,
+    shards_for_memory,
+)
 from engine.distributed.plan import SearchPlan, Task, make_plan
 from engine.distributed.shards import (
     PEAK_FIELDS,
@@ -44,8 +53,9 @@ from engine.distributed.shards import (
     load_shard,
     score_task,
     worker_device,
+    worker_memory,
 )
-from engine.distributed.sources import library_file, library_fingerprint, resident_homes
+from engine.distributed.sources import library_file, library_fingerprint, resident_workers
 from engine.distributed.watch import ClusterGone, ClusterWatch, lost_message
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
@@ -85,7 +95,9 @@ class DaskSearchJob(StreamingJob):
     on_progress, on_message, cancel_token
         As in :class:`~engine.search.SearchJob`; progress is aggregated here.
     n_shards : int, optional
-        Library shards (default: one per worker).
+        Library shards (default: as few as the workers' free memory allows, one
+        when the library fits: every worker then holds a copy and the query
+        blocks are shared out).  Fewer shards than workers are copied.
     library_path : str or Path, optional
         An ``.npz`` (:meth:`SpectrumLibrary.save`) the workers can read that holds
         exactly ``library``; default: the library's cache file when it holds
@@ -176,14 +188,29 @@ class DaskSearchJob(StreamingJob):
         )
 
     # -- internals --------------------------------------------------------------------
+    def _shards_for(self, n_workers: int) -> int:
+        """Shards of a search without ``n_shards``: as few as the workers' memory allows.
+
+        One shard (a copy on every worker) when the library fits; else enough that
+        each fits, made a divisor or multiple of the workers so their work is even.
+        """
+        try:
+            free = self.client.run(worker_memory, self.backend_name, on_error="return")
+        except Exception:  # noqa: BLE001 - the watch tells about the cluster
+            free = {}
+        known = [f for f in free.values() if isinstance(f, int | float)]
+        peaks = int(self.library.offsets[-1]) if len(self.library) else 0
+        return balanced_shards(shards_for_memory(len(self.library), peaks, known), n_workers)
+
     def __iter__(self) -> Iterator[HitTable]:
         distributed = distributed_module()
         start = time.perf_counter()
         p = self.params
         workers = sorted(self.client.nthreads())
+        n_workers = max(1, len(workers))
         plan: SearchPlan = make_plan(
-            self.queries, self.library, p, self._n_shards or len(workers) or 1, self.task_cost,
-            self._max_block,
+            self.queries, self.library, p, self._n_shards or self._shards_for(n_workers),
+            self.task_cost, self._max_block, workers=n_workers,
         )  # fmt: skip
         queries, q_order, l_order, bounds = (
             plan.queries,
@@ -215,141 +242,117 @@ class DaskSearchJob(StreamingJob):
             )  # fmt: skip
             for s in range(plan.n_shards)
         ]
-        resident = resident_homes(self.client) if plan.blocks else {}
-        mode = {s: "resident" if specs[s].token in resident else "file" if path else "data"
-                for s in range(plan.n_shards)}  # fmt: skip
-        shard_home: dict[int, str] = {
-            s: resident[specs[s].token] for s in mode if mode[s] == "resident"
-        }
-        placement = list(workers)  # workers new shards go to (the live ones)
+        held = resident_workers(self.client) if plan.blocks else {}
+        homes = place_shards(
+            plan.n_shards,
+            workers,
+            {s: held.get(specs[s].token, set()) for s in range(plan.n_shards)},
+        )
+        mode: dict[tuple[int, str], str] = {}  # (shard, worker) -> how its copy gets there
 
-        def home_for(s: int) -> str | None:
-            """The least loaded live worker (by shards of this search) for a shard to send."""
-            if not placement:
-                return None
-            load = Counter(shard_home.get(t) for t in range(plan.n_shards) if t != s)
-            return min(
-                placement, key=lambda w: (load[w], (placement.index(w) - s) % len(placement))
-            )
+        def mode_of(s: int, w: str) -> str:
+            if (s, w) not in mode:
+                resident = w in held.get(specs[s].token, ())
+                mode[s, w] = "resident" if resident else "file" if path else "data"
+            return mode[s, w]
 
-        shard_futures: dict[int, object] = {}
-        shard_round: dict[int, int] = {}  # how often each shard was resubmitted
+        serial = itertools.count()
+        copies: dict[tuple[int, str], object] = {}  # (shard, worker) -> its shard future
 
-        def shard_future(s: int):
-            if s not in shard_futures:
-                if mode[s] != "resident" and (
-                    s not in shard_home or shard_home[s] not in placement
-                ):
-                    shard_home[s] = home_for(s)
-                payload = None
-                if mode[s] == "resident":
-                    sp = specs[s].without_source()
-                elif mode[s] == "file":
-                    sp = specs[s]
-                else:
-                    sp = specs[s].without_source()
+        def copy_of(s: int, w: str):
+            """The future of shard ``s`` on worker ``w`` (pinned: a task there uses it)."""
+            if (s, w) not in copies:
+                how, payload = mode_of(s, w), None
+                sp = specs[s] if how == "file" else specs[s].without_source()
+                if how == "data":
                     index = l_order[bounds[s] : bounds[s + 1]]
                     raw = self.library.subset(index)
                     payload = {k: getattr(raw, k) for k in PEAK_FIELDS}
                     payload["global_index"] = np.asarray(index, dtype=np.int64)
-                key = f"simms-shard-{sp.token}-{mode[s]}"
-                if shard_round.get(s):  # a new key: the stranded one may linger on the scheduler
-                    key += f"-{job}-{shard_round[s]}"
-                shard_futures[s] = self.client.submit(load_shard, sp, payload, key=key, **pin(s))
-            return shard_futures[s]
-
-        def pin(s: int) -> dict:
-            """Run on the shard's worker only: a copy elsewhere would be prepared anew.
-
-            Dask would otherwise steal tasks to an idle worker and copy the shard
-            there (without its peak index and GPU copy); a lost worker's shard and
-            tasks are resubmitted to another (``rescue_shards``).
-            """
-            home = shard_home.get(s)
-            return {} if home is None else {"workers": [home], "allow_other_workers": False}
+                key = f"simms-shard-{sp.token}-{how}-{job}-{next(serial)}"
+                copies[s, w] = self.client.submit(
+                    load_shard, sp, payload, key=key, workers=[w], allow_other_workers=False
+                )
+            return copies[s, w]
 
         block_spectra: dict[int, QueryBlock] = {}
-        futures: dict[str, tuple[object, Task, str]] = {}  # key -> (future, task, shard key)
         # results are fetched by as_completed on the client's loop: a result whose worker
         # dies while sending it is waited for there (it is redone) while this loop goes on
         ac = distributed.as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
 
-        def submit(task: Task) -> None:
-            q0, q1 = blocks_by_id[task.block][0]
+        def submit(task: Task, w: str) -> tuple[object, str]:
+            """Send ``task`` to worker ``w``, which holds (or is sent) a copy of its shard.
+
+            Pinned: Dask would otherwise steal tasks to an idle worker and copy the
+            shard there (without its peak index and GPU copy).
+            """
+            q0, q1 = plan.blocks[task.block][0]
             if task.block not in block_spectra:
                 block_spectra[task.block] = QueryBlock(
                     queries.reordered(np.arange(q0, q1)), np.asarray(q_order[q0:q1], dtype=np.int64)
                 )
-            shard = shard_future(task.shard)
-            key = f"simms-score-{job}-{task.shard}-{task.block}-{next(serial)}"
+            shard = copy_of(task.shard, w)
             fut = self.client.submit(
-                score_task, shard, block_spectra[task.block], p, self.backend_name, key=key,
-                priority=-task.block, pure=False, **pin(task.shard),
+                score_task, shard, block_spectra[task.block], p, self.backend_name,
+                key=f"simms-score-{job}-{task.shard}-{task.block}-{next(serial)}",
+                priority=-task.block, pure=False, workers=[w], allow_other_workers=False,
             )  # fmt: skip
-            futures[key] = (fut, task, shard.key)
             ac.add(fut)
+            return fut, shard.key
+
+        dispatch = Dispatch(homes, [t for _, tasks in plan.blocks for t in tasks], submit)
 
         def rescue_shards(live: set[str]) -> None:
-            """Resubmit the shards of lost workers, and their tasks, to live workers."""
-            placement[:] = sorted(live)
-            for s in [s for s in shard_futures if shard_home.get(s) not in (None, *live)]:
-                old = shard_futures.pop(s)
-                shard_round[s] = shard_round.get(s, 0) + 1
-                if mode[s] == "resident":  # it went with its worker
-                    mode[s] = "file" if path else "data"
-                shard_home.pop(s, None)
-                waiting = [
-                    futures.pop(k) for k in [k for k, v in futures.items() if v[1].shard == s]
-                ]
-                self.client.cancel([old, *(fut for fut, _, _ in waiting)])
-                for _, task, _ in waiting:
-                    submit(task)
-                self._say(f"shard {s} was stranded by a lost worker; resubmitted it to another")
+            """Queue the tasks of lost workers again; give their stranded shards new homes."""
+            lost = {w for ws in dispatch.homes.values() for w in ws} - live
+            lost |= {sub.worker for sub in dispatch.in_flight.values()} - live
+            if not lost:
+                return
+            futures, stranded = dispatch.drop_workers(lost)
+            futures += [copies.pop(k) for k in [k for k in copies if k[1] in lost]]
+            self.client.cancel(futures)
+            for s in stranded:
+                if dispatch.add_home(s, sorted(live)) is not None:
+                    self._say(f"shard {s} was stranded by a lost worker; resubmitted it to another")
 
-        def resend(task: Task, shard_key: str, exc: Exception) -> bool:
-            """After a shard failed to load: send it another way; False if there is none."""
-            s = task.shard
-            current = shard_futures.get(s)
-            if current is not None and current.key != shard_key:
-                submit(task)  # its shard was already resubmitted
+        def resend(sub: Submitted, exc: Exception) -> bool:
+            """After a shard copy failed to load: send it another way; False if there is none."""
+            s, w = sub.task.shard, sub.worker
+            current = copies.get((s, w))
+            if current is None or current.key != sub.shard_key:  # already replaced
+                dispatch.requeue(sub.task)
                 return True
-            if mode[s] == "data" or isinstance(exc, ShardFileUnavailable) and mode[s] != "file":
+            how = mode_of(s, w)
+            if how == "data" or isinstance(exc, ShardFileUnavailable) and how != "file":
                 return False
-            if mode[s] == "file":
+            if how == "file":
                 self._say(
                     f"a worker cannot use the library file ({exc}); sending the shard's spectra"
                 )
-                mode[s] = "data"
+                mode[s, w] = "data"
             else:  # not resident after all (its worker was replaced)
-                mode[s] = "file" if path else "data"
-            shard_futures.pop(s, None)
-            shard_home.pop(s, None)
-            submit(task)
+                mode[s, w] = "file" if path else "data"
+            copies.pop((s, w), None)
+            dispatch.requeue(sub.task)
             return True
 
-        serial = itertools.count()
-        blocks_by_id = {b: block for b, block in enumerate(plan.blocks)}
-        pending_blocks = list(blocks_by_id)
-        remaining = {b: len(tasks) for b, (_, tasks) in blocks_by_id.items()}
+        remaining = {b: len(tasks) for b, (_, tasks) in enumerate(plan.blocks)}
         self._left = (
             remaining,
-            {b: (q_order[slice(*rng)], len(ts)) for b, (rng, ts) in blocks_by_id.items()},
+            {b: (q_order[slice(*rng)], len(ts)) for b, (rng, ts) in enumerate(plan.blocks)},
         )
-        parts: dict[int, list[HitTable]] = {b: [] for b in blocks_by_id}
+        parts: dict[int, list[HitTable]] = {b: [] for b in remaining}
         done: set[tuple[int, int]] = set()
-        in_flight_max = max(2 * max(1, len(workers)), 4) * max(1, plan.n_shards)
         watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
         first_start: float | None = None  # when the first finished task began, on this clock
         client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
         try:
-            while pending_blocks or futures:
-                while pending_blocks and len(futures) < in_flight_max and not self.cancelled:
-                    for task in blocks_by_id[pending_blocks.pop(0)][1]:
-                        submit(task)
+            while not dispatch.idle:
                 if self.cancelled:
                     self._mark_unfinished()
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
+                dispatch.fill()
                 if time.monotonic() - watch.checked > 1.0:
                     try:
                         watch.check(self.client, self.grace_period, self._say, rescue_shards)
@@ -357,12 +360,13 @@ class DaskSearchJob(StreamingJob):
                         raise self._lost(watch, gone.scheduler) from None
                 ready = ac.next_batch(block=False) if ac.has_ready() else []
                 if not ready:
-                    time.sleep(0.005)
+                    time.sleep(0.002)
                     continue
                 for fut, result in ready:
-                    if fut.key not in futures:
+                    sub = dispatch.finished(fut.key)
+                    if sub is None:
                         continue
-                    _, task, shard_key = futures.pop(fut.key)
+                    task = sub.task
                     ident = (task.shard, task.block)
                     if ident in done:
                         self.duplicates_ignored += 1
@@ -370,7 +374,7 @@ class DaskSearchJob(StreamingJob):
                     if fut.status == "error":
                         exc = result if isinstance(result, BaseException) else fut.exception()
                         if isinstance(exc, ShardFileUnavailable | ShardNotResident) and resend(
-                            task, shard_key, exc
+                            sub, exc
                         ):
                             continue
                         if type(exc).__name__ == "KilledWorker":
@@ -387,9 +391,9 @@ class DaskSearchJob(StreamingJob):
                     now = time.perf_counter()
                     if math.isfinite(seconds):
                         first_start = min(first_start or now, now - float(seconds))
+                    how = mode_of(task.shard, sub.worker)
                     self.shard_sources.setdefault(
-                        f"shard {task.shard}",
-                        "resident" if mode[task.shard] == "resident" else source,
+                        f"shard {task.shard}", "resident" if how == "resident" else source
                     )
                     for note in notes:
                         if note not in self._seen_notes:
@@ -398,13 +402,14 @@ class DaskSearchJob(StreamingJob):
                     self.progress.pairs_done += task.pairs
                     self.progress.elapsed = now - start
                     remaining[task.block] -= 1
+                    if remaining[task.block] == 0:
+                        block_spectra.pop(task.block, None)
                     if p.top_n == 0:
                         if len(hits):
                             yield self._emit([hits])
                     else:
                         parts[task.block].append(hits)
                         if remaining[task.block] == 0:
-                            block_spectra.pop(task.block, None)
                             merge_start = time.perf_counter()
                             chunk = self._emit(parts.pop(task.block))
                             client_s += time.perf_counter() - merge_start
@@ -421,18 +426,20 @@ class DaskSearchJob(StreamingJob):
                 )  # fmt: skip
         finally:
             self.progress.elapsed = time.perf_counter() - start
-            leftover = [f for f, _, _ in futures.values()]
-            futures.clear()
+            leftover = [sub.future for sub in dispatch.in_flight.values()]
+            dispatch.in_flight.clear()
             try:
                 if leftover and self.client.status == "running":
                     self.client.cancel(leftover)
             except Exception:  # noqa: BLE001 - the cluster may be gone already
                 pass
-            shard_futures.clear()
+            copies.clear()
             if self._own_client:
                 shutdown(self.client)
 
     def _emit(self, parts: list[HitTable]) -> HitTable:
+        if len(parts) == 1:  # one shard: the worker's top-N is final (same selection)
+            return self._keep(parts[0])
         return self._keep(HitTable.concat(parts).top_per_query(self.params.top_n))
 
     def _mark_unfinished(self) -> None:

@@ -25,7 +25,11 @@ from engine.params import SearchParameters
 from engine.search import FIRST_QUERY_BLOCK, library_window
 from engine.search.window import windowed_query_blocks
 
-__all__ = ["SearchPlan", "Task", "make_plan", "query_block_bounds"]
+__all__ = ["BLOCKS_PER_COPY", "SearchPlan", "Task", "make_plan", "query_block_bounds"]
+
+#: With a precursor window and shards copied on several workers: blocks per copy
+#: at least (the search ends about one block after its last worker frees up).
+BLOCKS_PER_COPY = 4
 
 
 @dataclass
@@ -79,6 +83,7 @@ def query_block_bounds(
     n_shards: int,
     cost: TaskCost,
     max_block: int | None = None,
+    workers: int | None = None,
 ) -> list[tuple[int, int]]:
     """Query blocks ``(q0, q1)`` sized by the task cost model (:mod:`.cost`).
 
@@ -100,6 +105,9 @@ def query_block_bounds(
         The task cost model.
     max_block : int, optional
         Most queries per block (default: no limit but the model's).
+    workers : int, optional
+        Workers sharing the shards (default: one per shard; more share out the
+        blocks of each shard's copies, :mod:`.dispatch`).
     """
     n_q, n_lib = len(query_precursors), len(library_precursors)
     if n_q == 0 or n_lib == 0:
@@ -107,17 +115,25 @@ def query_block_bounds(
     cap = max(1, int(max_block)) if max_block else n_q
     if params.precursor_tolerance is None:
         first = min(FIRST_QUERY_BLOCK, cap, n_q)
-        k = cost.blocks((n_q - first) * float(n_lib), n_shards)
+        k = cost.blocks((n_q - first) * float(n_lib), n_shards, workers)
         size = min(cap, max(1, math.ceil((n_q - first) / k)))
         return [(0, first)] + [(q0, min(q0 + size, n_q)) for q0 in range(first, n_q, size)]
-    target = max(1.0, cost.max_task_pairs())
     grouped = windowed_query_blocks(
         query_precursors, library_precursors, params, cap,
         first_block=FIRST_QUERY_BLOCK, overhead_pairs=cost.overhead_pairs(),
     )  # fmt: skip
+    spans = [
+        library_window(query_precursors[q0:q1], library_precursors, params) for q0, q1 in grouped
+    ]
+    target = max(1.0, cost.max_task_pairs())
+    if workers and workers > n_shards:  # shards' copies share out blocks: several per copy
+        total = sum(
+            (q1 - q0) * (hi - lo) for (q0, q1), (lo, hi) in zip(grouped, spans, strict=True)
+        )
+        balanced = max(total / (BLOCKS_PER_COPY * workers), 8.0 * cost.overhead_pairs())
+        target = max(1.0, min(target, balanced))
     blocks = []
-    for q0, q1 in grouped:  # a block longer than a task should be is split evenly
-        lo, hi = library_window(query_precursors[q0:q1], library_precursors, params)
+    for (q0, q1), (lo, hi) in zip(grouped, spans, strict=True):  # long blocks split evenly
         touched = max(1, math.ceil((hi - lo) * n_shards / n_lib))
         pieces = max(1, min(q1 - q0, round((q1 - q0) * (hi - lo) / touched / target)))
         edges = np.linspace(q0, q1, pieces + 1).round().astype(np.int64)
@@ -132,6 +148,7 @@ def make_plan(
     n_shards: int,
     cost: TaskCost,
     max_block: int | None = None,
+    workers: int | None = None,
 ) -> SearchPlan:
     """Shards, query blocks and tasks of a search of ``queries`` against ``library``."""
     by_precursor = params.precursor_tolerance is not None
@@ -146,7 +163,7 @@ def make_plan(
     bounds = np.linspace(0, n_lib, n_shards + 1).round().astype(np.int64)
     blocks = []
     for q0, q1 in query_block_bounds(
-        prepared.precursor_mz, l_prec[:n_lib], params, n_shards, cost, max_block
+        prepared.precursor_mz, l_prec[:n_lib], params, n_shards, cost, max_block, workers
     ):
         if by_precursor:
             lo, hi = library_window(prepared.precursor_mz[q0:q1], l_prec[:n_lib], params)

@@ -49,6 +49,7 @@ __all__ = [
     "shard_stats",
     "worker_backend",
     "worker_device",
+    "worker_memory",
 ]
 
 
@@ -250,6 +251,31 @@ def worker_backend(name: str):
             notes: list[str] = []
             _BACKENDS[name] = (get_backend(name, on_message=notes.append), notes)
         return _BACKENDS[name]
+
+
+def worker_memory(name: str) -> float:
+    """Worker function: free bytes for resident shards here (host or GPU, the tighter).
+
+    The host's available memory, capped by the Dask worker's memory limit, and
+    the free memory of ``name``'s device; inf when none of them is known.
+    """
+    backend, _ = worker_backend(name)
+    free = backend.memory_free()
+    try:
+        import psutil
+
+        free = min(free, float(psutil.virtual_memory().available))
+    except Exception:  # noqa: BLE001 - unknown: no limit from the host
+        pass
+    try:
+        from distributed import get_worker
+
+        limit = get_worker().memory_manager.memory_limit
+        if limit:
+            free = min(free, float(limit))
+    except Exception:  # noqa: BLE001 - not in a Dask worker
+        pass
+    return free
 
 
 def worker_device(name: str) -> str:

@@ -10,7 +10,7 @@ from engine.io.cache import cache_path
 from engine.library import SpectrumLibrary
 from engine.memo import derived
 
-__all__ = ["library_file", "library_fingerprint", "resident_homes"]
+__all__ = ["library_file", "library_fingerprint", "resident_workers"]
 
 
 def library_fingerprint(library: SpectrumLibrary) -> str:
@@ -51,15 +51,15 @@ def library_file(
     return None
 
 
-def resident_homes(client) -> dict[str, str]:
-    """Shard token -> a live worker that holds that shard (:func:`.shards.resident_tokens`)."""
+def resident_workers(client) -> dict[str, set[str]]:
+    """Shard token -> the live workers that hold that shard (:func:`.shards.resident_tokens`)."""
     try:
         held = client.run(shards.resident_tokens, on_error="return")
     except Exception:  # noqa: BLE001 - then every shard is sent; the watch tells the rest
         return {}
-    return {
-        token: worker
-        for worker, tokens in sorted(held.items(), reverse=True)
-        if isinstance(tokens, list)
-        for token in tokens
-    }
+    found: dict[str, set[str]] = {}
+    for worker, tokens in held.items():
+        if isinstance(tokens, list):
+            for token in tokens:
+                found.setdefault(token, set()).add(worker)
+    return found

@@ -1,0 +1,232 @@
+"""Which worker runs which task: shard copies (replicas) and a pull queue per shard.
+
+A library that fits one worker's memory is not cut: every worker holds a copy
+(a *replica*) and the query blocks are shared out among them, so each query's
+top-N is final where it was found (no merge across shards on the client) and a
+pruned search keeps its full per-query bounds.  A larger library is cut into
+more shards than workers, each held by one worker (and several shards per
+worker), as before.  :func:`place_shards` decides; :func:`shards_for_memory`
+sizes the shards from the workers' free memory.
+
+:class:`Dispatch` then hands tasks out the way a pull queue does: each shard has
+the queue of its tasks in block order, and a worker gets the next task of one
+of its shards whenever it has fewer than :data:`DEPTH` in flight (one running,
+one waiting, so no worker idles for a round trip).  A fast worker takes more
+blocks than a slow one, and the search ends at most one task after its last
+worker frees up.  A lost worker's tasks go back to the front of their queues,
+its replicas are dropped, and a shard left with none gets a new home.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from engine.distributed.plan import Task
+
+__all__ = [
+    "DEPTH",
+    "Dispatch",
+    "Submitted",
+    "balanced_shards",
+    "place_shards",
+    "shards_for_memory",
+]
+
+#: Tasks in flight per worker: one running, the next already sent.
+DEPTH = 2
+
+#: Bytes of a resident shard per peak and per spectrum (prepared m/z and weights
+#: on the host and the device, the peak index, norms, precursors, global indexes),
+#: measured from above so that a shard never crowds a worker.
+SHARD_BYTES_PER_PEAK = 64
+SHARD_BYTES_PER_SPECTRUM = 128
+
+#: Share of a worker's free memory one search's shards may take.
+MEMORY_SHARE = 0.25
+
+
+def shards_for_memory(n_spectra: int, n_peaks: int, free_bytes: Sequence[float]) -> int:
+    """Fewest shards such that each fits :data:`MEMORY_SHARE` of the tightest worker.
+
+    ``free_bytes`` are the workers' free memory (:func:`.shards.worker_memory`);
+    unknown or infinite values do not limit.  At least one shard.
+    """
+    size = n_peaks * SHARD_BYTES_PER_PEAK + n_spectra * SHARD_BYTES_PER_SPECTRUM
+    known = [float(f) for f in free_bytes if f is not None and math.isfinite(float(f)) and f > 0]
+    if not known or size <= 0:
+        return 1
+    return max(1, math.ceil(size / (MEMORY_SHARE * min(known))))
+
+
+def balanced_shards(needed: int, n_workers: int) -> int:
+    """The shard count nearest above ``needed`` that spreads evenly over the workers.
+
+    A divisor of ``n_workers`` when at most that many are needed (each shard then
+    has the same number of copies), else a multiple of it (each worker holds the
+    same number of shards).
+    """
+    needed, n_workers = max(1, int(needed)), max(1, int(n_workers))
+    if needed <= n_workers:
+        return next(d for d in range(needed, n_workers + 1) if n_workers % d == 0)
+    return math.ceil(needed / n_workers) * n_workers
+
+
+def place_shards(
+    n_shards: int, workers: Sequence[str], held: Mapping[int, set[str]]
+) -> dict[int, list[str]]:
+    """The workers (homes) of each shard.
+
+    With fewer shards than workers every worker holds exactly one shard and the
+    shards' copies are spread evenly (their counts differ by at most one); else
+    each shard has one home and the workers' shard counts differ by at most one.
+    Copies the workers already hold (``held``: shard -> workers) are kept where
+    that allows.
+
+    Parameters
+    ----------
+    n_shards : int
+    workers : sequence of str
+        Live worker addresses (sorted: the same placement for the same cluster).
+    held : mapping
+        Shard -> workers holding it resident.
+    """
+    workers = list(workers)
+    homes: dict[int, list[str]] = {s: [] for s in range(n_shards)}
+    if not workers:
+        return homes
+    per_worker = 1 if n_shards < len(workers) else math.ceil(n_shards / len(workers))
+    per_shard = math.ceil(len(workers) / n_shards) if n_shards < len(workers) else 1
+    load: Counter = Counter()
+    for s in range(n_shards):  # resident copies first
+        for w in sorted(held.get(s, ())):
+            if w in workers and len(homes[s]) < per_shard and load[w] < per_worker:
+                homes[s].append(w)
+                load[w] += 1
+    for s in range(n_shards):  # every shard one home: the least loaded worker
+        if not homes[s]:
+            w = min(workers, key=lambda w: (load[w], (workers.index(w) - s) % len(workers)))
+            homes[s].append(w)
+            load[w] += 1
+    for w in workers:  # with fewer shards than workers: idle workers take a copy
+        if n_shards < len(workers) and load[w] == 0:
+            s = min(homes, key=lambda s: (len(homes[s]), s))
+            homes[s].append(w)
+            load[w] += 1
+    return homes
+
+
+@dataclass
+class Submitted:
+    """A task in flight: on which worker, with which copy of its shard."""
+
+    future: object
+    task: Task
+    worker: str
+    shard_key: str
+
+
+@dataclass
+class Dispatch:
+    """Tasks of a plan to the workers holding their shard, :data:`DEPTH` at a time.
+
+    Parameters
+    ----------
+    homes : dict
+        Shard -> workers holding a copy (:func:`place_shards`).
+    tasks : sequence of Task
+        In the order they should run (block by block).
+    submit : callable
+        ``submit(task, worker) -> (future, shard key)``: sends one task to run on
+        ``worker`` with its copy of the task's shard.
+    depth : int
+        Most tasks in flight per worker.
+    """
+
+    homes: dict[int, list[str]]
+    tasks: Sequence[Task]
+    submit: Callable[[Task, str], tuple[object, str]]
+    depth: int = DEPTH
+    queues: dict[int, list[Task]] = field(default_factory=dict)
+    in_flight: dict[str, Submitted] = field(default_factory=dict)  # future key -> what
+
+    def __post_init__(self) -> None:
+        self.queues = {s: [] for s in self.homes}
+        for task in self.tasks:
+            self.queues[task.shard].append(task)
+        for queue in self.queues.values():
+            queue.reverse()  # popped from the end: the first block first
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing in flight."""
+        return not self.in_flight and not any(self.queues.values())
+
+    def fill(self) -> int:
+        """Send tasks until every worker has ``depth`` in flight or its queues are empty."""
+        busy = Counter(sub.worker for sub in self.in_flight.values())
+        sent = 0
+        workers = sorted({w for ws in self.homes.values() for w in ws})
+        for w in sorted(workers, key=lambda w: busy[w]):
+            own = [s for s, ws in self.homes.items() if w in ws]
+            while busy[w] < self.depth:
+                ready = [s for s in own if self.queues[s]]
+                if not ready:
+                    break
+                s = min(ready, key=lambda s: self.queues[s][-1].block)
+                task = self.queues[s].pop()
+                future, shard_key = self.submit(task, w)
+                self.in_flight[future.key] = Submitted(future, task, w, shard_key)
+                busy[w] += 1
+                sent += 1
+        return sent
+
+    def finished(self, key: str) -> Submitted | None:
+        """The task of a future that came back (None: not one of ours any more)."""
+        return self.in_flight.pop(key, None)
+
+    def requeue(self, task: Task) -> None:
+        """Run ``task`` again, before the later blocks of its shard."""
+        queue = self.queues[task.shard]
+        queue.append(task)
+        queue.sort(key=lambda t: -t.block)
+
+    def drop_workers(self, lost: set[str]) -> tuple[list[object], list[int]]:
+        """Forget ``lost`` workers: their tasks are queued again.
+
+        Returns
+        -------
+        futures : list
+            The lost tasks' futures (to cancel).
+        stranded : list of int
+            Shards left without a home (give each one with :meth:`add_home`).
+        """
+        gone = [k for k, sub in self.in_flight.items() if sub.worker in lost]
+        futures = []
+        for k in gone:
+            sub = self.in_flight.pop(k)
+            futures.append(sub.future)
+            self.requeue(sub.task)
+        stranded = []
+        for s, ws in self.homes.items():
+            ws[:] = [w for w in ws if w not in lost]
+            if not ws:
+                stranded.append(s)
+        return futures, stranded
+
+    def add_home(self, shard: int, live: Sequence[str]) -> str | None:
+        """Give a stranded shard the least loaded live worker; None if there is none."""
+        if not live:
+            return None
+        load = Counter(w for ws in self.homes.values() for w in ws)
+        worker = min(sorted(live), key=lambda w: load[w])
+        self.homes[shard].append(worker)
+        return worker
+
+    def pending(self) -> list[Task]:
+        """Tasks queued or in flight."""
+        return [t for q in self.queues.values() for t in q] + [
+            sub.task for sub in self.in_flight.values()
+        ]
