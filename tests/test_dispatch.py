@@ -78,6 +78,7 @@ def test_a_faster_worker_takes_more_blocks():
     dispatch, sent = dispatcher({0: ["tcp://a", "tcp://b"]}, 20)
     dispatch.fill()
     assert len(sent) == 2 * DEPTH
+    assert [w for _, w in sent[:2]] == ["tcp://a", "tcp://b"]  # a task each before seconds
     while not dispatch.idle:  # a finishes three tasks for each of b's
         for _ in range(3):
             a = [k for k, sub in dispatch.in_flight.items() if sub.worker == "tcp://a"]
@@ -100,7 +101,7 @@ def test_lost_worker_tasks_go_back_to_their_queue():
     dispatch, sent = dispatcher({0: ["tcp://a", "tcp://b"], 1: ["tcp://c"]}, 6)
     dispatch.fill()
     on_a = [sub.task.block for sub in dispatch.in_flight.values() if sub.worker == "tcp://a"]
-    assert on_a == [0, 1]
+    assert on_a == [0, 2]  # breadth first: a, b, then a and b again
     futures, stranded = dispatch.drop_workers({"tcp://a", "tcp://c"})
     assert len(futures) == 2 * DEPTH and stranded == [1]
     assert dispatch.homes == {0: ["tcp://b"], 1: []}
@@ -110,7 +111,7 @@ def test_lost_worker_tasks_go_back_to_their_queue():
         dispatch.finished(next(iter(dispatch.in_flight)))
         dispatch.fill()
     redone = [t.block for t, w in sent[n:] if t.shard == 0]
-    assert redone == [0, 1, 4, 5]  # a's blocks first, then the shard's later ones
+    assert redone == [0, 2, 4, 5]  # a's blocks first, then the shard's later ones
     assert all(w == "tcp://b" for _, w in sent[n:])
     assert sorted(t.block for t, _ in sent[n:] if t.shard == 1) == list(range(6))
 

@@ -165,16 +165,19 @@ class Dispatch:
         return not self.in_flight and not any(self.queues.values())
 
     def fill(self) -> int:
-        """Send tasks until every worker has ``depth`` in flight or its queues are empty."""
+        """Send tasks until every worker has ``depth`` in flight or its queues are empty.
+
+        Breadth first: every worker gets a task before any gets a second.
+        """
         busy = Counter(sub.worker for sub in self.in_flight.values())
-        sent = 0
         workers = sorted({w for ws in self.homes.values() for w in ws})
-        for w in sorted(workers, key=lambda w: busy[w]):
-            own = [s for s, ws in self.homes.items() if w in ws]
-            while busy[w] < self.depth:
-                ready = [s for s in own if self.queues[s]]
-                if not ready:
-                    break
+        own = {w: [s for s, ws in self.homes.items() if w in ws] for w in workers}
+        sent = 0
+        for level in range(1, self.depth + 1):
+            for w in workers:
+                ready = [s for s in own[w] if self.queues[s]]
+                if busy[w] >= level or not ready:
+                    continue
                 s = min(ready, key=lambda s: self.queues[s][-1].block)
                 task = self.queues[s].pop()
                 future, shard_key = self.submit(task, w)
