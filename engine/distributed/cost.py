@@ -18,8 +18,8 @@ earlier blocks' merges overlap with the workers' next block; fetching a task's
 hits counts in ``a``).  With ``k``
 blocks after a small first one (hits come early) and ``h`` hit rows per pair
 (:attr:`TaskCost.hits_per_pair`), ``k·a + c·h·P/k`` is least at
-``k = sqrt(c·h·P / a)`` (:meth:`TaskCost.blocks`, which also weighs the
-imbalance left when shards have copies on several workers); more blocks where a task
+``k = sqrt(c·h·P / a)`` (:meth:`TaskCost.blocks`; where shards have copies on
+several workers, a multiple of the copies, so each runs as many tasks); more blocks where a task
 would run over :data:`MAX_TASK_S` (a running task cannot be stopped: that is
 how long a Stop or a lost worker may cost).  With a precursor window, merging
 two neighbouring blocks saves one ``a`` and costs ``b`` per extra pair scored,
@@ -98,12 +98,13 @@ class TaskCost:
     def blocks(self, pairs: float, shards: int, workers: int | None = None) -> int:
         """Blocks to cut a search of ``pairs`` pairs over ``shards`` shards into.
 
-        Each block is one task per shard.  ``k`` blocks cost ``k·S·a/W`` in fixed
-        costs on ``W`` workers, against what runs after the workers' last tasks:
-        the client's merge of the last block, ``c·h·P/k``, and, where shards have
-        copies on several workers (``W > S``) that share out the blocks, about one
-        task of imbalance, ``b·P/(S·k)``.  Least at ``k = sqrt(tail·W / (S·a))``,
-        with at least one block per copy and enough that no task runs over
+        Each block is one task per shard.  With a shard per worker or more, ``k``
+        blocks cost ``k·a`` in fixed costs against the client's merge of the last
+        block, ``c·h·P/k``: least at ``k = sqrt(c·h·P / a)``.  Where each shard
+        has copies on ``n = W / S`` workers that share out its blocks, ``k = m·n``
+        (every copy runs the same number of tasks, so none waits for a last odd
+        one): ``m·a + c·h·P/(m·n)`` is least at ``m = sqrt(c·h·P / (n·a))``.
+        Always at least one block per copy, and enough that no task runs over
         :data:`MAX_TASK_S`.
 
         Parameters
@@ -116,13 +117,14 @@ class TaskCost:
             Workers sharing the shards (default: one per shard).
         """
         shards = max(1, shards)
-        workers = max(1, workers or shards)
+        copies = max(1, (workers or shards) // shards)
         tail = self.hit_s * self.hits_per_pair * pairs
-        if workers > shards:
-            tail += self.pair_s * pairs / shards
-        best = round(math.sqrt(tail * workers / (shards * self.fixed_s))) if tail > 0 else 1
-        copies = math.ceil(workers / shards)
-        return max(1, best, copies, math.ceil(pairs / shards / self.max_task_pairs()))
+        per_task = math.ceil(pairs / shards / self.max_task_pairs())  # blocks, at least
+        if copies == 1:
+            best = round(math.sqrt(tail / self.fixed_s)) if tail > 0 else 1
+            return max(1, best, per_task)
+        rounds = round(math.sqrt(tail / (copies * self.fixed_s))) if tail > 0 else 1
+        return copies * max(1, rounds, math.ceil(per_task / copies))
 
     def describe(self) -> str:
         """One line, e.g. for a benchmark."""
@@ -185,10 +187,10 @@ def record(
     TaskCost
         The new model (unchanged when there was nothing to learn from).
     """
-    p = np.asarray(pairs, dtype=np.float64)
-    s = np.asarray(seconds, dtype=np.float64)
-    keep = (p > 0) & np.isfinite(s)  # NaN: a worker's first task (one-time costs)
-    p, s = p[keep], s[keep]
+    p_all = np.asarray(pairs, dtype=np.float64)
+    s_all = np.asarray(seconds, dtype=np.float64)
+    keep = (p_all > 0) & np.isfinite(s_all)  # NaN: a worker's first task (one-time costs)
+    p, s = p_all[keep], s_all[keep]
     previous = task_cost(address, backend)
     if len(p) == 0 or s.sum() <= 0:
         return previous
@@ -198,7 +200,9 @@ def record(
         if slope > 0:  # a task takes at least its fixed cost: noise cannot push it above
             a_w = float(np.clip(intercept, 0.0, s.min()))
     b = max(float((s - a_w).clip(min=0).sum() / p.sum()), 1e-13)
-    dispatch = max(0.0, (max(1, workers) * span - float(s.sum())) / len(p))
+    # idle time between tasks; a first task counts as long as the model says
+    busy = np.where(np.isfinite(s_all), s_all, a_w + b * p_all).sum()
+    dispatch = max(0.0, (max(1, workers) * span - float(busy)) / len(p_all))
     fixed = max(a_w + min(dispatch, 1.0), 1e-4)
     h, c = hits / float(p.sum()), (client_s / hits if hits else previous.hit_s)
     seen = float(p.sum())

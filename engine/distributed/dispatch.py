@@ -20,6 +20,7 @@ its replicas are dropped, and a shard left with none gets a new home.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ __all__ = [
     "DEPTH",
     "Dispatch",
     "Submitted",
+    "TaskRecord",
     "balanced_shards",
     "place_shards",
     "shards_for_memory",
@@ -126,6 +128,20 @@ class Submitted:
     task: Task
     worker: str
     shard_key: str
+    sent: float = field(default_factory=time.perf_counter)
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """When and where one task ran, as the client saw it (seconds from the job's start)."""
+
+    worker: str
+    shard: int
+    block: int
+    pairs: int
+    seconds: float  # on the worker (NaN: its first task, which paid one-time costs)
+    sent: float
+    done: float
 
 
 @dataclass

@@ -39,6 +39,7 @@ from engine.distributed.cost import TaskCost, record, task_cost
 from engine.distributed.dispatch import (
     Dispatch,
     Submitted,
+    TaskRecord,
     balanced_shards,
     place_shards,
     shards_for_memory,
@@ -62,7 +63,7 @@ from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search import CancelToken, SearchProgress, StreamingJob
 
-__all__ = ["DaskSearchJob", "search"]
+__all__ = ["DaskSearchJob", "TaskRecord", "search"]
 
 
 def _sorted_indexes(parts: list[np.ndarray]) -> np.ndarray:
@@ -116,6 +117,10 @@ class DaskSearchJob(StreamingJob):
         The cost model the blocks were sized by (:mod:`engine.distributed.cost`).
     task_times : list of (int, float)
         Pairs and worker seconds of each finished task.
+    task_log : list of TaskRecord
+        Each finished task: worker, shard, block, and when it was sent and came back.
+    planned_s : float
+        Seconds from the start to the plan (queries prepared, shards placed).
     shard_sources : dict
         ``"shard s"`` -> ``"file"``, ``"data"`` or ``"resident"`` (found on its worker).
 
@@ -165,6 +170,8 @@ class DaskSearchJob(StreamingJob):
         self.tasks_total = 0
         self.duplicates_ignored = 0
         self.task_times: list[tuple[int, float]] = []
+        self.task_log: list[TaskRecord] = []
+        self.planned_s = float("nan")
         #: Queries whose search did not finish (cancelled, or the cluster was lost):
         #: no hits, or only part of them (those are also in ``incomplete_queries``,
         #: which stays empty with ``top_n > 0``: a cancelled block's hits are dropped whole).
@@ -301,6 +308,7 @@ class DaskSearchJob(StreamingJob):
             return fut, shard.key
 
         dispatch = Dispatch(homes, [t for _, tasks in plan.blocks for t in tasks], submit)
+        self.planned_s = time.perf_counter() - start
 
         def rescue_shards(live: set[str]) -> None:
             """Queue the tasks of lost workers again; give their stranded shards new homes."""
@@ -389,6 +397,17 @@ class DaskSearchJob(StreamingJob):
                     self.tasks_done += 1
                     self.task_times.append((task.pairs, float(seconds)))
                     now = time.perf_counter()
+                    self.task_log.append(
+                        TaskRecord(
+                            sub.worker,
+                            task.shard,
+                            task.block,
+                            task.pairs,
+                            float(seconds),
+                            sub.sent - start,
+                            now - start,
+                        )  # fmt: skip
+                    )
                     if math.isfinite(seconds):
                         first_start = min(first_start or now, now - float(seconds))
                     how = mode_of(task.shard, sub.worker)

@@ -77,9 +77,10 @@ class StreamingJob:
         """All hits streamed so far, in canonical order."""
         if not self.keep_hits:
             raise RuntimeError("this job was made with keep_hits=False: use its chunks")
-        chunks = [c for c in self._chunks if len(c)]
+        # chunks are each sorted; they need no merge when their query ranges do not
+        # overlap (chunks of query blocks that finished out of order, e.g. on Dask)
+        chunks = sorted((c for c in self._chunks if len(c)), key=lambda c: int(c.query_index[0]))
         hits = HitTable.concat(chunks)
-        # chunks are each sorted; they need no merge when their query ranges ascend
         ordered = all(
             a.query_index[-1] < b.query_index[0] for a, b in zip(chunks, chunks[1:], strict=False)
         )
