@@ -156,8 +156,14 @@ def worker_info(backend: str) -> dict:
     return info
 
 
-def start_worker(address: str, i: int, threads: int, log_dir: Path) -> subprocess.Popen:
-    """One ``dask worker`` process (1 task thread) that sees only GPU ``i``."""
+def start_worker(
+    address: str, i: int, threads: int, log_dir: Path, task_threads: int = 2
+) -> subprocess.Popen:
+    """One ``dask worker`` process that sees only GPU ``i``.
+
+    ``task_threads`` tasks may run at once: one on the GPU (a process launches one
+    at a time), the other merging its hits on the host meanwhile.
+    """
     env = dict(os.environ)
     env.update(
         CUDA_VISIBLE_DEVICES=str(i),
@@ -176,7 +182,7 @@ def start_worker(address: str, i: int, threads: int, log_dir: Path) -> subproces
         "--nworkers",
         "1",
         "--nthreads",
-        "1",
+        str(task_threads),
         "--name",
         f"gpu{i}",
         "--memory-limit",
@@ -218,9 +224,13 @@ def single_process(queries, library, params, backend, threads):
     if backend == "cpu":  # the host-side merges too run on the threads of one worker
         numba.set_num_threads(threads)
     try:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         hits = SearchJob(queries, library, params, backend=be).run()
         sec = time.perf_counter() - t
+        say(
+            f"  (one process: {sec:.2f} s, {time.process_time() - cpu:.1f} s of CPU time, "
+            f"{getattr(be, 'rescored_pairs', 0):,} pairs rescored on the host so far)"
+        )
     finally:
         numba.set_num_threads(before)
     device = be.device
@@ -346,7 +356,11 @@ def scaling(args) -> None:
                 say(f"deadline reached: {n} workers not run")
                 break
             while len(procs) < n:
-                procs.append(start_worker(cluster.scheduler_address, len(procs), threads, log_dir))
+                procs.append(
+                    start_worker(
+                        cluster.scheduler_address, len(procs), threads, log_dir, args.task_threads
+                    )
+                )
             client.wait_for_workers(n, timeout=180)
             infos = client.run(worker_info, args.backend)
             say(f"\n== {n} worker(s), {threads} numba threads each")
@@ -451,6 +465,9 @@ if __name__ == "__main__":
     ap.add_argument("--gpus", default="1,2,4", help="worker counts, e.g. 1,2,4")
     ap.add_argument("--backend", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--repeats", type=int, default=1, help="timed runs per worker count")
+    ap.add_argument(
+        "--task-threads", type=int, default=2, help="Dask task threads per worker (--nthreads)"
+    )
     ap.add_argument("--threshold", type=float, default=0.7)
     ap.add_argument("--top", type=int, default=100)
     ap.add_argument("--tolerance", type=float, default=0.1)

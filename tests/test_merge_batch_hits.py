@@ -39,3 +39,20 @@ def test_merge_equals_one_full_selection(extra: int, top_n: int) -> None:
     for column in HitTable.columns():
         assert np.array_equal(getattr(g, column), getattr(w, column)), column
     assert np.bincount(got.query_index).max() <= top_n
+
+
+def test_rescore_threads_follow_the_process_share(monkeypatch):
+    """A process given a share of the cores (a Dask worker per GPU) rescores on that share."""
+    import os
+
+    import numba
+
+    from engine.backends.rescore import rescore_threads
+
+    monkeypatch.setenv("SIMMS_RESCORE_THREADS", "3")
+    assert rescore_threads() == 3
+    monkeypatch.delenv("SIMMS_RESCORE_THREADS")
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 6)
+    assert rescore_threads() == max(1, min(6, os.cpu_count() or 2) - 2)
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    assert rescore_threads() == 1

@@ -19,7 +19,13 @@ from engine.hits import HitTable
 from engine.kernels.dense import score_listed_pairs
 from engine.params import SearchParameters
 
-__all__ = ["PendingScores", "merge_batch_hits", "rescore_pairs", "submit_rescore"]
+__all__ = [
+    "PendingScores",
+    "merge_batch_hits",
+    "rescore_pairs",
+    "rescore_threads",
+    "submit_rescore",
+]
 
 
 #: Pairs per rescoring task (one worker thread each).
@@ -29,12 +35,28 @@ _POOL_LOCK = threading.Lock()
 _POOL: ThreadPoolExecutor | None = None
 
 
+def rescore_threads() -> int:
+    """Threads of the rescoring: ``SIMMS_RESCORE_THREADS``, else the process's share of
+    the cores (numba's thread count, which ``NUMBA_NUM_THREADS`` sets) but two, 1 to 32.
+
+    Several GPU processes on one host (a Dask worker per GPU) each get their share
+    instead of all cores each, which would oversubscribe the host.
+    """
+    given = os.environ.get("SIMMS_RESCORE_THREADS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    import numba
+
+    share = min(int(numba.config.NUMBA_NUM_THREADS), os.cpu_count() or 2)
+    return max(1, min(32, share - 2))
+
+
 def _rescore_pool() -> ThreadPoolExecutor:
-    """The shared worker threads of the rescoring (all cores but two, at least one)."""
+    """The shared worker threads of the rescoring (:func:`rescore_threads`)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            workers = max(1, min(32, (os.cpu_count() or 2) - 2))
+            workers = rescore_threads()
             _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="simms-rescore")
         return _POOL
 
