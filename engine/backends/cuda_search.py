@@ -327,6 +327,7 @@ class TileSearch:
                         c[rows],
                         score_tolerance(params),
                         score_kind(params),
+                        params.threshold,  # pairs below it are no hits: bounded first
                     )
                 )
         for b in tile.batches:

@@ -93,6 +93,7 @@ def submit_rescore(
     l_index: np.ndarray,
     tolerance: float,
     kind: int,
+    threshold: float = 0.0,
 ) -> PendingScores:
     """Start the exact CPU scoring of listed pairs on worker threads; return at once.
 
@@ -117,6 +118,7 @@ def submit_rescore(
             lib,
             float(tolerance),
             int(kind),
+            float(threshold),
         )
         for k in range(0, len(q_index), RESCORE_CHUNK)
     ]
@@ -130,6 +132,7 @@ def rescore_pairs(
     l_index: np.ndarray,
     tolerance: float,
     kind: int,
+    threshold: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
 
@@ -143,13 +146,16 @@ def rescore_pairs(
     kind : int
         Score kind (:func:`~engine.backends.base.score_kind`; ``True`` reads as
         the modified cosine).
+    threshold : float
+        Pairs of the cosine proven below it by the best-partner bound are not
+        scored (score 0, no matches: no hit); 0 scores every pair.
 
     Returns
     -------
     scores : ndarray of float64
     matches : ndarray of int32
     """
-    return submit_rescore(queries, library, q_index, l_index, tolerance, kind).result()
+    return submit_rescore(queries, library, q_index, l_index, tolerance, kind, threshold).result()
 
 
 def merge_batch_hits(

@@ -7,7 +7,9 @@ from numba import njit, prange
 
 from engine.kernels.greedy import score_pair
 from engine.kernels.pair import check_score_parameters
+from engine.kernels.pair_bound import BOUND_MARGIN, best_partner_bound
 from engine.kernels.spectrum_set import (
+    COSINE,
     SpectrumSet,
     checked_block,
     longest_in_block,
@@ -71,12 +73,15 @@ def dense_block(
 
 @njit(cache=True, nogil=True)
 def score_listed_pairs(
-    q_index, l_index, queries, library, tolerance, kind
+    q_index, l_index, queries, library, tolerance, kind, threshold=0.0
 ):  # pragma: no cover - numba
     """Exact scores of pairs ``(q_index[k], l_index[k])`` of score ``kind``, serially.
 
-    Releases the GIL, so worker threads run several lists at once (the GPU's
-    overflow pairs are rescored this way while it goes on).
+    With a ``threshold`` (cosine only), a pair whose best-partner bound
+    (:func:`~engine.kernels.pair_bound.best_partner_bound`) stays below it is not
+    scored: it gets score 0 and no matches, as it can be no hit.  Releases the
+    GIL, so worker threads run several lists at once (the GPU's overflow pairs are
+    rescored this way while it goes on).
     """
     n = q_index.shape[0]
     scores = np.zeros(n, dtype=np.float64)
@@ -86,8 +91,18 @@ def score_listed_pairs(
         longest_spectrum(queries.offsets, 0, queries.offsets.shape[0] - 1),
     )
     scratch = new_scratch(longest)
+    bounded = kind == COSINE and threshold > 0.0
+    colmax = np.empty(longest if bounded else 0, dtype=np.float64)
     for k in range(n):
-        scores[k], matches[k] = score_pair(
-            q_index[k], l_index[k], queries, library, tolerance, kind, scratch
-        )
+        q, l = q_index[k], l_index[k]
+        if bounded:
+            den = library.norm[l] * queries.norm[q]
+            top = best_partner_bound(
+                library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+                queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+                tolerance, colmax,
+            )  # fmt: skip
+            if den == 0.0 or top * (1.0 + BOUND_MARGIN) < threshold * den:
+                continue
+        scores[k], matches[k] = score_pair(q, l, queries, library, tolerance, kind, scratch)
     return scores, matches

@@ -1,0 +1,55 @@
+"""An exact upper bound of one pair's greedy cosine, far cheaper than the score.
+
+The greedy cosine takes each peak of either spectrum at most once, and each
+product it takes is at most the largest candidate product of its row (peak of
+``A``) and of its column (peak of ``B``).  So its numerator is at most the sum
+of the rows' largest products, and at most the sum of the columns' largest: the
+*best-partner bound* ``min(R, C)``.  One sweep over the candidates, no sort: a
+few microseconds where the exact score of two long spectra takes tens (the
+pairs a GPU tile hands to the host), and on real spectra nearly as tight as the
+score itself (MassBank pairs listed by the sum-of-products bound at threshold
+0.7: 36 % pass it, 35 % are hits).
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["BOUND_MARGIN", "best_partner_bound"]
+
+#: Relative margin on the bound before it rules a pair out: the bound and the score
+#: sum the same products in other orders, so they may differ in the last bits.
+BOUND_MARGIN = 1e-9
+
+
+@njit(cache=True, nogil=True)
+def best_partner_bound(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, colmax):  # pragma: no cover
+    """``min(R, C)``: an upper bound of the greedy cosine numerator of ``A[a0:a1]`` × ``B[b0:b1]``.
+
+    Candidates are pairs with ``mzA[i] - tol <= mzB[j] <= mzA[i] + tol`` (as in
+    :func:`~engine.kernels.greedy.cosine_core`); ``colmax`` is float64 scratch of
+    at least ``b1 - b0`` entries.
+    """
+    for j in range(b1 - b0):
+        colmax[j] = 0.0
+    rows = 0.0
+    lo = b0
+    for i in range(a0, a1):
+        low = mzA[i] - tol
+        high = mzA[i] + tol
+        while lo < b1 and mzB[lo] < low:
+            lo += 1
+        best = 0.0
+        j = lo
+        while j < b1 and mzB[j] <= high:
+            p = wA[i] * wB[j]
+            if p > best:
+                best = p
+            if p > colmax[j - b0]:
+                colmax[j - b0] = p
+            j += 1
+        rows += best
+    cols = 0.0
+    for j in range(b1 - b0):
+        cols += colmax[j]
+    return min(rows, cols)

@@ -1,0 +1,72 @@
+"""The best-partner bound of the greedy cosine: never below the score, and no hit lost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.backends import PreparedSpectra
+from engine.backends.rescore import rescore_pairs
+from engine.kernels.spectrum_set import COSINE, MODIFIED_COSINE
+from engine.params import SearchParameters
+
+
+def long_pairs(queries, library, params, min_product=1 << 14, limit=6000):
+    """Pairs of long real spectra (those a GPU tile hands to the host), prepared."""
+    q = PreparedSpectra.for_search(queries, params)
+    lib = PreparedSpectra.for_search(library, params)
+    qc, lc = np.diff(q.offsets), np.diff(lib.offsets)
+    long_l = np.flatnonzero(lc >= 64)
+    qi, li = [], []
+    for k in np.flatnonzero(qc >= 32):
+        m = long_l[lc[long_l] * qc[k] > min_product]
+        qi.append(np.full(len(m), k))
+        li.append(m)
+    qi, li = np.concatenate(qi).astype(np.int64), np.concatenate(li).astype(np.int64)
+    pick = np.random.default_rng(3).permutation(len(qi))[:limit]
+    return q, lib, qi[pick], li[pick]
+
+
+@pytest.mark.parametrize("tolerance", [0.02, 0.1, 0.5])
+def test_bound_never_below_the_score(massbank_queries, massbank_library, tolerance):
+    from engine.kernels.pair_bound import best_partner_bound
+
+    params = SearchParameters(mode="custom", tolerance=tolerance)
+    q, lib, qi, li = long_pairs(massbank_queries, massbank_library, params)
+    assert len(qi) > 1000
+    scores, _ = rescore_pairs(q, lib, qi, li, tolerance, COSINE)
+    colmax = np.empty(int(np.diff(q.offsets).max()))
+    for k in range(len(qi)):
+        a, b = li[k], qi[k]
+        top = best_partner_bound(
+            lib.mz, lib.weight, lib.offsets[a], lib.offsets[a + 1],
+            q.mz, q.weight, q.offsets[b], q.offsets[b + 1], tolerance, colmax,
+        )  # fmt: skip
+        den = lib.norm[a] * q.norm[b]
+        assert scores[k] * den <= top * (1 + 1e-12), (a, b)
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.7])
+def test_bounded_rescoring_keeps_every_hit(massbank_queries, massbank_library, threshold):
+    """Pairs scored with a threshold: the same hits (scores, matches) as scoring them all."""
+    tolerance = 0.1
+    params = SearchParameters(mode="custom", tolerance=tolerance)
+    q, lib, qi, li = long_pairs(massbank_queries, massbank_library, params)
+    all_s, all_m = rescore_pairs(q, lib, qi, li, tolerance, COSINE)
+    got_s, got_m = rescore_pairs(q, lib, qi, li, tolerance, COSINE, threshold)
+    hits = (all_s >= threshold) & (all_m >= 1)
+    assert hits.any()
+    np.testing.assert_array_equal((got_s >= threshold) & (got_m >= 1), hits)
+    np.testing.assert_array_equal(got_s[hits], all_s[hits])
+    np.testing.assert_array_equal(got_m[hits], all_m[hits])
+    skipped = (got_m == 0) & (all_m > 0)
+    assert skipped.sum() > len(qi) // 2  # the bound rules most of them out unscored
+
+
+def test_other_scores_are_not_bounded(massbank_queries, massbank_library):
+    params = SearchParameters(mode="custom", score="modified_cosine", tolerance=0.1)
+    q, lib, qi, li = long_pairs(massbank_queries, massbank_library, params, limit=500)
+    all_s, all_m = rescore_pairs(q, lib, qi, li, 0.1, MODIFIED_COSINE)
+    got_s, got_m = rescore_pairs(q, lib, qi, li, 0.1, MODIFIED_COSINE, 0.7)
+    np.testing.assert_array_equal(got_s, all_s)
+    np.testing.assert_array_equal(got_m, all_m)
