@@ -4,7 +4,9 @@ Validates the GPU against the CPU kernel first (dense blocks with spectra over
 1,024 peaks, cosine and modified cosine, a wide tolerance that overflows the
 on-chip path, and search hits end to end), then times
 
-a. all-vs-all of the MassBank library (threshold 0.7, top 100) through SearchJob;
+a. all-vs-all of the MassBank library (threshold 0.7, top 100) through SearchJob:
+   the first search of the library (which prepares, uploads and indexes it), then
+   again with the library resident (the table's row);
 b. the 1,000 queries against the library with the library resident: end-to-end
    seconds and time to first hits;
 c. dense 16,384 × 16,384 (tolerance 0.1), as SimMS's own benchmark;
@@ -122,23 +124,27 @@ def main() -> None:
     # ---------------------------------------------------------------- (a) all vs all
     if not args.skip_a:
         params = SearchParameters(mode="custom", tolerance=0.1, threshold=0.7, top_n=100)
-        before = be.rescored_pairs
-        t = time.perf_counter()
-        job = SearchJob(lib, lib, params, backend=be)
-        first = None
-        nh = 0
-        for chunk in job:
-            if first is None:
-                first = time.perf_counter() - t
-            nh += len(chunk)
-        ta = time.perf_counter() - t
-        pairs = len(L) ** 2
+        # first: the library is prepared, uploaded and indexed by this search; then
+        # resident (nothing re-done: the library stays on the GPU across searches)
+        for label in ("first search of the library", "resident library"):
+            before = be.rescored_pairs
+            t, cpu = time.perf_counter(), time.process_time()
+            job = SearchJob(lib, lib, params, backend=be)
+            first = None
+            nh = 0
+            for chunk in job:
+                if first is None:
+                    first = time.perf_counter() - t
+                nh += len(chunk)
+            ta = time.perf_counter() - t
+            pairs = len(L) ** 2
+            print(
+                f"(a) {label}: {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, "
+                f"hits {nh}, rescored {be.rescored_pairs - before}, host CPU "
+                f"{time.process_time() - cpu:.2f} s, messages {job.messages}",
+                flush=True,
+            )
         rows.append(("a all-vs-all 54,390^2, thr 0.7, top 100", pairs, ta, first, nh))
-        print(
-            f"(a) {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, hits {nh}, "
-            f"rescored {be.rescored_pairs - before}, messages {job.messages}",
-            flush=True,
-        )
         if args.diagnose:
             diagnose_a(be, lib, params)
         if args.profile:
