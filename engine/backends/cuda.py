@@ -77,6 +77,27 @@ def _is_oom(exc: BaseException) -> bool:
     return "OUT_OF_MEMORY" in text or "OUT OF MEMORY" in text or isinstance(exc, MemoryError)
 
 
+def _tiny_spectra(readonly: bool) -> PreparedSpectra:
+    """Two small spectra for :meth:`CudaBackend.warm_up` (read-only arrays as a
+    library's, or writable; other m/z for each, so neither is found resident)."""
+    mz = np.array([100.0, 100.05, 150.0, 100.0, 100.02, 150.01, 200.0]) + (1.0 if readonly else 0)
+    w = np.array([1.0, 0.5, 0.2, 0.9, 0.6, 0.3, 0.1])
+    offsets = np.array([0, 3, 7], np.int64)
+    precursor = np.array([300.0, 310.0])
+    if readonly:
+        for a in (mz, offsets, precursor):
+            a.flags.writeable = False
+    return PreparedSpectra(
+        mz=mz,
+        weight=w,
+        offsets=offsets,
+        norm=np.array([np.sqrt(np.sum(w[:3] ** 2)), np.sqrt(np.sum(w[3:] ** 2))]),
+        precursor_mz=precursor,
+        mz_power=0.0,
+        intensity_power=1.0,
+    )
+
+
 class CudaError(RuntimeError):
     """A CUDA failure inside the backend (the search job falls back to the CPU)."""
 
@@ -283,31 +304,28 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             self._free_slots()
 
     def warm_up(self) -> None:
-        """Compile (or load from numba's cache) every kernel on tiny inputs."""
-        mz = np.array([100.0, 100.05, 150.0, 100.0, 100.02, 150.01, 200.0])
-        w = np.array([1.0, 0.5, 0.2, 0.9, 0.6, 0.3, 0.1])
-        spectra = PreparedSpectra(
-            mz=mz,
-            weight=w,
-            offsets=np.array([0, 3, 7], np.int64),
-            norm=np.array([np.sqrt(np.sum(w[:3] ** 2)), np.sqrt(np.sum(w[3:] ** 2))]),
-            precursor_mz=np.array([300.0, 310.0]),
-            mz_power=0.0,
-            intensity_power=1.0,
-        )
-        params = SearchParameters(mode="custom", top_n=1)
-        self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), params)
-        # threshold > 0 compiles the pruning precomputation too
-        pruned = SearchParameters(mode="custom", top_n=1, threshold=0.5)
-        self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
-        # a device top-N across batches (the path of SearchJob and of Dask tasks)
-        batches = [Batch(0, 2, 0, 1), Batch(0, 2, 1, 2)]
-        for _ in self.run_batches(spectra, spectra, batches, pruned, across_batches=True):
-            pass
+        """Compile (or load from numba's cache) every kernel on tiny inputs.
+
+        Host kernels are compiled per array type, and a library's arrays are
+        read-only (immutable) where a filtered copy is not: both kinds are warmed
+        up, so that no search compiles anything (a first search would otherwise
+        wait seconds for the host rescoring kernel).
+        """
+        for readonly in (False, True):
+            spectra = _tiny_spectra(readonly)
+            params = SearchParameters(mode="custom", top_n=1)
+            self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), params)
+            # threshold > 0 compiles the pruning precomputation too
+            pruned = SearchParameters(mode="custom", top_n=1, threshold=0.5)
+            self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
+            # a device top-N across batches (the path of SearchJob and of Dask tasks)
+            batches = [Batch(0, 2, 0, 1), Batch(0, 2, 1, 2)]
+            for _ in self.run_batches(spectra, spectra, batches, pruned, across_batches=True):
+                pass
+            rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
+            rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)
-        rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
-        rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
         # the host-side merge of per-batch hits (SearchJob) is a numba kernel too
         HitTable.from_arrays([0, 0], [0, 1], [0.5, 0.4], [1, 1]).top_per_query(1)
         self.warmed_up = True
