@@ -402,6 +402,27 @@ def test_search_finishes_when_the_only_worker_restarts(data):
     assert any("stranded" in m for m in job.messages)
 
 
+def test_search_waits_for_a_worker_to_join(data):
+    """No worker at the start: the shards go to the first that joins, hits identical."""
+    import threading
+
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=5)
+    expected, _ = single_process(queries, library, params)
+    with own_cluster(0) as (lc, client):
+        job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+        result = {}
+        runner = threading.Thread(target=lambda: result.setdefault("hits", job.run()))
+        runner.start()
+        time.sleep(1.5)
+        assert runner.is_alive() and job.tasks_done == 0
+        lc.scale(1)
+        runner.join(timeout=120)
+        assert not runner.is_alive(), "the search did not finish once a worker joined"
+    assert job.finished
+    assert_identical(result["hits"], expected)
+
+
 def test_no_worker_at_all_raises_after_the_grace_period(data):
     queries, library = data
     with own_cluster(0) as (lc, client):

@@ -311,16 +311,19 @@ class DaskSearchJob(StreamingJob):
         self.planned_s = time.perf_counter() - start
 
         def rescue_shards(live: set[str]) -> None:
-            """Queue the tasks of lost workers again; give their stranded shards new homes."""
+            """Queue the tasks of lost workers again; give shards without a home one.
+
+            A shard has none when its workers were lost, or when no worker was
+            there at the start: the first to join takes it.
+            """
             lost = {w for ws in dispatch.homes.values() for w in ws} - live
             lost |= {sub.worker for sub in dispatch.in_flight.values()} - live
-            if not lost:
-                return
-            futures, stranded = dispatch.drop_workers(lost)
-            futures += [copies.pop(k) for k in [k for k in copies if k[1] in lost]]
-            self.client.cancel(futures)
-            for s in stranded:
-                if dispatch.add_home(s, sorted(live)) is not None:
+            if lost:
+                futures, _ = dispatch.drop_workers(lost)
+                futures += [copies.pop(k) for k in [k for k in copies if k[1] in lost]]
+                self.client.cancel(futures)
+            for s in [s for s, ws in dispatch.homes.items() if not ws]:
+                if dispatch.add_home(s, sorted(live)) is not None and lost:
                     self._say(f"shard {s} was stranded by a lost worker; resubmitted it to another")
 
         def resend(sub: Submitted, exc: Exception) -> bool:
