@@ -161,6 +161,12 @@ def test_library_that_fits_is_copied_on_every_worker(cluster, massbank_library, 
     )  # each worker prepared one copy, so each ran tasks
     assert set(job.shard_sources) == {"shard 0"}
     assert job.tasks_total == job.tasks_done >= 10  # one task per block
+    # with a precursor window too: blocks grouped by their windows, shared out
+    params = SearchParameters(mode="custom", top_n=5, precursor_tolerance=5.0)
+    job = DaskSearchJob(queries, library, params, client=client, backend="cpu")
+    assert_identical(job.run(), single_process(queries, library, params)[0])
+    assert set(job.shard_sources) == {"shard 0"} and job.tasks_done >= 2
+    assert len({r.worker for r in job.task_log}) == 2  # both copies took blocks
 
 
 def test_query_blocks_follow_the_task_cost_model():

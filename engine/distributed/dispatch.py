@@ -243,9 +243,3 @@ class Dispatch:
         worker = min(sorted(live), key=lambda w: load[w])
         self.homes[shard].append(worker)
         return worker
-
-    def pending(self) -> list[Task]:
-        """Tasks queued or in flight."""
-        return [t for q in self.queues.values() for t in q] + [
-            sub.task for sub in self.in_flight.values()
-        ]
