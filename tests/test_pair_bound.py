@@ -70,3 +70,36 @@ def test_other_scores_are_not_bounded(massbank_queries, massbank_library):
     got_s, got_m = rescore_pairs(q, lib, qi, li, 0.1, MODIFIED_COSINE, 0.7)
     np.testing.assert_array_equal(got_s, all_s)
     np.testing.assert_array_equal(got_m, all_m)
+
+
+@pytest.mark.parametrize("top_n", [0, 10])
+def test_cpu_search_of_long_spectra_keeps_every_hit(massbank_queries, massbank_library, top_n):
+    """The CPU search checks long pairs against the bound: its hits equal the dense scores'."""
+    from engine import score_matrix, search
+    from engine.kernels.peak_index import LONG_PAIR
+
+    q_counts = np.diff(massbank_queries.offsets)
+    l_counts = np.diff(massbank_library.offsets)
+    queries = massbank_queries.subset(np.argsort(q_counts)[-24:])  # the longest
+    library = massbank_library.subset(
+        np.concatenate([np.argsort(l_counts)[-600:], np.arange(0, len(l_counts), 90)])
+    )
+    qc, lc = np.diff(queries.offsets), np.diff(library.offsets)
+    assert (np.outer(qc, lc) > LONG_PAIR).sum() > 5000  # many pairs take the bound's path
+    params = SearchParameters(mode="custom", tolerance=0.1, threshold=0.6, top_n=top_n)
+    scores, matches = score_matrix(queries, library, params, backend="cpu")
+    hits = search(queries, library, params, backend="cpu")
+    ok = (scores >= params.threshold) & (matches >= params.min_matches)
+    if top_n == 0:
+        qi, li = np.nonzero(ok)
+        assert len(hits) == len(qi) > 0
+        got = set(zip(hits.query_index.tolist(), hits.library_index.tolist(), strict=True))
+        assert got == set(zip(qi.tolist(), li.tolist(), strict=True))
+    else:  # each query's top-N: as many as it has, none better left out
+        for q in range(len(queries)):
+            mine = hits.take(np.flatnonzero(hits.query_index == q))
+            assert len(mine) == min(top_n, ok[q].sum())
+            if len(mine) and ok[q].sum() > len(mine):
+                assert scores[q][ok[q]].max() == mine.score.max()
+    np.testing.assert_array_equal(hits.score, scores[hits.query_index, hits.library_index])
+    np.testing.assert_array_equal(hits.matches, matches[hits.query_index, hits.library_index])

@@ -18,8 +18,15 @@ from numba import njit, prange
 from engine.kernels.cancel import cancelled
 from engine.kernels.entropy import pair_entropy
 from engine.kernels.greedy import score_pair
+from engine.kernels.pair_bound import BOUND_MARGIN, best_partner_bound
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
-from engine.kernels.spectrum_set import ENTROPY, longest_in_block, new_scratch, pair_allowed
+from engine.kernels.spectrum_set import (
+    COSINE,
+    ENTROPY,
+    longest_in_block,
+    new_scratch,
+    pair_allowed,
+)
 
 __all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
 
@@ -78,6 +85,30 @@ def _bound(u, den):  # pragma: no cover - numba
     return (u / den) * (1.0 + 1e-9) + 1e-12
 
 
+#: Pairs whose peak counts multiply to more than this are checked against the
+#: best-partner bound before their exact cosine (for shorter ones the exact score
+#: costs about what the bound does).  5,439 x 54,390 MassBank (every 10th as a query),
+#: thr 0.7, top 100: 1.59 -> 1.44 s on 2 cores, the same hits (2^10: 1.42 s, 2^14: 1.55 s).
+LONG_PAIR = 1 << 12
+
+
+@njit(cache=True, inline="always")
+def _can_reach(q, l, queries, library, tolerance, kind, floor, den, colmax):  # pragma: no cover
+    """False when the pair's cosine is proven below ``floor`` (a long pair's best-partner
+    bound); True otherwise (other scores, short pairs)."""
+    if kind != COSINE:
+        return True
+    a0, a1 = library.offsets[l], library.offsets[l + 1]
+    b0, b1 = queries.offsets[q], queries.offsets[q + 1]
+    if (a1 - a0) * (b1 - b0) <= LONG_PAIR:
+        return True
+    top = best_partner_bound(
+        library.mz, library.weight, a0, a1, queries.mz, queries.weight, b0, b1, tolerance,
+        colmax,
+    )  # fmt: skip
+    return top * (1.0 + BOUND_MARGIN) >= floor * den
+
+
 @njit(cache=True)
 def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numba
     """Keep the ``cap`` largest bounds (ties: lower column first); returns the new length."""
@@ -110,7 +141,9 @@ def _indexed_row(
     threshold = options.threshold
     top_n = options.top_n
     qn = queries.norm[q]
-    entropy = options.kind == ENTROPY
+    kind = options.kind
+    entropy = kind == ENTROPY
+    colmax = np.empty(queries.offsets[q + 1] - queries.offsets[q], dtype=np.float64)
     bound = np.zeros(nl, dtype=np.float64)
     cnt = np.zeros(nl, dtype=np.int32)
     for j in range(queries.offsets[q], queries.offsets[q + 1]):
@@ -139,6 +172,8 @@ def _indexed_row(
             if den == 0.0 or not pair_allowed(q, l, queries, library, options):
                 continue
             if _bound(bound[c], den) < threshold:
+                continue
+            if not _can_reach(q, l, queries, library, tolerance, kind, threshold, den, colmax):
                 continue
             s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
             if m >= min_matches and s >= threshold:
@@ -173,6 +208,9 @@ def _indexed_row(
         c = cc[t]
         l = l_start + c
         bound[c] = -1.0
+        den = library.norm[l] * qn
+        if not _can_reach(q, l, queries, library, tolerance, kind, threshold, den, colmax):
+            continue
         s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
@@ -187,6 +225,9 @@ def _indexed_row(
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
+        den = library.norm[l] * qn
+        if not _can_reach(q, l, queries, library, tolerance, kind, floor, den, colmax):
+            continue
         s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
