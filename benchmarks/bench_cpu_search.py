@@ -5,8 +5,8 @@ whole library (cosine, top 100) at two settings; each time is the best of
 ``--repeats``.  ``--save DIR`` writes each setting's hits, ``--compare DIR``
 checks them against those saved by another tree (e.g. before a kernel change)::
 
-    python benchmarks/bench_cpu_search.py --save /tmp/before      # on the old tree
-    python benchmarks/bench_cpu_search.py --compare /tmp/before   # on the new one
+    python benchmarks/bench_cpu_search.py --save BEFORE_DIR      # on the old tree
+    python benchmarks/bench_cpu_search.py --compare BEFORE_DIR   # on the new one
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from numba import njit, prange
 
 from engine.kernels.greedy import score_pair
 from engine.kernels.pair import check_score_parameters
-from engine.kernels.pair_bound import BOUND_MARGIN, best_partner_bound
+from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.spectrum_set import (
     COSINE,
     SpectrumSet,
@@ -95,14 +95,7 @@ def score_listed_pairs(
     colmax = np.empty(longest if bounded else 0, dtype=np.float64)
     for k in range(n):
         q, l = q_index[k], l_index[k]
-        if bounded:
-            den = library.norm[l] * queries.norm[q]
-            top = best_partner_bound(
-                library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-                queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-                tolerance, colmax,
-            )  # fmt: skip
-            if den == 0.0 or top * (1.0 + BOUND_MARGIN) < threshold * den:
-                continue
+        if bounded and not pair_can_reach(q, l, queries, library, tolerance, threshold, colmax):
+            continue
         scores[k], matches[k] = score_pair(q, l, queries, library, tolerance, kind, scratch)
     return scores, matches

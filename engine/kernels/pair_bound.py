@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from numba import njit
 
-__all__ = ["BOUND_MARGIN", "best_partner_bound"]
+__all__ = ["BOUND_MARGIN", "best_partner_bound", "pair_can_reach"]
 
 #: Relative margin on the bound before it rules a pair out: the bound and the score
 #: sum the same products in other orders, so they may differ in the last bits.
@@ -53,3 +53,22 @@ def best_partner_bound(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, colmax):  # pragma
     for j in range(b1 - b0):
         cols += colmax[j]
     return min(rows, cols)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pair_can_reach(q, l, queries, library, tolerance, floor, colmax):  # pragma: no cover
+    """False when the cosine of query ``q`` × library spectrum ``l`` is proven below
+    ``floor`` by :func:`best_partner_bound` (or a norm is zero); True otherwise.
+
+    ``queries`` and ``library`` are spectrum sets (the library spectrum is ``A``,
+    as in :func:`~engine.kernels.greedy.score_pair`); ``colmax`` as there.
+    """
+    den = library.norm[l] * queries.norm[q]
+    if den == 0.0:
+        return False
+    top = best_partner_bound(
+        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+        tolerance, colmax,
+    )  # fmt: skip
+    return top * (1.0 + BOUND_MARGIN) >= floor * den

@@ -18,7 +18,7 @@ from numba import njit, prange
 from engine.kernels.cancel import cancelled
 from engine.kernels.entropy import pair_entropy
 from engine.kernels.greedy import score_pair
-from engine.kernels.pair_bound import BOUND_MARGIN, best_partner_bound
+from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.spectrum_set import (
     COSINE,
@@ -93,20 +93,15 @@ LONG_PAIR = 1 << 12
 
 
 @njit(cache=True, inline="always")
-def _can_reach(q, l, queries, library, tolerance, kind, floor, den, colmax):  # pragma: no cover
-    """False when the pair's cosine is proven below ``floor`` (a long pair's best-partner
-    bound); True otherwise (other scores, short pairs)."""
+def _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):  # pragma: no cover
+    """False when a long pair's cosine is proven below ``floor``; True otherwise
+    (other scores, short pairs)."""
     if kind != COSINE:
         return True
-    a0, a1 = library.offsets[l], library.offsets[l + 1]
-    b0, b1 = queries.offsets[q], queries.offsets[q + 1]
-    if (a1 - a0) * (b1 - b0) <= LONG_PAIR:
+    na = library.offsets[l + 1] - library.offsets[l]
+    if na * (queries.offsets[q + 1] - queries.offsets[q]) <= LONG_PAIR:
         return True
-    top = best_partner_bound(
-        library.mz, library.weight, a0, a1, queries.mz, queries.weight, b0, b1, tolerance,
-        colmax,
-    )  # fmt: skip
-    return top * (1.0 + BOUND_MARGIN) >= floor * den
+    return pair_can_reach(q, l, queries, library, tolerance, floor, colmax)
 
 
 @njit(cache=True)
@@ -173,9 +168,9 @@ def _indexed_row(
                 continue
             if _bound(bound[c], den) < threshold:
                 continue
-            if not _can_reach(q, l, queries, library, tolerance, kind, threshold, den, colmax):
+            if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
                 continue
-            s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
+            s, m = score_pair(q, l, queries, library, tolerance, kind, scratch)
             if m >= min_matches and s >= threshold:
                 hl[n] = l
                 hs[n] = s
@@ -208,10 +203,9 @@ def _indexed_row(
         c = cc[t]
         l = l_start + c
         bound[c] = -1.0
-        den = library.norm[l] * qn
-        if not _can_reach(q, l, queries, library, tolerance, kind, threshold, den, colmax):
+        if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
             continue
-        s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
+        s, m = score_pair(q, l, queries, library, tolerance, kind, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
     # pass 2: everything whose bound can still reach the n-th best
@@ -225,10 +219,9 @@ def _indexed_row(
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
-        den = library.norm[l] * qn
-        if not _can_reach(q, l, queries, library, tolerance, kind, floor, den, colmax):
+        if not _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):
             continue
-        s, m = score_pair(q, l, queries, library, tolerance, options.kind, scratch)
+        s, m = score_pair(q, l, queries, library, tolerance, kind, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
             if n == top_n and hs[n - 1] > floor:
