@@ -94,6 +94,11 @@ def main() -> None:
         default="",
         help="comma-separated CudaBackend.pair_work_max values to time first (e.g. 0,65536)",
     )
+    ap.add_argument(
+        "--host-long",
+        action="store_true",
+        help="first time one search with the long pairs rescored on the host (v7) as a baseline",
+    )
     args = ap.parse_args()
 
     from engine.backends import gpu_status
@@ -138,6 +143,18 @@ def main() -> None:
             flush=True,
         )
     be.pair_work_max, be.rescored_pairs = default_work, 0
+    if args.host_long:
+        be.long_pairs_on_gpu = False
+        t, cpu = time.perf_counter(), time.process_time()
+        n = sum(len(c) for c in SearchJob(queries, library, params, backend=be))
+        print(
+            f"long pairs on the host (v7): {time.perf_counter() - t:.2f} s, {n:,} hits, "
+            f"rescored on the host {be.rescored_pairs:,}, host CPU "
+            f"{time.process_time() - cpu:.1f} s",
+            flush=True,
+        )
+        be.long_pairs_on_gpu, be.rescored_pairs = True, 0
+    be.long_pairs = 0
     t, cpu = time.perf_counter(), time.process_time()
     job = SearchJob(queries, library, params, backend=be)
     chunks, first = [], None
@@ -151,7 +168,8 @@ def main() -> None:
     pairs = len(queries) * len(library)
     print(
         f"search: {seconds:.2f} s, {pairs / seconds:.3e} pairs/s, first hits {first:.2f} s, "
-        f"{len(hits):,} hits, rescored pairs {be.rescored_pairs:,}, host CPU {cpu_s:.1f} s, "
+        f"{len(hits):,} hits, rescored pairs {be.rescored_pairs:,}, long pairs on the GPU "
+        f"{be.long_pairs:,}, host CPU {cpu_s:.1f} s, "
         f"messages {job.messages}",
         flush=True,
     )

@@ -5,8 +5,10 @@ flight, each with its own stream and buffers: the bound kernel (exact pruning,
 :mod:`.cuda_index`), the score kernel over the pairs that pass, and the
 selection kernel; with a top-N the selected hits are merged into each query's
 running top-N on the device (:mod:`.cuda_topn`), otherwise copied back per tile.
-Flagged pairs (components too large for the on-chip scratch) are rescored
-exactly on the CPU by worker threads while the GPU goes on.
+Long listed pairs are scored by a launch of their own before the selection
+(:mod:`engine.kernels.cuda_long`); pairs with a component too large for the
+on-chip scratch are rescored exactly on the CPU by worker threads while the GPU
+goes on.
 """
 
 from __future__ import annotations
@@ -38,9 +40,15 @@ class TileSearch:
 
     #: Keep each query's top-N on the device when the caller merges across batches.
     device_top: bool = True
-    #: Listed pairs whose peak counts multiply to more than this go to the host's
-    #: exact rescoring instead of one GPU thread (0: never).
+    #: Listed pairs whose peak counts multiply to more than this are not merged by the
+    #: score kernel's grid-stride loop, where one thread would hold up the launch (0:
+    #: every pair is).  They are scored by a launch of their own (``long_pairs_on_gpu``)
+    #: or by the host's exact rescoring.
     pair_work_max: int = 1 << 16
+    #: Score the long pairs on the GPU (:mod:`engine.kernels.cuda_long`); False: on the host.
+    long_pairs_on_gpu: bool = True
+    #: Diagnostics: flagged pairs that the long-pair kernel took.
+    long_pairs: int = 0
     #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
     #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each)
     #: and the pairs each tile listed (``"listed"``); tiles then run one at a time.
@@ -158,6 +166,11 @@ class TileSearch:
         while pow2 * 2 <= segs:
             pow2 *= 2
         return pow2 * self._k.SORT_MAX
+
+    def _long_kernels(self) -> Any:
+        from engine.kernels import cuda_long  # device code: after the numpy shim
+
+        return cuda_long
 
     def _topn_kernels(self) -> Any:
         from engine.kernels import cuda_topn  # device code: after the numpy shim
@@ -287,6 +300,19 @@ class TileSearch:
             dq.spectrum_set, dl.spectrum_set, int(q0), cols, int(ncols), int(l0), options,
             pruning, out,
         )  # fmt: skip
+        slot.long_pass = (
+            bounded == self._k.BOUNDS_LISTED and self.long_pairs_on_gpu and self.pair_work_max > 0
+        )
+        if slot.long_pass:
+            lk = self._long_kernels()
+            flagged = (slot.ovf_r, slot.ovf_c, slot.counts)
+            rest = self._k.TileOutput(
+                slot.out_s, slot.out_m, slot.host_r, slot.host_c, slot.counts_tail
+            )
+            lk.long_pair_kernel[lk.LONG_BLOCKS, lk.LONG_THREADS, slot.stream](
+                dq.spectrum_set, dl.spectrum_set, int(q0), int(l0), options,
+                pruning._replace(max_work=0), int(self.pair_work_max), flagged, rest,
+            )  # fmt: skip
 
     def _collect(
         self,
@@ -301,7 +327,7 @@ class TileSearch:
         """Wait for a tile; file its hits (and its pairs to rescore) under their batches."""
         s = slot.stream
         s.synchronize()
-        n_hits, n_ovf = int(slot.counts_host[0]), int(slot.counts_host[1])
+        n_hits, n_ovf, n_host = (int(c) for c in slot.counts_host[:3])
         if n_hits > slot.hit_cap:  # cannot happen: the capacity is the top-N bound
             raise RuntimeError(f"hit buffer overflow ({n_hits} > {slot.hit_cap})")
         if n_hits:
@@ -316,8 +342,13 @@ class TileSearch:
             for b, rows in split_rows(tile, hits.library_index):
                 parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
         if n_ovf:
-            r, c = flagged_pairs(tile, slot, n_ovf)
-            self.rescored_pairs += n_ovf
+            # after the long-pair kernel, the host takes only what it left (a second list)
+            left_over = n_host if slot.long_pass else None
+            r, c = flagged_pairs(tile, slot, n_ovf, left_over)
+            if slot.long_pass:
+                self.long_pairs += n_ovf - len(r)
+            self.rescored_pairs += len(r)
+        if n_ovf and len(r):
             for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
                     submit_rescore(
