@@ -128,14 +128,14 @@ def main() -> None:
         # first: what this search shape builds once (tile indexes, host code compiled on
         # first use); then resident (nothing re-done: the library stays on the GPU)
         for label in ("first time in the process", "resident library"):
-            before, cpu, long0 = be.rescored_pairs, time.process_time(), be.long_pairs
+            before, cpu, long0 = be.rescored_pairs, time.process_time(), be.gpu_scored_pairs
             job = SearchJob(lib, lib, params, backend=be)
             ta, first, nh = timed_job(job)
             pairs = len(L) ** 2
             print(
                 f"(a) {label}: {ta:.2f} s, {pairs / ta:.3e} pairs/s, first hits {first:.3f} s, "
-                f"hits {nh}, rescored {be.rescored_pairs - before}, long pairs on the GPU "
-                f"{be.long_pairs - long0}, host CPU "
+                f"hits {nh}, rescored {be.rescored_pairs - before}, flagged on the GPU "
+                f"{be.gpu_scored_pairs - long0}, host CPU "
                 f"{time.process_time() - cpu:.2f} s, messages {job.messages}",
                 flush=True,
             )

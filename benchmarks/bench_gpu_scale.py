@@ -95,9 +95,10 @@ def main() -> None:
         help="comma-separated CudaBackend.pair_work_max values to time first (e.g. 0,65536)",
     )
     ap.add_argument(
-        "--host-long",
+        "--gpu-pairs",
         action="store_true",
-        help="first time one search with the long pairs rescored on the host (v7) as a baseline",
+        help="first time one search with the flagged pairs scored on the GPU (CudaBackend."
+        "pairs_on_gpu, v8) beside the default (the host's rescoring)",
     )
     args = ap.parse_args()
 
@@ -143,18 +144,18 @@ def main() -> None:
             flush=True,
         )
     be.pair_work_max, be.rescored_pairs = default_work, 0
-    if args.host_long:
-        be.long_pairs_on_gpu = False
+    if args.gpu_pairs:
+        be.pairs_on_gpu, be.gpu_scored_pairs = True, 0
         t, cpu = time.perf_counter(), time.process_time()
         n = sum(len(c) for c in SearchJob(queries, library, params, backend=be))
         print(
-            f"long pairs on the host (v7): {time.perf_counter() - t:.2f} s, {n:,} hits, "
-            f"rescored on the host {be.rescored_pairs:,}, host CPU "
-            f"{time.process_time() - cpu:.1f} s",
+            f"flagged pairs on the GPU (v8): {time.perf_counter() - t:.2f} s, {n:,} hits, "
+            f"scored on the GPU {be.gpu_scored_pairs:,}, rescored on the host "
+            f"{be.rescored_pairs:,}, host CPU {time.process_time() - cpu:.1f} s",
             flush=True,
         )
-        be.long_pairs_on_gpu, be.rescored_pairs = True, 0
-    be.long_pairs = 0
+        be.pairs_on_gpu, be.rescored_pairs = False, 0
+    be.gpu_scored_pairs = 0
     t, cpu = time.perf_counter(), time.process_time()
     job = SearchJob(queries, library, params, backend=be)
     chunks, first = [], None
@@ -168,8 +169,8 @@ def main() -> None:
     pairs = len(queries) * len(library)
     print(
         f"search: {seconds:.2f} s, {pairs / seconds:.3e} pairs/s, first hits {first:.2f} s, "
-        f"{len(hits):,} hits, rescored pairs {be.rescored_pairs:,}, long pairs on the GPU "
-        f"{be.long_pairs:,}, host CPU {cpu_s:.1f} s, "
+        f"{len(hits):,} hits, rescored pairs {be.rescored_pairs:,}, flagged on the GPU "
+        f"{be.gpu_scored_pairs:,}, host CPU {cpu_s:.1f} s, "
         f"messages {job.messages}",
         flush=True,
     )

@@ -33,8 +33,7 @@ spectra = read_library(sys.argv[1]).subset(np.arange(12))
 warm_up("cpu")  # what the application warms up at start, then the GPU backend's own
 be = CudaBackend()
 be.warm_up()
-be.pair_work_max = 1  # every listed pair is a long pair
-be.long_pairs_on_gpu = False  # ... for the host's rescoring
+be.pair_work_max = 1  # every listed pair is a long pair, for the host's rescoring
 
 def signatures():
     return {

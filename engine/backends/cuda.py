@@ -322,6 +322,13 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             batches = [Batch(0, 2, 0, 1), Batch(0, 2, 1, 2)]
             for _ in self.run_batches(spectra, spectra, batches, pruned, across_batches=True):
                 pass
+            # every pair flagged, every flush on the GPU: the pair kernel
+            work, few, on = self.pair_work_max, self.pair_gpu_min, self.pairs_on_gpu
+            self.pair_work_max, self.pair_gpu_min, self.pairs_on_gpu = 1, 0, True
+            try:
+                self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
+            finally:
+                self.pair_work_max, self.pair_gpu_min, self.pairs_on_gpu = work, few, on
             rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
             rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
         self.dense(spectra, spectra, params)
@@ -377,6 +384,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
     def _free_slots(self) -> None:
         self._slots = []
         self._dense_slots = []
+        self._pairs_scratch = None
 
     def _get_slots(
         self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int

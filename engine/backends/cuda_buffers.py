@@ -77,23 +77,16 @@ class TileSlot:
         self.hit_m = cuda.device_array(hit_cap, dtype=np.int32)
         self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
         self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
-        #: The flagged pairs the long-pair kernel leaves to the host (``counts[2]``).
-        self.host_r = cuda.device_array(ovf_cap, dtype=np.int32)
-        self.host_c = cuda.device_array(ovf_cap, dtype=np.int32)
-        #: Hits, flagged pairs, pairs left to the host.
-        self.counts = cuda.device_array(3, dtype=np.int32)
-        self.counts_tail = self.counts[1:]  # the long-pair kernel's list counter at [1]
+        self.counts = cuda.device_array(2, dtype=np.int32)
         self.seg_n = cuda.device_array(max(rows * segs, 1), dtype=np.int32)
         self.merged = None  # event: the running top-N merged this slot's hits
         self.cols_dev = cuda.device_array(cols, dtype=np.int32)
         self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
         self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)
         self.segs_host = cuda.pinned_array(segs + 1, dtype=np.int32)
-        self.counts_host = cuda.pinned_array(3, dtype=np.int32)
-        self.zeros_host = cuda.pinned_array(3, dtype=np.int32)
+        self.counts_host = cuda.pinned_array(2, dtype=np.int32)
+        self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host[:] = 0
-        #: Whether the long-pair kernel ran on the tile in the slot.
-        self.long_pass = False
         #: Pairs that pass the bound and their count (allocated on first use).
         self.pairs: Any = None
         self.n_pairs: Any = None
@@ -137,3 +130,20 @@ def resident_key(spectra: PreparedSpectra) -> str:
     1.5 M-spectrum library's arrays took longer than uploading them.
     """
     return spectra.derived("resident_key", lambda: uuid.uuid4().hex)
+
+
+def big_scratch(cuda: Any, threads: int, size: int) -> tuple:
+    """The pair kernel's global scratch for big components: one row per thread.
+
+    ``(row best product, row best peak, column best product, column best peak,
+    used A, used B)`` of ``threads × size`` (a component of up to ``size`` peaks a
+    side; 26 bytes per peak and thread).
+    """
+    return (
+        cuda.device_array((threads, size), dtype=np.float64),
+        cuda.device_array((threads, size), dtype=np.int32),
+        cuda.device_array((threads, size), dtype=np.float64),
+        cuda.device_array((threads, size), dtype=np.int32),
+        cuda.device_array((threads, size), dtype=np.uint8),
+        cuda.device_array((threads, size), dtype=np.uint8),
+    )

@@ -304,7 +304,7 @@ class BoundOnGpu:
         if self.list_survivors and slot.rows * slot.cols < 2**31:
             if slot.pairs is None:
                 slot.pairs = self._cuda.device_array(slot.rows * slot.cols, dtype=np.int32)
-                slot.n_pairs = self._cuda.device_array(3, dtype=np.int32)  # zeroed with zeros_host
+                slot.n_pairs = self._cuda.device_array(2, dtype=np.int32)
             slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
             listing = k.Listing(
                 True, float(params.threshold), dl.norm, ll["peaks_max"], slot.out_m, slot.pairs,

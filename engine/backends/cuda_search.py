@@ -5,10 +5,9 @@ flight, each with its own stream and buffers: the bound kernel (exact pruning,
 :mod:`.cuda_index`), the score kernel over the pairs that pass, and the
 selection kernel; with a top-N the selected hits are merged into each query's
 running top-N on the device (:mod:`.cuda_topn`), otherwise copied back per tile.
-Long listed pairs are scored by a launch of their own before the selection
-(:mod:`engine.kernels.cuda_long`); pairs with a component too large for the
-on-chip scratch are rescored exactly on the CPU by worker threads while the GPU
-goes on.
+Flagged pairs (long merges, components too large for the on-chip scratch) are
+queued from tile to tile and scored exactly on the GPU in large launches of
+their own (:mod:`.cuda_pairs`), or on the CPU by worker threads.
 """
 
 from __future__ import annotations
@@ -20,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from engine.backends.base import Batch, PreparedSpectra, score_kind, score_tolerance
-from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot
+from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, big_scratch
 from engine.backends.cuda_index import LISTED_BLOCKS
+from engine.backends.cuda_pairs import PairQueue
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.cuda_topn import DeviceTop
 from engine.backends.rescore import PendingScores, merge_batch_hits, submit_rescore
@@ -40,15 +40,24 @@ class TileSearch:
 
     #: Keep each query's top-N on the device when the caller merges across batches.
     device_top: bool = True
-    #: Listed pairs whose peak counts multiply to more than this are not merged by the
-    #: score kernel's grid-stride loop, where one thread would hold up the launch (0:
-    #: every pair is).  They are scored by a launch of their own (``long_pairs_on_gpu``)
-    #: or by the host's exact rescoring.
+    #: Listed pairs whose peak counts multiply to more than this are flagged instead of
+    #: merged by one thread of the score kernel, which would hold up its launch (0: never).
     pair_work_max: int = 1 << 16
-    #: Score the long pairs on the GPU (:mod:`engine.kernels.cuda_long`); False: on the host.
-    long_pairs_on_gpu: bool = True
-    #: Diagnostics: flagged pairs that the long-pair kernel took.
-    long_pairs: int = 0
+    #: Score flagged pairs on the GPU, many tiles' at once (:mod:`.cuda_pairs`), instead
+    #: of on the host's threads (:mod:`.rescore`).  Off by default: measured, it frees
+    #: the host (6x less CPU time) but is no faster on a 16-core H100 host and ~2x
+    #: slower on a 64-core H200 one (``benchmarks/GPU_NOTES.md``, v8); for hosts with
+    #: few cores per GPU.  Scores may then differ from the host's in the last bits.
+    pairs_on_gpu: bool = False
+    #: Threads of the pair kernel (each with a scratch row for components of over ``K``
+    #: candidates and up to ``big_peaks`` peaks a side, 26 bytes per peak).
+    pair_rows: int = 1 << 15
+    big_peaks: int = 1024
+    #: Flushes of fewer flagged pairs than this go to the host's threads instead: a
+    #: launch waits for its longest merge, one GPU thread, where a CPU core is faster.
+    pair_gpu_min: int = 1 << 14
+    #: Diagnostics: flagged pairs scored by the pair kernel.
+    gpu_scored_pairs: int = 0
     #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
     #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each)
     #: and the pairs each tile listed (``"listed"``); tiles then run one at a time.
@@ -96,11 +105,12 @@ class TileSearch:
         slots = self._slots_for(tiles, params, top is not None)
         orders: dict[tuple[int, int], np.ndarray] = {}
         pending: deque[tuple[Tile, TileSlot]] = deque()
+        queue = PairQueue(self, queries, library, dq, dl, params) if self.pairs_on_gpu else None
         nxt = 0
         for n, tile in enumerate(tiles):
             slot = slots[n % len(slots)]
             if len(pending) == len(slots):
-                self._collect(*pending.popleft(), queries, library, params, parts, left)
+                self._collect(*pending.popleft(), queries, library, params, parts, left, queue)
             self._launch(tile, slot, dq, dl, params, orders, top)
             if self.kernel_events is not None:  # diagnostics: one tile at a time, timed alone
                 slot.stream.synchronize()
@@ -113,7 +123,9 @@ class TileSearch:
                 yield batches[nxt], self._batch_hits(nxt, parts, params, nxt in wide, ranks, top)
                 nxt += 1
         while pending:
-            self._collect(*pending.popleft(), queries, library, params, parts, left)
+            self._collect(*pending.popleft(), queries, library, params, parts, left, queue)
+        if queue is not None:
+            queue.flush()
         for b in range(nxt, len(batches)):
             yield batches[b], self._batch_hits(b, parts, params, b in wide, ranks, top)
 
@@ -127,6 +139,32 @@ class TileSearch:
         if top is not None:
             got = got + top.final_hits(b)
         return merge_batch_hits(got, params, wide, ranks)
+
+    def _pair_stream(self) -> Any:
+        """The stream of the pair kernel (one per backend: launches run in turn)."""
+        if getattr(self, "_pairs_stream", None) is None:
+            self._pairs_stream = self._cuda.stream()
+        return self._pairs_stream
+
+    def _pair_scratch(self) -> tuple:
+        """The pair kernel's scratch: ``pair_rows`` rows (fewer where free GPU memory is
+        short, 256 under the simulator) of ``big_peaks`` peaks; allocated once."""
+        key = (self.pair_rows, self.big_peaks)
+        if getattr(self, "_pairs_scratch", None) is None or self._pairs_key != key:
+            threads, rows = self._k.PAIR_THREADS, self.pair_rows
+            try:
+                free = float(self._cuda.current_context().get_memory_info()[0])
+            except Exception:  # no context yet: as set
+                free = float("inf")
+            if np.isfinite(free):
+                rows = min(rows, int(free // 32 // (self.big_peaks * 26)))
+            else:  # the simulator runs a Python thread per GPU thread
+                rows = min(rows, 256)
+            self._pairs_scratch = None
+            rows = max(threads, rows // threads * threads)
+            self._pairs_scratch = big_scratch(self._cuda, rows, self.big_peaks)
+            self._pairs_key = key
+        return self._pairs_scratch
 
     def _tiles(self, batches: list[Batch], params: SearchParameters, across: bool) -> list[Tile]:
         """The tiles of a run over ``batches`` (``across``: a device top-N across them)."""
@@ -166,11 +204,6 @@ class TileSearch:
         while pow2 * 2 <= segs:
             pow2 *= 2
         return pow2 * self._k.SORT_MAX
-
-    def _long_kernels(self) -> Any:
-        from engine.kernels import cuda_long  # device code: after the numpy shim
-
-        return cuda_long
 
     def _topn_kernels(self) -> Any:
         from engine.kernels import cuda_topn  # device code: after the numpy shim
@@ -300,19 +333,6 @@ class TileSearch:
             dq.spectrum_set, dl.spectrum_set, int(q0), cols, int(ncols), int(l0), options,
             pruning, out,
         )  # fmt: skip
-        slot.long_pass = (
-            bounded == self._k.BOUNDS_LISTED and self.long_pairs_on_gpu and self.pair_work_max > 0
-        )
-        if slot.long_pass:
-            lk = self._long_kernels()
-            flagged = (slot.ovf_r, slot.ovf_c, slot.counts)
-            rest = self._k.TileOutput(
-                slot.out_s, slot.out_m, slot.host_r, slot.host_c, slot.counts_tail
-            )
-            lk.long_pair_kernel[lk.LONG_BLOCKS, lk.LONG_THREADS, slot.stream](
-                dq.spectrum_set, dl.spectrum_set, int(q0), int(l0), options,
-                pruning._replace(max_work=0), int(self.pair_work_max), flagged, rest,
-            )  # fmt: skip
 
     def _collect(
         self,
@@ -323,11 +343,13 @@ class TileSearch:
         params: SearchParameters,
         parts: dict[int, list],
         left: list[int],
+        queue: PairQueue | None = None,
     ) -> None:
-        """Wait for a tile; file its hits (and its pairs to rescore) under their batches."""
+        """Wait for a tile; file its hits (and its flagged pairs, queued for the GPU's
+        pair kernel or the host's rescoring) under their batches."""
         s = slot.stream
         s.synchronize()
-        n_hits, n_ovf, n_host = (int(c) for c in slot.counts_host[:3])
+        n_hits, n_ovf = int(slot.counts_host[0]), int(slot.counts_host[1])
         if n_hits > slot.hit_cap:  # cannot happen: the capacity is the top-N bound
             raise RuntimeError(f"hit buffer overflow ({n_hits} > {slot.hit_cap})")
         if n_hits:
@@ -341,14 +363,13 @@ class TileSearch:
             )
             for b, rows in split_rows(tile, hits.library_index):
                 parts.setdefault(b, []).append(hits if isinstance(rows, slice) else hits.take(rows))
-        if n_ovf:
-            # after the long-pair kernel, the host takes only what it left (a second list)
-            left_over = n_host if slot.long_pass else None
-            r, c = flagged_pairs(tile, slot, n_ovf, left_over)
-            if slot.long_pass:
-                self.long_pairs += n_ovf - len(r)
-            self.rescored_pairs += len(r)
-        if n_ovf and len(r):
+        if n_ovf and queue is not None:
+            r, c = flagged_pairs(tile, slot, n_ovf)
+            for b, rows in split_rows(tile, c):
+                parts.setdefault(b, []).append(queue.add(r[rows], c[rows]))
+        elif n_ovf:
+            r, c = flagged_pairs(tile, slot, n_ovf)
+            self.rescored_pairs += n_ovf
             for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
                     submit_rescore(

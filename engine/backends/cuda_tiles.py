@@ -74,25 +74,12 @@ def split_rows(tile: Tile, col: np.ndarray) -> list[tuple[int, np.ndarray | slic
     return [(b, order[bounds[i] : bounds[i + 1]]) for i, b in enumerate(tile.batches)]
 
 
-def flagged_pairs(
-    tile: Tile, slot, n_ovf: int, n_left: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Absolute ``(query, library)`` indexes of a tile's flagged pairs.
-
-    ``n_ovf`` pairs were flagged by the score kernel; with ``n_left`` the long-pair
-    kernel scored them and left ``n_left`` in its own list for the host.  Where the
-    first list overflowed, the pairs still flagged are found in the match matrix.
-    """
+def flagged_pairs(tile: Tile, slot, n_ovf: int) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute ``(query, library)`` indexes of a tile's flagged pairs."""
     s = slot.stream
     if n_ovf <= slot.ovf_cap:
-        if n_left is None:
-            r = slot.ovf_r[:n_ovf].copy_to_host(stream=s)
-            c = slot.ovf_c[:n_ovf].copy_to_host(stream=s)
-        elif n_left == 0:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        else:
-            r = slot.host_r[:n_left].copy_to_host(stream=s)
-            c = slot.host_c[:n_left].copy_to_host(stream=s)
+        r = slot.ovf_r[:n_ovf].copy_to_host(stream=s)
+        c = slot.ovf_c[:n_ovf].copy_to_host(stream=s)
         s.synchronize()
     else:  # more than the list holds: find them in the match matrix
         mat = slot.out_m.copy_to_host(stream=s)

@@ -15,8 +15,11 @@ products in the same order:
   :func:`engine.kernels.entropy.entropy_core` (no scratch, never flagged).
 
 Anything larger is **never approximated**: the pair is flagged (after an exact
-upper-bound test, see :func:`score_kernel`) and the host rescores it exactly
-with the CPU core.
+upper-bound test, see :func:`score_kernel`).  With bounds listed,
+:func:`pair_list_kernel` scores the tiles' flagged pairs, many tiles at once,
+resolving components of up to a thousand peaks a side in a global scratch; the
+host rescores what is left exactly with the CPU core.  The top-N selection is in
+:mod:`engine.kernels.cuda_select`.
 
 This module imports ``numba.cuda``; import it only through
 :mod:`engine.backends.gpu`, which applies the numpy compatibility shim first.
@@ -24,7 +27,6 @@ This module imports ``numba.cuda``; import it only through
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 from numba import cuda, float64, int32, uint8
@@ -39,6 +41,7 @@ from engine.kernels.cuda_pair import (
     precursor_ok,
     query_heavy_matched,
 )
+from engine.kernels.cuda_select import SORT_MAX, select_kernel
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
 
 __all__ = [
@@ -50,15 +53,15 @@ __all__ = [
     "SMALL_QUERY",
     "SORT_MAX",
     "Pruning",
+    "PAIR_THREADS",
     "TileOutput",
+    "pair_list_kernel",
     "score_kernel",
     "select_kernel",
 ]
 
 #: Queries with at most this many peaks are staged in shared memory.
 SMALL_QUERY = 256
-#: Longest row (library columns per launch) the top-N selection can sort.
-SORT_MAX = 2048
 
 #: ``Pruning.bounded`` modes: bounds in the score buffer; survivors listed.
 BOUNDS_IN_BUFFER = 1
@@ -173,6 +176,14 @@ def score_kernel(
     bounded, pairs, n_pairs = pruning.bounded, pruning.pairs, pruning.n_pairs
     sq_mz = cuda.shared.array(SMALL_QUERY, float64)
     sq_w = cuda.shared.array(SMALL_QUERY, float64)
+    no_big = (  # a scratch of one candidate: components over K are flagged
+        cuda.local.array(1, float64),
+        cuda.local.array(1, int32),
+        cuda.local.array(1, int32),
+        cuda.local.array(1, int32),
+        cuda.local.array(1, uint8),
+        cuda.local.array(1, uint8),
+    )
     if bounded == BOUNDS_LISTED:  # a grid-stride loop over the listed pairs
         i = (cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x) * cuda.blockDim.x
         i += cuda.threadIdx.x
@@ -184,7 +195,7 @@ def score_kernel(
             q = q_first + r
             _score_one(
                 queries, library, r, col, l_first + col, q, q_off[q], q_off[q + 1], False,
-                sq_mz, sq_w, options, pruning, out,
+                sq_mz, sq_w, options, pruning, out, no_big,
             )  # fmt: skip
             i += stride
         return
@@ -204,17 +215,19 @@ def score_kernel(
     l = cols[c]
     _score_one(
         queries, library, r, l - l_first, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning,
-        out,
+        out, no_big,
     )  # fmt: skip
 
 
 @cuda.jit(device=True)
 def _score_one(
-    queries, library, r, col, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning, out
+    queries, library, r, col, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning, out, big
 ):  # pragma: no cover
     """Score query ``q`` (row ``r``) against library spectrum ``l`` (column ``col``) into ``out``.
 
-    ``staged``: the query's peaks are in ``sq_mz``/``sq_w`` (shared memory).
+    ``staged``: the query's peaks are in ``sq_mz``/``sq_w`` (shared memory); ``big``:
+    the scratch of components over :data:`K` candidates (see
+    :func:`~engine.kernels.cuda_pair.pair_score`).
     """
     q_mz, q_w, q_off, q_norm, q_prec, _, q_pol = queries
     l_mz, l_w, l_off, l_norm, l_prec, _, l_pol = library
@@ -297,6 +310,7 @@ def _score_one(
             sj,
             ua,
             ub,
+            big,
         )
     else:
         raw, nm, osum, oflag = pair_score(
@@ -317,6 +331,7 @@ def _score_one(
             sj,
             ua,
             ub,
+            big,
         )
     if oflag:
         bound = (raw + osum) / den
@@ -349,134 +364,59 @@ def _flag(r, col, out):  # pragma: no cover - device code
         ovf_c[slot] = col
 
 
-@cuda.jit(device=True)
-def _rank(index, base, i, n):  # pragma: no cover
-    """Tie key of segment entry ``i``: the original library index (padding ranks last)."""
-    if i < n:
-        return index[base + i]
-    return 1 << 62
-
-
-@cuda.jit(device=True)
-def _before(ka, ia, kb, ib):  # pragma: no cover
-    return ka > kb or (ka == kb and ia < ib)
+#: Threads per block of :func:`pair_list_kernel`.
+PAIR_THREADS = 64
 
 
 @cuda.jit(cache=True)
-def select_kernel(
-    out_s, out_m, segs, min_matches, threshold, top_n, index, l_first,
-    hit_r, hit_c, hit_s, hit_m, counts, running,
-):  # pragma: no cover  # fmt: skip
-    """Per-row, per-segment hits of a scored block: one thread block per (row, segment).
+def pair_list_kernel(
+    queries, library, q_index, l_index, n, tolerance, kind, scores, matches, scratch
+):  # pragma: no cover - device code
+    r"""Exact scores of listed pairs (the tiles' long and overflowing pairs), a thread each.
 
-    Grid ``(rows, len(segs) - 1)``; segment ``g`` is columns
-    ``segs[g]:segs[g + 1]`` (at most :data:`SORT_MAX` of them).  A column is a
-    hit when ``matches >= min_matches`` (>= 1), ``score >= 0`` and
-    ``score >= threshold``.  With ``top_n > 0`` and more hits than that in the
-    segment, it is bitonic-sorted in shared memory by (score descending, original
-    library index ``index[l_first + column]`` ascending) and the first ``top_n``
-    are kept.  Hits are appended to the
-    ``hit_*`` arrays at a slot reserved with one atomic add on ``counts[0]`` per
-    (row, segment).
+    Pair ``k < n`` is query ``q_index[k]`` × library spectrum ``l_index[k]``
+    (``queries`` and ``library`` are :class:`~engine.kernels.spectrum_set.SpectrumSet`\ s);
+    its score and matches go to ``scores[k]`` and ``matches[k]`` as
+    :func:`score_kernel` computes them, the score kind ``kind`` (cosine or modified
+    cosine) at ``tolerance``.  Components of more than :data:`K` candidates are
+    resolved in thread ``g``'s row of ``scratch``
+    (:func:`~engine.backends.cuda_buffers.big_scratch`; the grid has one thread per
+    row and loops over the pairs).  A pair it cannot resolve gets ``-1`` matches:
+    the host rescores it.
 
-    With ``running`` (a :class:`~engine.kernels.cuda_topn.RunningTop` that is
-    ``enabled``) a hit also needs a score of at least the row's current floor
-    (``running.floor[running.q_first + r]``, the query's N-th best so far), and the
-    hits of (row, segment) go to the fixed places ``(r * segments + g) * top_n + i``
-    with their number in ``running.seg_n[r * segments + g]`` (for the merge kernel).
+    Tiles hand their long pairs here in lists of many tiles at once: a launch of
+    one tile's few thousand pairs would leave most of the GPU idle while each
+    thread walks its long merge.
     """
-    r = cuda.blockIdx.x
-    g = cuda.blockIdx.y
-    c0 = segs[g]
-    ncols = segs[g + 1] - c0
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    fixed = running.enabled
-    cell = r * cuda.gridDim.y + g
-    if fixed:
-        floor = running.floor[running.q_first + r]
-        if floor > threshold:
-            threshold = floor
-    keys = cuda.shared.array(SORT_MAX, float64)
-    idx = cuda.shared.array(SORT_MAX, int32)
-    shared_i = cuda.shared.array(2, int32)
-    if tid == 0:
-        shared_i[0] = 0
-    cuda.syncthreads()
-    mine = 0
-    for c in range(c0 + tid, c0 + ncols, nt):
-        s = out_s[r, c]
-        if out_m[r, c] >= min_matches and s >= 0.0 and s >= threshold:
-            mine += 1
-    if mine > 0:
-        cuda.atomic.add(shared_i, 0, mine)
-    cuda.syncthreads()
-    count = shared_i[0]
-    cuda.syncthreads()
-    if fixed and tid == 0:
-        running.seg_n[cell] = min(count, top_n)
-    if count == 0:
+    g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if g >= scratch[0].shape[0]:
         return
-    if top_n <= 0 or count <= top_n:
-        if tid == 0:
-            shared_i[1] = cell * top_n if fixed else cuda.atomic.add(counts, 0, count)
-            shared_i[0] = 0
-        cuda.syncthreads()
-        base = shared_i[1]
-        for c in range(c0 + tid, c0 + ncols, nt):
-            s = out_s[r, c]
-            m = out_m[r, c]
-            if m >= min_matches and s >= 0.0 and s >= threshold:
-                pos = base + cuda.atomic.add(shared_i, 0, 1)
-                if pos < hit_r.shape[0]:
-                    hit_r[pos] = r
-                    hit_c[pos] = c
-                    hit_s[pos] = s
-                    hit_m[pos] = m
-        return
-    # more hits than top_n: sort the segment (padded to a power of two)
-    size = 1
-    while size < ncols:
-        size *= 2
-    for c in range(tid, size, nt):
-        if c < ncols:
-            s = out_s[r, c0 + c]
-            hit = out_m[r, c0 + c] >= min_matches and s >= 0.0 and s >= threshold
-            keys[c] = s if hit else -math.inf
+    big = (scratch[0][g], scratch[1][g], scratch[2][g], scratch[3][g], scratch[4][g], scratch[5][g])
+    sp = cuda.local.array(K3, float64)
+    si = cuda.local.array(K, int32)
+    sj = cuda.local.array(K, int32)
+    ua = cuda.local.array(K, uint8)
+    ub = cuda.local.array(K, uint8)
+    modified = kind == MODIFIED_COSINE
+    q_mz, q_w, q_off, q_norm, q_prec, _, _ = queries
+    l_mz, l_w, l_off, l_norm, l_prec, _, _ = library
+    k = g
+    stride = cuda.gridDim.x * cuda.blockDim.x
+    while k < n:
+        q = q_index[k]
+        l = l_index[k]
+        den = l_norm[l] * q_norm[q]
+        raw, nm, _, oflag = pair_score(
+            l_mz, l_w, l_off[l], l_off[l + 1], l_prec[l], q_mz, q_w, q_off[q], q_off[q + 1],
+            q_prec[q], tolerance, modified, sp, si, sj, ua, ub, big,
+        )  # fmt: skip
+        if oflag:
+            scores[k] = 0.0
+            matches[k] = -1
+        elif nm == 0 or den == 0.0:
+            scores[k] = 0.0
+            matches[k] = 0
         else:
-            keys[c] = -math.inf
-        idx[c] = c
-    cuda.syncthreads()
-    k = 2
-    while k <= size:
-        j = k // 2
-        while j > 0:
-            for t in range(tid, size, nt):
-                p = t ^ j
-                if p > t:
-                    first = _before(
-                        keys[t], _rank(index, l_first + c0, idx[t], ncols),
-                        keys[p], _rank(index, l_first + c0, idx[p], ncols),
-                    )  # fmt: skip
-                    if ((t & k) == 0) != first:
-                        kt = keys[t]
-                        keys[t] = keys[p]
-                        keys[p] = kt
-                        it = idx[t]
-                        idx[t] = idx[p]
-                        idx[p] = it
-            cuda.syncthreads()
-            j //= 2
-        k *= 2
-    if tid == 0:
-        shared_i[1] = cell * top_n if fixed else cuda.atomic.add(counts, 0, top_n)
-    cuda.syncthreads()
-    base = shared_i[1]
-    for t in range(tid, top_n, nt):
-        pos = base + t
-        if pos < hit_r.shape[0]:
-            c = c0 + idx[t]
-            hit_r[pos] = r
-            hit_c[pos] = c
-            hit_s[pos] = out_s[r, c]
-            hit_m[pos] = out_m[r, c]
+            scores[k] = raw / den
+            matches[k] = nm
+        k += stride

@@ -27,6 +27,8 @@ K = 32
 #: Size of the float64 scratch: K sorted products, then the taken peaks of a
 #: modified-cosine pair (2 × K).
 K3 = 3 * K
+#: Rounds of :func:`_greedy_rounds` before a big component is left to the host.
+ROUNDS = 64
 
 
 @cuda.jit(device=True)
@@ -43,11 +45,85 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover - device code
 
 
 @cuda.jit(device=True)
-def _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
+def _greedy_rounds(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, big, score):  # pragma: no cover
+    """``score`` plus the greedy sum of one component, and its matches (-1: given up).
+
+    The component is peaks ``i0:i1`` of ``A`` and ``j0:j1`` of ``B``; ``big`` is a
+    scratch row ``(row best product, row best peak, column best product, column
+    best peak, used A, used B)`` of at least ``i1 - i0`` and ``j1 - j0`` entries.
+    No sort: with candidates ordered strictly by (product, enumeration number),
+    the greedy matching is the one built by rounds that each take every
+    *locally dominant* candidate (the best of its row and of its column among free
+    peaks): the greedy walk would take each of them, and the best candidate left
+    is always one, so each round takes at least one.  After :data:`ROUNDS` rounds
+    it gives up (-1) and the caller flags the pair.  Products are added in the
+    order the rounds take them, which may differ from the CPU's in the last bits.
+    """
+    rp, rj, cp, ci, ua, ub = big
+    na = i1 - i0
+    nb = j1 - j0
+    for r in range(na):
+        ua[r] = 0
+    for r in range(nb):
+        ub[r] = 0
+    nm = 0
+    for _ in range(ROUNDS):
+        for r in range(nb):
+            cp[r] = -1.0
+            ci[r] = -1
+        found = False
+        jl = j0
+        for ii in range(i0, i1):
+            r = ii - i0
+            rj[r] = -1
+            if ua[r] != 0:
+                continue
+            a = mzA[ii]
+            lw = a - tol
+            hg = a + tol
+            wa = wA[ii]
+            best = -1.0
+            for j in range(jl, j1):
+                b = mzB[j]
+                if b > hg:
+                    break
+                if b < lw:
+                    jl = j + 1
+                    continue
+                c = j - j0
+                if ub[c] != 0:
+                    continue
+                p = wa * wB[j]
+                if p >= best:  # ties: the later candidate first, as the greedy walk
+                    best = p
+                    rj[r] = c
+                if p >= cp[c]:
+                    cp[c] = p
+                    ci[c] = r
+            rp[r] = best
+            if rj[r] >= 0:
+                found = True
+        if not found:
+            return score, nm
+        for r in range(na):
+            c = rj[r]
+            if c >= 0 and ci[c] == r:
+                ua[r] = 1
+                ub[c] = 1
+                score += rp[r]
+                nm += 1
+    return score, -1
+
+
+@cuda.jit(device=True)
+def _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, big):  # pragma: no cover
     """Greedy numerator, matches, and the candidate-product sum of overflowing components.
 
-    Returns ``(score, matches, overflow_sum, overflowed)``; when ``overflowed``
-    the first two cover only the components resolved exactly.
+    Components of more than :data:`K` candidates are resolved in the scratch row
+    ``big`` (:func:`_greedy_rounds`) when their peaks fit it (``len(big[0])`` per
+    side; a length of 1 turns this off).  Returns ``(score, matches,
+    overflow_sum, overflowed)``; when ``overflowed`` the first two cover only the
+    components resolved exactly.
     """
     score = 0.0
     nm = 0
@@ -133,22 +209,30 @@ def _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragm
                     if left == 0:
                         break
         else:
-            # too big for the scratch: sum every candidate product (an upper bound)
-            oflag = True
-            jl = cj0
-            for ii in range(ci0, k):
-                x = mzA[ii]
-                lw = x - tol
-                hg = x + tol
-                wa = wA[ii]
-                for j in range(jl, hi):
-                    b = mzB[j]
-                    if b > hg:
-                        break
-                    if b < lw:
-                        jl = j + 1
-                    else:
-                        osum += wa * wB[j]
+            got = -1
+            total = score
+            if k - ci0 <= big[0].shape[0] and hi - cj0 <= big[0].shape[0]:
+                total, got = _greedy_rounds(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, big, score)
+            if got >= 0:
+                score = total
+                nm += got
+            else:
+                # too big for the scratch: sum every candidate product (an upper bound)
+                oflag = True
+                jl = cj0
+                for ii in range(ci0, k):
+                    x = mzA[ii]
+                    lw = x - tol
+                    hg = x + tol
+                    wa = wA[ii]
+                    for j in range(jl, hi):
+                        b = mzB[j]
+                        if b > hg:
+                            break
+                        if b < lw:
+                            jl = j + 1
+                        else:
+                            osum += wa * wB[j]
         i = k
         lo = lo_k
     return score, nm, osum, oflag
@@ -179,12 +263,12 @@ def _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift):  # pragma: no 
 
 @cuda.jit(device=True)
 def _modified(
-    mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub
+    mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub, big
 ):  # pragma: no cover
     """Modified cosine, same return convention as :func:`_cosine`."""
     shift = pA - pB
     if not (abs(shift) > tol):
-        return _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub)
+        return _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, big)
     n0, s0 = _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0)
     n1, s1 = _count_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift)
     cnt = n0 + n1
@@ -335,8 +419,8 @@ def entropy_pair(mzA, pA, a0, a1, mzB, pB, b0, b1, tol):  # pragma: no cover
 
 @cuda.jit(device=True)
 def pair_score(
-    mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified, sp, si, sj, ua, ub
+    mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, modified, sp, si, sj, ua, ub, big
 ):  # pragma: no cover
     if modified:
-        return _modified(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, sp, si, sj, ua, ub)
-    return _cosine(mzL, wL, l0, l1, mzQ, wQ, q0, q1, tol, sp, si, sj, ua, ub)
+        return _modified(mzL, wL, l0, l1, pL, mzQ, wQ, q0, q1, pQ, tol, sp, si, sj, ua, ub, big)
+    return _cosine(mzL, wL, l0, l1, mzQ, wQ, q0, q1, tol, sp, si, sj, ua, ub, big)
