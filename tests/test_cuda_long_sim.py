@@ -10,8 +10,9 @@ candidates) and leaves larger ones to the host.  Here every listed pair is long
 the threshold, at tolerances that make components of hundreds of candidates.
 Checked for cosine and modified cosine: the hits equal the CPU backend's (same
 pairs, same match counts, scores within 1e-9) with a scratch that holds the
-components and with one so small that the host rescores many pairs.  Runs in a
-fresh interpreter with ``NUMBA_ENABLE_CUDASIM=1``.
+components and with one so small that the host rescores many pairs; and the
+host's rescoring of every listed pair bounded by each query's running top-N
+floor.  Runs in a fresh interpreter with ``NUMBA_ENABLE_CUDASIM=1``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     from engine.backends import Batch, CpuBackend, PreparedSpectra
     from engine.backends.cuda import CudaBackend
+    from engine.hits import HitTable
     from engine.io import read_library
     from engine.params import SearchParameters
 
@@ -84,6 +86,30 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
                     "host": gpu.rescored_pairs - host0,
                 }
             )  # fmt: skip
+    # the host's rescoring of every listed pair with a device top-N across batches:
+    # each pair is bounded against its query's running floor (the N-th best so far;
+    # the per-pair bound itself is tested in test_pair_bound.py).  The queries' own
+    # spectra come first, so their floors are 1 for the batches after.
+    gpu = CudaBackend(threads=32, select_threads=32)
+    gpu.bound_threads, gpu.bound_chunk, gpu.list_survivors = 32, 8, True
+    gpu.pair_work_max = 1
+    out["floors"] = []
+    for top_n in (1, 3):
+        p = SearchParameters(mode="custom", tolerance=0.1, threshold=0.2, top_n=top_n)
+        spectra = PreparedSpectra.for_search(lib, p)
+        n = len(spectra)
+        cuts = [0, nq, nq + (n - nq) // 2, n]  # out of column order: a tile each
+        split = [Batch(0, nq, cuts[i], cuts[i + 1]) for i in (0, 2, 1)]
+        host0, floored0 = gpu.rescored_pairs, gpu.floored_pairs
+        got = [h for _, h in gpu.run_batches(spectra, spectra, split, p, across_batches=True)]
+        merged = HitTable.concat(got).top_per_query(top_n, library_rank=spectra.ranks)
+        same, diff = _same(merged, cpu.score_batch(spectra, spectra, Batch(0, nq, 0, n), p))
+        out["floors"].append(
+            {
+                "top_n": top_n, "hits": len(merged), "same_hits": same, "max_diff": diff,
+                "host": gpu.rescored_pairs - host0, "floored": gpu.floored_pairs - floored0,
+            }
+        )  # fmt: skip
     return out
 
 
@@ -106,6 +132,9 @@ def test_pair_kernel_equals_cpu_under_simulator() -> None:
     # big components resolved on the GPU, or left to the host where the scratch is small
     assert all(c["host"] == 0 for c in roomy if c["score"] == "cosine"), roomy
     assert sum(c["host"] for c in roomy) < sum(c["host"] for c in tight), report["cases"]
+    for case in report["floors"]:  # host rescoring bounded by the queries' running floors
+        assert case["same_hits"] and case["max_diff"] <= 1e-9, case
+        assert case["hits"] > 0 and case["host"] > 0, case
 
 
 if __name__ == "__main__":  # pragma: no cover - the simulator process

@@ -63,6 +63,27 @@ def test_bounded_rescoring_keeps_every_hit(massbank_queries, massbank_library, t
     assert skipped.sum() > len(qi) // 2  # the bound rules most of them out unscored
 
 
+def test_rescoring_with_a_threshold_per_pair(massbank_queries, massbank_library):
+    """Per-pair thresholds (a query's running top-N floor): every pair reaching its own
+    threshold keeps its exact score and matches, whatever the other pairs' thresholds."""
+    tolerance = 0.1
+    params = SearchParameters(mode="custom", tolerance=tolerance)
+    q, lib, qi, li = long_pairs(massbank_queries, massbank_library, params)
+    all_s, all_m = rescore_pairs(q, lib, qi, li, tolerance, COSINE)
+    floors = np.random.default_rng(5).choice([0.0, 0.3, 0.5, 0.7, 0.9], len(qi))
+    got_s, got_m = rescore_pairs(q, lib, qi, li, tolerance, COSINE, floors)
+    reach = (all_s >= floors) & (all_m >= 1)
+    assert reach.any() and (~reach).any()
+    np.testing.assert_array_equal(got_s[reach], all_s[reach])
+    np.testing.assert_array_equal(got_m[reach], all_m[reach])
+    assert np.all((got_s[~reach] < floors[~reach]) | (got_m[~reach] == 0))
+    unbounded = floors == 0.0  # no threshold: scored in full
+    np.testing.assert_array_equal(got_s[unbounded], all_s[unbounded])
+    # pairs skipped unscored, more where the threshold is higher
+    skipped = [np.mean((got_m == 0)[(floors == f) & (all_m > 0)]) for f in (0.3, 0.9)]
+    assert skipped[1] > skipped[0] > 0, skipped
+
+
 def test_other_scores_are_not_bounded(massbank_queries, massbank_library):
     params = SearchParameters(mode="custom", score="modified_cosine", tolerance=0.1)
     q, lib, qi, li = long_pairs(massbank_queries, massbank_library, params, limit=500)

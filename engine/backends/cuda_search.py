@@ -56,8 +56,10 @@ class TileSearch:
     #: Flushes of fewer flagged pairs than this go to the host's threads instead: a
     #: launch waits for its longest merge, one GPU thread, where a CPU core is faster.
     pair_gpu_min: int = 1 << 14
-    #: Diagnostics: flagged pairs scored by the pair kernel.
+    #: Diagnostics: flagged pairs scored by the pair kernel; flagged pairs the host
+    #: bounded against their query's running top-N floor (above the threshold).
     gpu_scored_pairs: int = 0
+    floored_pairs: int = 0
     #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
     #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each)
     #: and the pairs each tile listed (``"listed"``); tiles then run one at a time.
@@ -110,7 +112,7 @@ class TileSearch:
         for n, tile in enumerate(tiles):
             slot = slots[n % len(slots)]
             if len(pending) == len(slots):
-                self._collect(*pending.popleft(), queries, library, params, parts, left, queue)
+                self._collect(*pending.popleft(), queries, library, params, parts, left, queue, top)
             self._launch(tile, slot, dq, dl, params, orders, top)
             if self.kernel_events is not None:  # diagnostics: one tile at a time, timed alone
                 slot.stream.synchronize()
@@ -123,7 +125,7 @@ class TileSearch:
                 yield batches[nxt], self._batch_hits(nxt, parts, params, nxt in wide, ranks, top)
                 nxt += 1
         while pending:
-            self._collect(*pending.popleft(), queries, library, params, parts, left, queue)
+            self._collect(*pending.popleft(), queries, library, params, parts, left, queue, top)
         if queue is not None:
             queue.flush()
         for b in range(nxt, len(batches)):
@@ -139,6 +141,24 @@ class TileSearch:
         if top is not None:
             got = got + top.final_hits(b)
         return merge_batch_hits(got, params, wide, ranks)
+
+    @staticmethod
+    def _pair_floors(
+        tile: Tile, slot: TileSlot, top: DeviceTop | None, rows: np.ndarray,
+        params: SearchParameters,
+    ) -> np.ndarray:  # fmt: skip
+        """Per flagged pair (query ``rows``), the least score that can still matter.
+
+        The threshold; with a device top-N, the query's running floor where higher
+        (its N-th best so far): the final N-th best is at least that, so a pair
+        scoring less can enter no top-N, and the host's best-partner bound skips it.
+        """
+        threshold = np.full(len(rows), float(params.threshold))
+        if top is None or params.top_n <= 0 or not len(rows):
+            return threshold
+        floor = top.acc.floor[tile.q0 : tile.q1].copy_to_host(stream=slot.stream)
+        slot.stream.synchronize()
+        return np.maximum(threshold, floor[rows - tile.q0])
 
     def _pair_stream(self) -> Any:
         """The stream of the pair kernel (one per backend: launches run in turn)."""
@@ -344,6 +364,7 @@ class TileSearch:
         parts: dict[int, list],
         left: list[int],
         queue: PairQueue | None = None,
+        top: DeviceTop | None = None,
     ) -> None:
         """Wait for a tile; file its hits (and its flagged pairs, queued for the GPU's
         pair kernel or the host's rescoring) under their batches."""
@@ -370,6 +391,8 @@ class TileSearch:
         elif n_ovf:
             r, c = flagged_pairs(tile, slot, n_ovf)
             self.rescored_pairs += n_ovf
+            floors = self._pair_floors(tile, slot, top, r, params)
+            self.floored_pairs += int(np.count_nonzero(floors > params.threshold))
             for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
                     submit_rescore(
@@ -379,7 +402,7 @@ class TileSearch:
                         c[rows],
                         score_tolerance(params),
                         score_kind(params),
-                        params.threshold,  # pairs below it are no hits: bounded first
+                        floors[rows],  # pairs below them can be no hits: bounded first
                     )
                 )
         for b in tile.batches:

@@ -93,7 +93,7 @@ def submit_rescore(
     l_index: np.ndarray,
     tolerance: float,
     kind: int,
-    threshold: float = 0.0,
+    threshold: float | np.ndarray = 0.0,
 ) -> PendingScores:
     """Start the exact CPU scoring of listed pairs on worker threads; return at once.
 
@@ -107,6 +107,7 @@ def submit_rescore(
     l_index = np.ascontiguousarray(l_index, dtype=np.int64)
     if len(q_index) == 0:
         return PendingScores(q_index, l_index, [])
+    thresholds = np.array(np.broadcast_to(np.asarray(threshold, np.float64), q_index.shape))
     q, lib = queries.spectrum_set, library.spectrum_set
     pool = _rescore_pool()
     futures = [
@@ -118,7 +119,7 @@ def submit_rescore(
             lib,
             float(tolerance),
             int(kind),
-            float(threshold),
+            thresholds[k : k + RESCORE_CHUNK],
         )
         for k in range(0, len(q_index), RESCORE_CHUNK)
     ]
@@ -132,7 +133,7 @@ def rescore_pairs(
     l_index: np.ndarray,
     tolerance: float,
     kind: int,
-    threshold: float = 0.0,
+    threshold: float | np.ndarray = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
 
@@ -146,9 +147,10 @@ def rescore_pairs(
     kind : int
         Score kind (:func:`~engine.backends.base.score_kind`; ``True`` reads as
         the modified cosine).
-    threshold : float
+    threshold : float or ndarray of float
         Pairs of the cosine proven below it by the best-partner bound are not
-        scored (score 0, no matches: no hit); 0 scores every pair.
+        scored (score 0, no matches: no hit); 0 scores every pair.  One value per
+        pair, or one for all (e.g. per pair: the query's running top-N floor).
 
     Returns
     -------

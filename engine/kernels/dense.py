@@ -73,15 +73,16 @@ def dense_block(
 
 @njit(cache=True, nogil=True)
 def score_listed_pairs(
-    q_index, l_index, queries, library, tolerance, kind, threshold=0.0
+    q_index, l_index, queries, library, tolerance, kind, thresholds
 ):  # pragma: no cover - numba
     """Exact scores of pairs ``(q_index[k], l_index[k])`` of score ``kind``, serially.
 
-    With a ``threshold`` (cosine only), a pair whose best-partner bound
-    (:func:`~engine.kernels.pair_bound.best_partner_bound`) stays below it is not
-    scored: it gets score 0 and no matches, as it can be no hit.  Releases the
-    GIL, so worker threads run several lists at once (the GPU's overflow pairs are
-    rescored this way while it goes on).
+    With a threshold ``thresholds[k] > 0`` (cosine only), a pair whose best-partner
+    bound (:func:`~engine.kernels.pair_bound.best_partner_bound`) stays below it is
+    not scored: it gets score 0 and no matches, as it can be no hit (or, with a
+    query's running top-N floor as its threshold, no hit of its top-N).  Releases
+    the GIL, so worker threads run several lists at once (the GPU's overflow pairs
+    are rescored this way while it goes on).
     """
     n = q_index.shape[0]
     scores = np.zeros(n, dtype=np.float64)
@@ -91,11 +92,12 @@ def score_listed_pairs(
         longest_spectrum(queries.offsets, 0, queries.offsets.shape[0] - 1),
     )
     scratch = new_scratch(longest)
-    bounded = kind == COSINE and threshold > 0.0
-    colmax = np.empty(longest if bounded else 0, dtype=np.float64)
+    colmax = np.empty(longest if kind == COSINE else 0, dtype=np.float64)
     for k in range(n):
         q, l = q_index[k], l_index[k]
-        if bounded and not pair_can_reach(q, l, queries, library, tolerance, threshold, colmax):
-            continue
+        t = thresholds[k]
+        if kind == COSINE and t > 0.0:
+            if not pair_can_reach(q, l, queries, library, tolerance, t, colmax):
+                continue
         scores[k], matches[k] = score_pair(q, l, queries, library, tolerance, kind, scratch)
     return scores, matches
