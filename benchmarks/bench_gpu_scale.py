@@ -155,7 +155,7 @@ def main() -> None:
             flush=True,
         )
         be.pairs_on_gpu, be.rescored_pairs = False, 0
-    be.gpu_scored_pairs = 0
+    be.gpu_scored_pairs = be.floored_pairs = 0
     t, cpu = time.perf_counter(), time.process_time()
     job = SearchJob(queries, library, params, backend=be)
     chunks, first = [], None
@@ -170,7 +170,8 @@ def main() -> None:
     print(
         f"search: {seconds:.2f} s, {pairs / seconds:.3e} pairs/s, first hits {first:.2f} s, "
         f"{len(hits):,} hits, rescored pairs {be.rescored_pairs:,}, flagged on the GPU "
-        f"{be.gpu_scored_pairs:,}, host CPU {cpu_s:.1f} s, "
+        f"{be.gpu_scored_pairs:,}, bounded by a top-N floor {be.floored_pairs:,}, host CPU "
+        f"{cpu_s:.1f} s, "
         f"messages {job.messages}",
         flush=True,
     )
