@@ -6,8 +6,9 @@ flight, each with its own stream and buffers: the bound kernel (exact pruning,
 selection kernel; with a top-N the selected hits are merged into each query's
 running top-N on the device (:mod:`.cuda_topn`), otherwise copied back per tile.
 Flagged pairs (long merges, components too large for the on-chip scratch) are
-queued from tile to tile and scored exactly on the GPU in large launches of
-their own (:mod:`.cuda_pairs`), or on the CPU by worker threads.
+rescored exactly on the CPU by worker threads while the GPU goes on, each bounded
+first against its query's running top-N floor; or, opt-in, queued from tile to
+tile and scored on the GPU in large launches of their own (:mod:`.cuda_pairs`).
 """
 
 from __future__ import annotations
