@@ -16,12 +16,12 @@ builds every device peak index a search then uses.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.simulator import simulated_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -219,12 +219,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 )
 def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
     """Bound-pruned GPU hits equal the CPU backend's; the bound never undercuts a score."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    proc = subprocess.run(
-        [sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = simulated_report(__file__)
     assert report["peaks"]["massbank"] > 1024
     for case in report["cases"]:
         assert case["same_hits"], case

@@ -18,12 +18,12 @@ floor.  Runs in a fresh interpreter with ``NUMBA_ENABLE_CUDASIM=1``.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.simulator import simulated_report
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = ROOT.parent / "shared" / "data" / "massbank_ms2_queries.mgf.gz"
@@ -86,10 +86,11 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
                     "host": gpu.rescored_pairs - host0,
                 }
             )  # fmt: skip
-    # the host's rescoring of every listed pair with a device top-N across batches:
-    # each pair is bounded against its query's running floor (the N-th best so far;
-    # the per-pair bound itself is tested in test_pair_bound.py).  The queries' own
-    # spectra come first, so their floors are 1 for the batches after.
+    # the host's rescoring of every listed pair with a device top-N across batches,
+    # each pair bounded by its query's running floor (the N-th best so far).  The
+    # queries' own spectra come first, so their floors reach 1; the device's listing
+    # then prunes what a floor would, so this checks the path, and
+    # test_pair_bound.py checks the per-pair bound itself.
     gpu = CudaBackend(threads=32, select_threads=32)
     gpu.bound_threads, gpu.bound_chunk, gpu.list_survivors = 32, 8, True
     gpu.pair_work_max = 1
@@ -116,12 +117,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 @pytest.mark.skipif(not QUERIES.exists(), reason="shared test data not present")
 def test_pair_kernel_equals_cpu_under_simulator() -> None:
     """Long pairs and big components scored on the GPU equal the CPU backend's hits."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    proc = subprocess.run(
-        [sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = simulated_report(__file__)
     assert report["peaks"] > 1024
     for case in report["cases"]:
         assert case["same_hits"], case

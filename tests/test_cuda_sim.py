@@ -12,12 +12,12 @@ float64 and compact (float32 / int16).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.simulator import simulated_report
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -119,12 +119,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 @pytest.mark.skipif(not QUERIES.exists(), reason="shared MassBank data not present")
 def test_cuda_kernels_equal_cpu_under_simulator() -> None:
     """Search hits and dense matrices of the CUDA backend equal the CPU kernel's."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    proc = subprocess.run(
-        [sys.executable, __file__], env=env, capture_output=True, text=True, timeout=900, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = simulated_report(__file__)
     assert max(report["peaks"]) > 1024
     assert report["rescored"] > 0  # the overflow path was exercised
     for case in report["cases"]:

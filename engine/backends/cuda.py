@@ -309,7 +309,8 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         Host kernels are compiled per array type, and a library's arrays are
         read-only (immutable) where a filtered copy is not: both kinds are warmed
         up, so that no search compiles anything (a first search would otherwise
-        wait seconds for the host rescoring kernel).
+        wait seconds for the host rescoring kernel).  The GPU pair kernel (and its
+        scratch) only where ``pairs_on_gpu`` is set before.
         """
         for readonly in (False, True):
             spectra = _tiny_spectra(readonly)
@@ -322,13 +323,13 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             batches = [Batch(0, 2, 0, 1), Batch(0, 2, 1, 2)]
             for _ in self.run_batches(spectra, spectra, batches, pruned, across_batches=True):
                 pass
-            # every pair flagged, every flush on the GPU: the pair kernel
-            work, few, on = self.pair_work_max, self.pair_gpu_min, self.pairs_on_gpu
-            self.pair_work_max, self.pair_gpu_min, self.pairs_on_gpu = 1, 0, True
-            try:
-                self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
-            finally:
-                self.pair_work_max, self.pair_gpu_min, self.pairs_on_gpu = work, few, on
+            if self.pairs_on_gpu:  # opt-in: every pair flagged, every flush on the GPU
+                work, few = self.pair_work_max, self.pair_gpu_min
+                self.pair_work_max, self.pair_gpu_min = 1, 0
+                try:
+                    self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
+                finally:
+                    self.pair_work_max, self.pair_gpu_min = work, few
             rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
             rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
         self.dense(spectra, spectra, params)

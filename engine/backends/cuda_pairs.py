@@ -138,7 +138,6 @@ class PairQueue:
         self.threshold = float(params.threshold)
         self.stream = backend._pair_stream()
         self.scratch = backend._pair_scratch()
-        self.launch_pairs = LAUNCH_PAIRS
         self._waiting: list[QueuedScores] = []
         self._count = 0
 
@@ -147,7 +146,7 @@ class PairQueue:
         handle = QueuedScores(self, np.asarray(q_index, np.int64), np.asarray(l_index, np.int64))
         self._waiting.append(handle)
         self._count += len(handle.q_index)
-        if self._count >= self.launch_pairs:
+        if self._count >= LAUNCH_PAIRS:
             self.flush()
         return handle
 

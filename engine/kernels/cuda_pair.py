@@ -116,6 +116,27 @@ def _greedy_rounds(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, big, score):  # pragma
 
 
 @cuda.jit(device=True)
+def _candidate_sum(mzA, wA, i0, i1, mzB, wB, j0, j1, tol):  # pragma: no cover
+    """Sum of the candidate products of one component (an upper bound of its greedy sum)."""
+    total = 0.0
+    jl = j0
+    for ii in range(i0, i1):
+        x = mzA[ii]
+        lw = x - tol
+        hg = x + tol
+        wa = wA[ii]
+        for j in range(jl, j1):
+            b = mzB[j]
+            if b > hg:
+                break
+            if b < lw:
+                jl = j + 1
+            else:
+                total += wa * wB[j]
+    return total
+
+
+@cuda.jit(device=True)
 def _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, big):  # pragma: no cover
     """Greedy numerator, matches, and the candidate-product sum of overflowing components.
 
@@ -216,23 +237,9 @@ def _cosine(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, big):  # 
             if got >= 0:
                 score = total
                 nm += got
-            else:
-                # too big for the scratch: sum every candidate product (an upper bound)
+            else:  # too big for the scratch: the sum of its candidate products bounds it
                 oflag = True
-                jl = cj0
-                for ii in range(ci0, k):
-                    x = mzA[ii]
-                    lw = x - tol
-                    hg = x + tol
-                    wa = wA[ii]
-                    for j in range(jl, hi):
-                        b = mzB[j]
-                        if b > hg:
-                            break
-                        if b < lw:
-                            jl = j + 1
-                        else:
-                            osum += wa * wB[j]
+                osum += _candidate_sum(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol)
         i = k
         lo = lo_k
     return score, nm, osum, oflag
