@@ -192,6 +192,44 @@ def test_backend_failure_falls_back_to_cpu_without_losing_hits(pesticides):
     np.testing.assert_array_equal(hits.score, expected.score)
 
 
+class _WithholdingBackend(_FailingBackend):
+    """A backend that holds each query's hits until the last batch of its block
+    (as the CUDA backend's device top-N does), then dies mid-block."""
+
+    def run_batches(self, queries, library, batches, params, across_batches=False):
+        held: dict[tuple[int, int], list[HitTable]] = {}
+        last = {(b.q_start, b.q_stop): b for b in batches}
+        for batch in batches:
+            key = (batch.q_start, batch.q_stop)
+            held.setdefault(key, []).append(self.score_batch(queries, library, batch, params))
+            if batch is last[key]:
+                yield batch, HitTable.concat(held.pop(key)).top_per_query(params.top_n)
+            else:
+                yield batch, HitTable.empty()
+
+
+@pytest.mark.parametrize("fail_after", [1, 3, 6])
+def test_failure_mid_block_redoes_the_block_without_losing_hits(pesticides, fail_after):
+    """Hits held back on the device for a block's last batch are not lost when the
+    device fails before it: the CPU redoes the whole block."""
+    params = SearchParameters(mode="custom", top_n=3, batch_size=4)
+    job = SearchJob(
+        pesticides, pesticides, params, backend=_WithholdingBackend(fail_after),
+        on_message=lambda m: None,
+    )  # fmt: skip
+    plan = job._plan()
+    assert max(len(batches) for _, batches in plan.blocks) > fail_after  # dies mid-block
+    hits = job.run()
+    assert job.finished and job.backend.name == "cpu"
+    assert job.progress.pairs_done == plan.pairs
+    expected = search(pesticides, pesticides, params, backend="cpu")
+    order = np.lexsort((expected.library_index, expected.query_index))
+    got = np.lexsort((hits.library_index, hits.query_index))
+    np.testing.assert_array_equal(hits.query_index[got], expected.query_index[order])
+    np.testing.assert_array_equal(hits.library_index[got], expected.library_index[order])
+    np.testing.assert_array_equal(hits.score[got], expected.score[order])
+
+
 def test_missing_gpu_is_reported_and_cpu_used():
     from engine import get_backend, gpu_status
 

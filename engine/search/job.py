@@ -109,10 +109,15 @@ class SearchJob(StreamingJob):
         block_of = np.repeat(np.arange(len(plan.blocks)), [len(b) for _, b in plan.blocks])
         left = [len(b) for _, b in plan.blocks]
         partial: list[HitTable] = []
-        k = 0
+        k, seen = 0, 0
         try:
-            for n, (batch, hits) in enumerate(self._run_batches(plan, batches)):
+            for n, batch, hits in self._run_batches(plan, batches, block_of):
                 k = block_of[n]
+                if n < seen:  # the CPU redoes the block in flight: its partial hits go
+                    partial = []
+                    left[k] = len(plan.blocks[k][1])
+                    self.progress.pairs_done -= sum(b.pairs for b in batches[n:seen])
+                seen = n + 1
                 left[k] -= 1
                 self.progress.pairs_done += batch.pairs
                 self.progress.elapsed = time.perf_counter() - start
@@ -159,8 +164,17 @@ class SearchJob(StreamingJob):
             l = plan.library_order[l]
         return self._keep(HitTable(q, l, hits.score, hits.matches).top_per_query(self.params.top_n))
 
-    def _run_batches(self, plan: _Plan, batches: list[Batch]) -> Iterator[tuple[Batch, HitTable]]:
-        """Run the batches in order; on a backend failure continue on the CPU."""
+    def _run_batches(
+        self, plan: _Plan, batches: list[Batch], block_of: np.ndarray
+    ) -> Iterator[tuple[int, Batch, HitTable]]:
+        """Run the batches in order, yielding ``(index, batch, hits)``; on a backend
+        failure continue on the CPU.
+
+        With a top-N the backend may hold a query's hits back until the last batch
+        of its block (the device top-N does), so the CPU then redoes the whole
+        block in flight, from its first batch: an index lower than one already
+        yielded tells the caller to drop that block's partial hits.
+        """
         params = self.params  # kernels rank ties by the library's original index
         if isinstance(self.backend, CpuBackend):
             self.backend.stop = self.cancel_token.flag
@@ -169,19 +183,21 @@ class SearchJob(StreamingJob):
             items = self.backend.run_batches(
                 plan.queries, plan.library, batches, params, across_batches=True
             )
-            for item in items:
+            for batch, hits in items:
+                yield done, batch, hits
                 done += 1
-                yield item
                 if self.cancelled:
                     return
         except Exception as exc:
             self.backend, notice = cpu_fallback(self.backend, exc, threads=self.cpu_threads)
             self._say(notice)
             self.backend.stop = self.cancel_token.flag
-            for batch in batches[done:]:
-                yield (
-                    batch,
-                    self.backend.score_batch(plan.queries, plan.library, batch, params),
+            restart = done
+            if params.top_n > 0 and done < len(batches):
+                restart = int(np.searchsorted(block_of, block_of[done]))
+            for n in range(restart, len(batches)):
+                yield n, batches[n], self.backend.score_batch(
+                    plan.queries, plan.library, batches[n], params
                 )
                 if self.cancelled:
                     return
