@@ -196,8 +196,10 @@ class SearchJob(StreamingJob):
             if params.top_n > 0 and done < len(batches):
                 restart = int(np.searchsorted(block_of, block_of[done]))
             for n in range(restart, len(batches)):
-                yield n, batches[n], self.backend.score_batch(
-                    plan.queries, plan.library, batches[n], params
+                yield (
+                    n,
+                    batches[n],
+                    self.backend.score_batch(plan.queries, plan.library, batches[n], params),
                 )
                 if self.cancelled:
                     return
