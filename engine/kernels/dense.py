@@ -13,7 +13,6 @@ from engine.kernels.spectrum_set import (
     SpectrumSet,
     checked_block,
     longest_in_block,
-    longest_spectrum,
     new_scratch,
 )
 from engine.kernels.threads import parallel_region
@@ -87,10 +86,11 @@ def score_listed_pairs(
     n = q_index.shape[0]
     scores = np.zeros(n, dtype=np.float64)
     matches = np.zeros(n, dtype=np.int32)
-    longest = max(
-        longest_spectrum(library.offsets, 0, library.offsets.shape[0] - 1),
-        longest_spectrum(queries.offsets, 0, queries.offsets.shape[0] - 1),
-    )
+    longest = 0  # of the listed spectra only: a scan of a 1.5 M library per list cost ~1 ms
+    for k in range(n):
+        q, l = q_index[k], l_index[k]
+        longest = max(longest, queries.offsets[q + 1] - queries.offsets[q])
+        longest = max(longest, library.offsets[l + 1] - library.offsets[l])
     scratch = new_scratch(longest)
     colmax = np.empty(longest if kind == COSINE else 0, dtype=np.float64)
     for k in range(n):
