@@ -76,10 +76,12 @@ class HitTable:
 
     @classmethod
     def concat(cls, tables: Iterable[HitTable]) -> HitTable:
-        """Stack tables row-wise."""
+        """Stack tables row-wise (one table's columns are shared, not copied)."""
         tables = list(tables)
         if not tables:
             return cls.empty()
+        if len(tables) == 1:
+            return cls(*(getattr(tables[0], c) for c in cls.columns()))
         return cls(*(np.concatenate([getattr(t, c) for t in tables]) for c in cls.columns()))
 
     @staticmethod

@@ -103,23 +103,46 @@ class TileSlot:
 
 
 class DenseSlot:
-    """Device output and pinned staging buffers of one dense row chunk, with its stream."""
+    """Device output and pinned staging buffers of dense row chunks, with their stream.
 
-    def __init__(
-        self, cuda: Any, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
-    ) -> None:
-        self.key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
+    Sized in bytes and viewed as each chunk's shape and dtypes (:meth:`shape`), so
+    that matrices of other shapes or dtypes reuse the buffers instead of allocating
+    them again.
+    """
+
+    def __init__(self, cuda: Any, score_bytes: int, match_bytes: int, ovf_cap: int) -> None:
+        self.score_bytes = -(-int(score_bytes) // 8) * 8
+        self.match_bytes = -(-int(match_bytes) // 8) * 8
+        self.ovf_cap = int(ovf_cap)
         self.stream = cuda.stream()
-        self.out_s = cuda.device_array((rows, cols), dtype=s_dtype)
-        self.out_m = cuda.device_array((rows, cols), dtype=m_dtype)
-        self.host_s = cuda.pinned_array((rows, cols), dtype=s_dtype)
-        self.host_m = cuda.pinned_array((rows, cols), dtype=m_dtype)
-        self.ovf_r = cuda.device_array(ovf_cap, dtype=np.int32)
-        self.ovf_c = cuda.device_array(ovf_cap, dtype=np.int32)
+        self._dev_s = cuda.device_array(self.score_bytes, dtype=np.uint8)
+        self._dev_m = cuda.device_array(self.match_bytes, dtype=np.uint8)
+        self._host_s = cuda.pinned_array(self.score_bytes, dtype=np.uint8)
+        self._host_m = cuda.pinned_array(self.match_bytes, dtype=np.uint8)
+        self.ovf_r = cuda.device_array(self.ovf_cap, dtype=np.int32)
+        self.ovf_c = cuda.device_array(self.ovf_cap, dtype=np.int32)
         self.counts = cuda.device_array(2, dtype=np.int32)
         self.counts_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host = cuda.pinned_array(2, dtype=np.int32)
         self.zeros_host[:] = 0
+
+    def fits(self, score_bytes: int, match_bytes: int, ovf_cap: int) -> bool:
+        """Whether chunks of these sizes fit the buffers."""
+        return (
+            score_bytes <= self.score_bytes
+            and match_bytes <= self.match_bytes
+            and ovf_cap <= self.ovf_cap
+        )
+
+    def shape(self, rows: int, cols: int, s_dtype: Any, m_dtype: Any) -> None:
+        """View the buffers as ``(rows, cols)`` chunks of ``s_dtype`` scores and
+        ``m_dtype`` match counts (``out_s``, ``out_m`` on the device; ``host_s``,
+        ``host_m`` pinned)."""
+        n = rows * cols
+        self.out_s = self._dev_s.view(s_dtype)[:n].reshape(rows, cols)
+        self.out_m = self._dev_m.view(m_dtype)[:n].reshape(rows, cols)
+        self.host_s = self._host_s.view(s_dtype)[:n].reshape(rows, cols)
+        self.host_m = self._host_m.view(m_dtype)[:n].reshape(rows, cols)
 
 
 def resident_key(spectra: PreparedSpectra) -> str:

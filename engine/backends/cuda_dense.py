@@ -26,13 +26,19 @@ class DenseOnGpu:
     def _get_dense_slots(
         self, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
     ) -> list[DenseSlot]:
-        key = (rows, cols, np.dtype(s_dtype), np.dtype(m_dtype), ovf_cap)
-        if not self._dense_slots or self._dense_slots[0].key != key:
-            self._dense_slots = []
-            self._dense_slots = [
-                DenseSlot(self._cuda, rows, cols, s_dtype, m_dtype, ovf_cap) for _ in range(2)
-            ]
-        return self._dense_slots
+        """Two slots viewed as ``(rows, cols)`` chunks; they grow, never shrink, so that
+        later matrices up to the largest chunk so far allocate nothing."""
+        need = (rows * cols * np.dtype(s_dtype).itemsize, rows * cols * np.dtype(m_dtype).itemsize)
+        slots = self._dense_slots
+        if not slots or not slots[0].fits(*need, ovf_cap):
+            if slots:
+                need = (max(need[0], slots[0].score_bytes), max(need[1], slots[0].match_bytes))
+                ovf_cap = max(ovf_cap, slots[0].ovf_cap)
+            self._dense_slots = slots = []  # the old buffers go before the new come
+            self._dense_slots = slots = [DenseSlot(self._cuda, *need, ovf_cap) for _ in range(2)]
+        for slot in slots:
+            slot.shape(rows, cols, s_dtype, m_dtype)
+        return slots
 
     def _dense(
         self,

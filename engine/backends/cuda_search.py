@@ -123,25 +123,34 @@ class TileSearch:
                     )
             pending.append((tile, slot))
             while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
-                yield batches[nxt], self._batch_hits(nxt, parts, params, nxt in wide, ranks, top)
+                yield (
+                    batches[nxt],
+                    self._batch_hits(
+                        nxt, parts, params, nxt in wide, ranks, top, not across_batches
+                    ),
+                )
                 nxt += 1
         while pending:
             self._collect(*pending.popleft(), queries, library, params, parts, left, queue, top)
         if queue is not None:
             queue.flush()
         for b in range(nxt, len(batches)):
-            yield batches[b], self._batch_hits(b, parts, params, b in wide, ranks, top)
+            yield (
+                batches[b],
+                self._batch_hits(b, parts, params, b in wide, ranks, top, not across_batches),
+            )
 
     @staticmethod
     def _batch_hits(
         b: int, parts: dict[int, list], params: SearchParameters, wide: bool, ranks: np.ndarray,
-        top: DeviceTop | None,
+        top: DeviceTop | None, cut: bool = True,
     ) -> HitTable:  # fmt: skip
-        """Batch ``b``'s hits: its tiles' tables, rescored pairs and final running top-N."""
+        """Batch ``b``'s hits: its tiles' tables, rescored pairs and final running top-N
+        (without ``cut``, not selected again: the caller merges across batches)."""
         got = parts.pop(b, [])
         if top is not None:
             got = got + top.final_hits(b)
-        return merge_batch_hits(got, params, wide, ranks)
+        return merge_batch_hits(got, params, wide, ranks, cut)
 
     @staticmethod
     def _pair_floors(

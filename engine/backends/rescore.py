@@ -161,13 +161,14 @@ def rescore_pairs(
 
 
 def merge_batch_hits(
-    parts: list, params: SearchParameters, wide: bool, ranks: np.ndarray
+    parts: list, params: SearchParameters, wide: bool, ranks: np.ndarray, cut: bool = True
 ) -> HitTable:
     """One batch's hits from its GPU tables and rescored pairs (top-N per query).
 
     ``wide``: the batch spans several selection segments, so a query may have
     more than ``top_n`` hits.  Only the queries over their top-N are selected
-    again; the rows come in no particular order.
+    again; the rows come in no particular order.  Without ``cut`` the tables
+    are only stacked: the caller selects each query's top-N across batches.
 
         Equal scores are ranked by ``ranks`` of the library positions, as in the kernels.
     """
@@ -186,6 +187,8 @@ def merge_batch_hits(
     if len(tables) == 1 and not rescored and not wide:
         return tables[0]
     hits = HitTable.concat(tables)
+    if not cut:
+        return hits
     if params.top_n > 0 and len(hits):  # cut only where a query has too many hits
         q = hits.query_index - hits.query_index.min()
         over = np.bincount(q) > params.top_n
