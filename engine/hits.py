@@ -209,6 +209,18 @@ class HitTable:
 
 
 # -- ordering of hit rows: group by query, best first, keep the top N ----------------
+@numba.njit(cache=True, nogil=True)
+def _in_order(rows, library, score):  # pragma: no cover - numba
+    """Whether ``rows`` are ordered by score descending, then library ascending (a
+    device top-N comes so: its query's sort is skipped, with the same result, as
+    the keys of distinct hits of one query are distinct)."""
+    for k in range(1, len(rows)):
+        s0, s1 = score[rows[k - 1]], score[rows[k]]
+        if not (s1 < s0 or (s1 == s0 and library[rows[k]] > library[rows[k - 1]])):
+            return False  # (NaN scores too: the sort places them)
+    return True
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _top_n_order(query, library, score, top_n, q_lo, n_groups):  # pragma: no cover - numba
     n = len(query)
@@ -226,7 +238,7 @@ def _top_n_order(query, library, score, top_n, q_lo, n_groups):  # pragma: no co
     kept = np.empty(n_groups, dtype=np.int64)
     for g in numba.prange(n_groups):
         a, b = starts[g], starts[g + 1]
-        if b - a > 1:
+        if b - a > 1 and not _in_order(grouped[a:b], library, score):
             rows = grouped[a:b]
             by_library = rows[np.argsort(library[rows], kind="mergesort")]
             grouped[a:b] = by_library[np.argsort(-score[by_library], kind="mergesort")]

@@ -112,6 +112,20 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
                 "compact_dtypes": [str(fs.dtype), str(fm.dtype)],
             }
         )
+    # row chunks (3 rows each, the last one shorter) reuse the buffers of the larger
+    # matrices above: viewed per chunk shape and dtype, not allocated again
+    slot = backend._dense_slots[0]
+    backend.dense_chunk_bytes = 3 * len(spectra) * 12
+    cs, cm = cpu.dense(spectra, spectra, p)
+    gs, gm = backend.dense(spectra, spectra, p)
+    fs, fm = backend.dense(spectra.reordered(np.arange(5)), spectra, p, compact=True)
+    out["chunked"] = {
+        "same_slots": backend._dense_slots[0] is slot,
+        "diff": float(np.abs(gs - cs).max()),
+        "matches_equal": bool(np.array_equal(gm, cm)),
+        "compact_diff": float(np.abs(fs.astype(np.float64) - cs[:5]).max()),
+        "compact_matches_equal": bool(np.array_equal(fm, cm[:5])),
+    }
     out["rescored"] = backend.rescored_pairs
     return out
 
@@ -130,6 +144,10 @@ def test_cuda_kernels_equal_cpu_under_simulator() -> None:
         assert case["compact_diff"] <= 1e-6, case
         assert case["compact_matches_equal"], case
         assert case["compact_dtypes"] == ["float32", "int16"], case
+    chunked = report["chunked"]
+    assert chunked["same_slots"], chunked
+    assert chunked["diff"] <= 1e-6 and chunked["compact_diff"] <= 1e-6, chunked
+    assert chunked["matches_equal"] and chunked["compact_matches_equal"], chunked
 
 
 if __name__ == "__main__":  # pragma: no cover - the simulator process

@@ -41,6 +41,19 @@ def test_merge_equals_one_full_selection(extra: int, top_n: int) -> None:
     assert np.bincount(got.query_index).max() <= top_n
 
 
+def test_without_cut_every_row_is_kept_for_the_caller() -> None:
+    """Across batches the caller selects the top-N once: the batch's rows are only stacked."""
+    device, rescored = device_and_rescored(7, 400, 300, 10)
+    params = SearchParameters(mode="custom", threshold=0.5, top_n=10)
+    ranks = np.arange(600)
+    got = merge_batch_hits([device, rescored], params, wide=True, ranks=ranks, cut=False)
+    assert len(got) == len(device) + len(rescored)
+    g = got.sorted()
+    w = HitTable.concat([device, rescored]).sorted()
+    for column in HitTable.columns():
+        assert np.array_equal(getattr(g, column), getattr(w, column)), column
+
+
 def test_rescore_threads_follow_the_process_share(monkeypatch):
     """A process given a share of the cores (a Dask worker per GPU) rescores on that share."""
     import os
