@@ -59,21 +59,25 @@ class DenseOnGpu:
         matches = np.empty((nq, nl), dtype=m_dtype)
         if nq == 0 or nl == 0:
             return scores, matches
-        dq, dl = self._upload(queries), self._upload(library)
+        # rows by peak count, longest first: their long pairs, rescored on the host,
+        # are handed off early and overlap the later chunks instead of trailing the last
+        row_of, by_count = queries.derived("longest_first", lambda: _longest_first(queries))
+        dq, dl = self._upload(by_count), self._upload(library)
         row_bytes = nl * (np.dtype(s_dtype).itemsize + np.dtype(m_dtype).itemsize)
         rows = max(1, min(nq, 65535, chunk_bytes // row_bytes))
         slots = self._get_dense_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))
         cols = self._cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
         rescoring: list[PendingScores] = []
+        into = (row_of, queries, library, params, scores, matches)
         prev = None
         for i, q0 in enumerate(range(0, nq, rows)):
             slot = slots[i % 2]
             n = min(rows, nq - q0)
             self._launch_dense(slot, dq, dl, cols, q0, n, params)
             if prev is not None:
-                rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
+                rescoring += self._take_dense(*prev, *into)
             prev = (slot, q0, min(rows, nq - q0))
-        rescoring += self._take_dense(*prev, queries, library, params, scores, matches)
+        rescoring += self._take_dense(*prev, *into)
         for pend in rescoring:
             sc, m = pend.result()
             scores[pend.q_index, pend.l_index] = sc
@@ -105,19 +109,21 @@ class DenseOnGpu:
         slot: DenseSlot,
         q0: int,
         n: int,
+        row_of: np.ndarray,
         queries: PreparedSpectra,
         library: PreparedSpectra,
         params: SearchParameters,
         scores: np.ndarray,
         matches: np.ndarray,
     ) -> list[PendingScores]:
-        """Wait for a chunk, copy it into the result, start rescoring its flagged pairs."""
+        """Wait for a chunk, copy it into the result (its rows ``row_of[q0:q0 + n]``),
+        start rescoring its flagged pairs."""
         s = slot.stream
         s.synchronize()
         n_ovf = int(slot.counts_host[1])
         with parallel_region():
-            copy_rows(scores[q0 : q0 + n], slot.host_s, n)
-            copy_rows(matches[q0 : q0 + n], slot.host_m, n)
+            copy_rows(scores, row_of[q0 : q0 + n], slot.host_s, n)
+            copy_rows(matches, row_of[q0 : q0 + n], slot.host_m, n)
         if not n_ovf:
             return []
         if n_ovf <= slot.ovf_r.shape[0]:
@@ -125,7 +131,15 @@ class DenseOnGpu:
             c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64)
             s.synchronize()
         else:
-            r, c = np.nonzero(matches[q0 : q0 + n] < 0)
+            r, c = np.nonzero(matches[row_of[q0 : q0 + n]] < 0)
         return [
-            submit_rescore(queries, library, r + q0, c, score_tolerance(params), score_kind(params))
+            submit_rescore(
+                queries, library, row_of[r + q0], c, score_tolerance(params), score_kind(params)
+            )
         ]
+
+
+def _longest_first(spectra: PreparedSpectra) -> tuple[np.ndarray, PreparedSpectra]:
+    """``spectra`` by peak count, longest first (ties in order), and that order."""
+    order = np.argsort(-np.diff(spectra.offsets), kind="stable")
+    return order, spectra.reordered(order)

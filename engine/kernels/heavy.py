@@ -9,10 +9,11 @@ __all__ = ["HEAVY_MAX", "copy_rows", "heavy_peaks"]
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def copy_rows(dst, src, n):  # pragma: no cover
-    """``dst[:n] = src[:n]`` row-parallel (first touch of fresh pages on every core)."""
+def copy_rows(dst, rows, src, n):  # pragma: no cover
+    """``dst[rows[r]] = src[r]`` for ``r < n``, row-parallel (first touch of fresh pages
+    on every core)."""
     for r in prange(n):
-        dst[r, :] = src[r, :]
+        dst[rows[r], :] = src[r, :]
 
 
 #: Heaviest peaks per library spectrum kept for the pruning test.
