@@ -70,12 +70,13 @@ class DenseOnGpu:
         rescoring: list[PendingScores] = []
         into = (row_of, queries, library, params, scores, matches)
         prev = None
-        for i, (q0, n) in enumerate(row_chunks(nq, rows)):
+        for i, q0 in enumerate(range(0, nq, rows)):
             slot = slots[i % 2]
+            n = min(rows, nq - q0)
             self._launch_dense(slot, dq, dl, cols, q0, n, params)
             if prev is not None:
                 rescoring += self._take_dense(*prev, *into)
-            prev = (slot, q0, n)
+            prev = (slot, q0, min(rows, nq - q0))
         rescoring += self._take_dense(*prev, *into)
         for pend in rescoring:
             sc, m = pend.result()
@@ -142,17 +143,3 @@ def _longest_first(spectra: PreparedSpectra) -> tuple[np.ndarray, PreparedSpectr
     """``spectra`` by peak count, longest first (ties in order), and that order."""
     order = np.argsort(-np.diff(spectra.offsets), kind="stable")
     return order, spectra.reordered(order)
-
-
-def row_chunks(n_rows: int, rows: int) -> list[tuple[int, int]]:
-    """``(first row, rows)`` of each chunk of at most ``rows``: full chunks, then the
-    last one to two chunks' worth in halves (down to 64 rows), so that little is
-    left to copy and rescore after the GPU's last kernel."""
-    full = max(0, n_rows - rows) // rows * rows
-    chunks = [(q0, rows) for q0 in range(0, full, rows)]
-    q0, left = full, n_rows - full
-    while left > 0:
-        n = min(rows, left if left <= 2 * 64 else max(64, left // 2))
-        chunks.append((q0, n))
-        q0, left = q0 + n, left - n
-    return chunks
