@@ -122,7 +122,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         Output bytes per row chunk of :meth:`dense` (two chunks in flight; the
         buffers, on the device and pinned on the host, grow to what the largest
         matrix so far needed, up to this).  256 MiB: 16,384² compact took
-        0.30–0.33 s on an H100 against 0.40–0.44 s in 64 MiB chunks (fewer,
+        0.30–0.36 s on H100s against 0.40–0.44 s in 64 MiB chunks (fewer,
         larger copies and rescoring hand-offs).
     query_prune : bool
         With a threshold, also skip pairs in which no heavy peak of the query

@@ -76,7 +76,7 @@ class DenseOnGpu:
             self._launch_dense(slot, dq, dl, cols, q0, n, params)
             if prev is not None:
                 rescoring += self._take_dense(*prev, *into)
-            prev = (slot, q0, min(rows, nq - q0))
+            prev = (slot, q0, n)
         rescoring += self._take_dense(*prev, *into)
         for pend in rescoring:
             sc, m = pend.result()
