@@ -89,6 +89,13 @@ class HitTable:
         """Column names in order."""
         return ("query_index", "library_index", "score", "matches")
 
+    def __reduce__(self) -> tuple:
+        """Pickle compactly (Dask workers send their hits this way): a query column in
+        order as runs, indexes and match counts in the narrowest integers that hold
+        them; unpickled with the same values and dtypes."""
+        packed = [_pack_column(getattr(self, c), runs=(c == "query_index")) for c in self.columns()]
+        return (_unpack_hits, (packed, self.context))
+
     def __len__(self) -> int:
         return len(self.query_index)
 
@@ -206,6 +213,48 @@ class HitTable:
     def to_dict(self) -> dict[str, np.ndarray]:
         """Columns as a dict of arrays."""
         return {c: getattr(self, c) for c in self.columns()}
+
+
+# -- compact pickling ---------------------------------------------------------------
+def _narrowest(values: np.ndarray) -> np.ndarray:
+    """Integer ``values`` in int16 or int32 where they fit (as they are otherwise)."""
+    if values.dtype.kind not in "iu" or not len(values):
+        return values
+    lo, hi = int(values.min()), int(values.max())
+    for narrow in (np.int16, np.int32):
+        info = np.iinfo(narrow)
+        if np.dtype(narrow).itemsize < values.dtype.itemsize and info.min <= lo and hi <= info.max:
+            return values.astype(narrow)
+    return values
+
+
+def _pack_column(values: np.ndarray, runs: bool = False) -> tuple:
+    """``(dtype, kind, arrays)`` of one column: ``"runs"`` (distinct values and their
+    counts, for a nondecreasing column) or ``"plain"``."""
+    values = np.asarray(values)
+    if (
+        runs
+        and values.dtype.kind in "iu"
+        and len(values) > 1
+        and bool(np.all(values[1:] >= values[:-1]))
+    ):
+        starts = np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))
+        counts = np.diff(np.append(starts, len(values)))
+        return (values.dtype.str, "runs", (_narrowest(values[starts]), _narrowest(counts)))
+    return (values.dtype.str, "plain", (_narrowest(values),))
+
+
+def _unpack_column(packed: tuple) -> np.ndarray:
+    dtype, kind, arrays = packed
+    if kind == "runs":
+        values, counts = arrays
+        return np.repeat(values.astype(dtype), counts.astype(np.int64))
+    return arrays[0].astype(dtype, copy=False)
+
+
+def _unpack_hits(packed: list, context: HitContext | None) -> HitTable:
+    """A :class:`HitTable` from :meth:`HitTable.__reduce__`'s columns."""
+    return HitTable(*(_unpack_column(c) for c in packed), context=context)
 
 
 # -- ordering of hit rows: group by query, best first, keep the top N ----------------

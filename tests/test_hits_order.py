@@ -34,3 +34,27 @@ def test_small_and_parallel_paths_give_the_reference_order(monkeypatch, seed, to
     parallel = hits.top_n_order(query, library, score, top_n)
     np.testing.assert_array_equal(small, expected)
     np.testing.assert_array_equal(parallel, expected)
+
+
+@pytest.mark.parametrize("top_n", [0, 2, 100])
+def test_queries_already_in_order_give_the_reference_order(monkeypatch, top_n):
+    """A device top-N arrives ordered per query (its sort is skipped); rows appended
+    after it (rescored pairs, repeated pairs, NaN scores) still sort as the reference."""
+    rng = np.random.default_rng(3)
+    n = 3_000
+    query = rng.integers(0, 80, n)
+    library = rng.integers(0, 50, n)
+    score = rng.choice([0.25, 0.5, 0.5000000000000001, 0.75, 1.0], n)
+    first = hits._top_n_order_small(query, library, score, 0)
+    extra = rng.integers(0, n, 300)
+    query = np.r_[query[first], query[extra]]
+    library = np.r_[library[first], library[extra]]
+    score = np.r_[score[first], score[extra]]
+    score[-5:] = np.nan
+    expected = hits._top_n_order_small(query, library, score, top_n)
+    monkeypatch.setattr(hits, "SMALL_ORDER_ROWS", 0)
+    np.testing.assert_array_equal(hits.top_n_order(query, library, score, top_n), expected)
+    q, lib, s = query[:n], library[:n], score[:n]  # every group in order: none sorted again
+    np.testing.assert_array_equal(
+        hits.top_n_order(q, lib, s, top_n), hits._top_n_order_small(q, lib, s, top_n)
+    )
