@@ -196,6 +196,32 @@ def test_query_blocks_follow_the_task_cost_model():
     assert MAX_TASK_S * 0.9 < longest <= MAX_TASK_S * 1.01  # a query more or less
 
 
+def test_the_last_block_is_lighter_by_the_first_blocks_task():
+    """Shard copies pull blocks in order, so the worker of the (small, early) first
+    block also runs the last one: that one is lighter by the first task's cost."""
+    from engine.distributed.cost import TaskCost
+    from engine.distributed.plan import query_block_bounds
+
+    params = SearchParameters(mode="custom", top_n=100)
+    queries, library = np.zeros(100_000), np.zeros(1_522_920)
+    cost = TaskCost(fixed_s=0.3, pair_s=1 / 2.1e10, worker_fixed_s=0.27, hits_per_pair=6e-5)
+    shared = query_block_bounds(queries, library, params, 1, cost, workers=4)
+    sizes = [q1 - q0 for q0, q1 in shared]
+    assert shared[0] == (0, 64) and shared[-1][1] == len(queries)
+    assert all(a[1] == b[0] for a, b in zip(shared, shared[1:], strict=False))
+    first_task = 64 + 0.27 / (cost.pair_s * len(library))  # in queries of a block's task
+    assert max(sizes[1:-1]) - min(sizes[1:-1]) <= 2  # the others equal
+    assert abs(sizes[1] - (sizes[-1] + first_task)) <= 2  # its worker ends with the rest
+    alone = query_block_bounds(queries, library, params, 1, cost, workers=1)
+    assert len({q1 - q0 for q0, q1 in alone[1:]}) == 1  # no copies: equal blocks
+    for n_q in (1, 65, 66, 90, 200, 1_000):  # small searches: every query once
+        for workers in (2, 3, 8):
+            found = query_block_bounds(np.zeros(n_q), library[:5_000], params, 1, cost, workers)
+            assert found[0][0] == 0 and found[-1][1] == n_q
+            assert all(q1 > q0 for q0, q1 in found)
+            assert all(a[1] == b[0] for a, b in zip(found, found[1:], strict=False))
+
+
 def test_task_cost_is_measured(cluster, data):
     """After a search the model of its cluster is measured, and the next plan uses it."""
     _, client = cluster

@@ -117,7 +117,10 @@ def query_block_bounds(
         first = min(FIRST_QUERY_BLOCK, cap, n_q)
         k = cost.blocks((n_q - first) * float(n_lib), n_shards, workers)
         size = min(cap, max(1, math.ceil((n_q - first) / k)))
-        return [(0, first)] + [(q0, min(q0 + size, n_q)) for q0 in range(first, n_q, size)]
+        blocks = [(0, first)] + [(q0, min(q0 + size, n_q)) for q0 in range(first, n_q, size)]
+        if workers and workers > n_shards and len(blocks) > 2:
+            blocks = _lighter_last(blocks, cap, _task_queries(cost, first, n_lib / n_shards))
+        return blocks
     grouped = windowed_query_blocks(
         query_precursors, library_precursors, params, cap,
         first_block=FIRST_QUERY_BLOCK, overhead_pairs=cost.overhead_pairs(),
@@ -139,6 +142,33 @@ def query_block_bounds(
         edges = np.linspace(q0, q1, pieces + 1).round().astype(np.int64)
         blocks += [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
     return blocks
+
+
+def _task_queries(cost: TaskCost, first: int, pairs_per_query: float) -> int:
+    """The first block's task on its worker, in queries of a block's task (its fixed
+    cost counted as the queries it would score meanwhile)."""
+    fixed = cost.worker_fixed_s if cost.worker_fixed_s > 0 else cost.fixed_s
+    return first + int(fixed / max(cost.pair_s * pairs_per_query, 1e-30))
+
+
+def _lighter_last(blocks: list[tuple[int, int]], cap: int, lighter: int) -> list[tuple[int, int]]:
+    """Equal blocks after the first, but the last lighter than each by ``lighter``
+    queries (by at most three quarters of a block).
+
+    Copies of a shard pull their blocks in order, two in flight each, so the
+    worker that runs the first block also runs the last: with one block per copy
+    the copies then end together.  With more, a light last block is a short tail.
+    """
+    first, n_q = blocks[0][1], blocks[-1][1]
+    k = len(blocks) - 1
+    rest = n_q - first
+    other = (rest + lighter) / k  # k - 1 blocks of ``other``, the last ``other - lighter``
+    last = max(1, math.ceil(other - min(lighter, 0.75 * other)))
+    size = math.ceil((rest - last) / (k - 1)) if last < rest / k else 0
+    if not 0 < size <= cap:  # no room to shift queries: keep the blocks equal
+        return blocks
+    bounds = [(q0, min(q0 + size, n_q - last)) for q0 in range(first, n_q - last, size)]
+    return [blocks[0], *bounds, (n_q - last, n_q)]
 
 
 def make_plan(
