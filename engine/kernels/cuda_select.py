@@ -9,6 +9,8 @@ import math
 
 from numba import cuda, float64, int32
 
+from engine.kernels.cuda_topn import ranks_before
+
 __all__ = ["SORT_MAX", "select_kernel"]
 
 #: Longest row (library columns per launch) the top-N selection can sort.
@@ -21,11 +23,6 @@ def _rank(index, base, i, n):  # pragma: no cover
     if i < n:
         return index[base + i]
     return 1 << 62
-
-
-@cuda.jit(device=True)
-def _before(ka, ia, kb, ib):  # pragma: no cover
-    return ka > kb or (ka == kb and ia < ib)
 
 
 @cuda.jit(cache=True)
@@ -120,7 +117,7 @@ def select_kernel(
             for t in range(tid, size, nt):
                 p = t ^ j
                 if p > t:
-                    first = _before(
+                    first = ranks_before(
                         keys[t], _rank(index, l_first + c0, idx[t], ncols),
                         keys[p], _rank(index, l_first + c0, idx[p], ncols),
                     )  # fmt: skip

@@ -19,7 +19,14 @@ from typing import Any, NamedTuple
 
 from numba import cuda, float64, int32, int64
 
-__all__ = ["MAX_SEGMENTS", "MERGE_THREADS", "Accumulator", "RunningTop", "merge_top_kernel"]
+__all__ = [
+    "MAX_SEGMENTS",
+    "MERGE_THREADS",
+    "Accumulator",
+    "RunningTop",
+    "merge_top_kernel",
+    "ranks_before",
+]
 
 #: Threads per block of :func:`merge_top_kernel`; ``top_n`` may not exceed it.
 MERGE_THREADS = 256
@@ -74,7 +81,7 @@ class RunningTop(NamedTuple):
 
 
 @cuda.jit(device=True)
-def _first(ka, ra, kb, rb):  # pragma: no cover - device code
+def ranks_before(ka, ra, kb, rb):  # pragma: no cover - device code
     """Whether entry a ranks before entry b: higher score, then lower original index."""
     return ka > kb or (ka == kb and ra < rb)
 
@@ -139,7 +146,7 @@ def merge_top_kernel(
             for t in range(tid, size, nt):
                 p = t ^ j
                 if p > t:
-                    if ((t & k) == 0) != _first(keys[t], rank[t], keys[p], rank[p]):
+                    if ((t & k) == 0) != ranks_before(keys[t], rank[t], keys[p], rank[p]):
                         kt = keys[t]
                         keys[t] = keys[p]
                         keys[p] = kt
