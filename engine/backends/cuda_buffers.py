@@ -80,6 +80,7 @@ class TileSlot:
         self.counts = cuda.device_array(2, dtype=np.int32)
         self.seg_n = cuda.device_array(max(rows * segs, 1), dtype=np.int32)
         self.merged = None  # event: the running top-N merged this slot's hits
+        self.done = None  # event: the GPU finished the slot's tile (counters copied)
         self.cols_dev = cuda.device_array(cols, dtype=np.int32)
         self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
         self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)

@@ -9,11 +9,14 @@ import numpy as np
 from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import DenseSlot, Resident
 from engine.backends.rescore import PendingScores, submit_rescore
-from engine.kernels.heavy import copy_rows
+from engine.kernels.heavy import copy_rows, touch_pages
 from engine.kernels.threads import parallel_region
 from engine.params import SearchParameters
 
 __all__ = ["DenseOnGpu"]
+
+#: Bytes per page of host memory, for faulting the result in (4 KiB, the smallest).
+PAGE_BYTES = 4096
 
 
 class DenseOnGpu:
@@ -74,7 +77,11 @@ class DenseOnGpu:
             slot = slots[i % 2]
             n = min(rows, nq - q0)
             self._launch_dense(slot, dq, dl, cols, q0, n, params)
-            if prev is not None:
+            if prev is None:  # while the GPU scores the first chunk: the result's pages
+                with parallel_region():
+                    for result in (scores, matches):
+                        touch_pages(result.reshape(-1).view(np.uint8), PAGE_BYTES)
+            else:
                 rescoring += self._take_dense(*prev, *into)
             prev = (slot, q0, n)
         rescoring += self._take_dense(*prev, *into)
@@ -121,20 +128,35 @@ class DenseOnGpu:
         s = slot.stream
         s.synchronize()
         n_ovf = int(slot.counts_host[1])
-        with parallel_region():
-            copy_rows(scores, row_of[q0 : q0 + n], slot.host_s, n)
-            copy_rows(matches, row_of[q0 : q0 + n], slot.host_m, n)
-        if not n_ovf:
-            return []
-        if n_ovf <= slot.ovf_r.shape[0]:
+        rows = row_of[q0 : q0 + n]
+        listed = 0 < n_ovf <= slot.ovf_r.shape[0]
+        if listed:  # the rescoring starts before the copy, which it then overlaps
             r = slot.ovf_r[:n_ovf].copy_to_host(stream=s).astype(np.int64)
             c = slot.ovf_c[:n_ovf].copy_to_host(stream=s).astype(np.int64)
             s.synchronize()
-        else:
-            r, c = np.nonzero(matches[row_of[q0 : q0 + n]] < 0)
+            pending = self._rescore_dense(queries, library, rows[r], c, params)
+        with parallel_region():
+            copy_rows(scores, rows, slot.host_s, n)
+            copy_rows(matches, rows, slot.host_m, n)
+        if listed:
+            return pending
+        if not n_ovf:
+            return []
+        r, c = np.nonzero(matches[rows] < 0)
+        return self._rescore_dense(queries, library, rows[r], c, params)
+
+    @staticmethod
+    def _rescore_dense(
+        queries: PreparedSpectra,
+        library: PreparedSpectra,
+        q_index: np.ndarray,
+        l_index: np.ndarray,
+        params: SearchParameters,
+    ) -> list[PendingScores]:
+        """Start the host's exact rescoring of flagged pairs (absolute indexes)."""
         return [
             submit_rescore(
-                queries, library, row_of[r + q0], c, score_tolerance(params), score_kind(params)
+                queries, library, q_index, l_index, score_tolerance(params), score_kind(params)
             )
         ]
 

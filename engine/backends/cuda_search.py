@@ -13,7 +13,6 @@ tile and scored on the GPU in large launches of their own (:mod:`.cuda_pairs`).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,9 +22,10 @@ from engine.backends.base import Batch, PreparedSpectra, score_kind, score_toler
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, big_scratch
 from engine.backends.cuda_index import LISTED_BLOCKS
 from engine.backends.cuda_pairs import PairQueue
+from engine.backends.cuda_run import TileRun
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.cuda_topn import DeviceTop
-from engine.backends.rescore import PendingScores, merge_batch_hits, submit_rescore
+from engine.backends.rescore import merge_batch_hits, submit_rescore
 from engine.hits import HitTable
 from engine.kernels import SearchOptions
 from engine.kernels.spectrum_set import MODIFIED_COSINE
@@ -82,63 +82,14 @@ class TileSearch:
     ) -> Iterator[tuple[Batch, HitTable]]:
         """``depth`` tiles in flight; a batch is yielded once its tiles and rescoring are done.
 
-        Flagged pairs are rescored by worker threads while the GPU goes on; a
-        finished batch waits for its rescoring only when no tile is left to
-        launch (or the batches after it are waiting for it).  With
+        Flagged pairs are rescored by worker threads while the GPU goes on.  With
         ``across_batches`` and a top-N, each query's top-N is kept on the device
         and its hits come with the last batch that covers it.
         """
         batches = list(batches)
         if not batches:
             return
-        tiles = self._tiles(batches, params, across_batches)
-        dq, dl = self._upload(queries), self._upload(library)
-        ranks = library.ranks
-        top = None
-        if across_batches and self.device_top:
-            topk = self._topn_kernels()
-            if DeviceTop.usable(topk, tiles, batches, params.top_n):
-                top = DeviceTop(self._cuda, topk, len(queries), params, batches, dl.index)
-        left = [0] * len(batches)
-        for t in tiles:
-            for b in t.batches:
-                left[b] += 1
-        parts: dict[int, list] = {}
-        wide = {b for t in tiles for b in t.batches if sum(1 for _, _, sb in t.segs if sb == b) > 1}
-        slots = self._slots_for(tiles, params, top is not None)
-        orders: dict[tuple[int, int], np.ndarray] = {}
-        pending: deque[tuple[Tile, TileSlot]] = deque()
-        queue = PairQueue(self, queries, library, dq, dl, params) if self.pairs_on_gpu else None
-        nxt = 0
-        for n, tile in enumerate(tiles):
-            slot = slots[n % len(slots)]
-            if len(pending) == len(slots):
-                self._collect(*pending.popleft(), queries, library, params, parts, left, queue, top)
-            self._launch(tile, slot, dq, dl, params, orders, top)
-            if self.kernel_events is not None:  # diagnostics: one tile at a time, timed alone
-                slot.stream.synchronize()
-                if slot.n_pairs is not None:
-                    self.kernel_events.setdefault("listed", []).append(
-                        int(slot.n_pairs.copy_to_host()[0])
-                    )
-            pending.append((tile, slot))
-            while nxt < len(batches) and left[nxt] == 0 and self._ready(parts.get(nxt, [])):
-                yield (
-                    batches[nxt],
-                    self._batch_hits(
-                        nxt, parts, params, nxt in wide, ranks, top, not across_batches
-                    ),
-                )
-                nxt += 1
-        while pending:
-            self._collect(*pending.popleft(), queries, library, params, parts, left, queue, top)
-        if queue is not None:
-            queue.flush()
-        for b in range(nxt, len(batches)):
-            yield (
-                batches[b],
-                self._batch_hits(b, parts, params, b in wide, ranks, top, not across_batches),
-            )
+        yield from TileRun(self, queries, library, batches, params, across_batches)
 
     @staticmethod
     def _batch_hits(
@@ -262,10 +213,6 @@ class TileSearch:
             self._no_running = k.RunningTop(False, 0, *dummy)
         return self._no_running
 
-    @staticmethod
-    def _ready(parts: list) -> bool:
-        return all(not isinstance(p, PendingScores) or p.done() for p in parts)
-
     def _launch(
         self,
         tile: Tile,
@@ -313,6 +260,15 @@ class TileSearch:
         if top is not None:
             top.merge(tile, slot)
         slot.counts.copy_to_host(slot.counts_host, stream=s)
+        slot.done = self._cuda.event()
+        slot.done.record(s)
+
+    @staticmethod
+    def _finished(slot: TileSlot) -> bool:
+        """Whether the GPU is through with the slot's tile (without waiting for it)."""
+        done = getattr(slot, "done", None)
+        query = getattr(done, "query", None)  # the simulator's events have run at once
+        return query is None or bool(query())
 
     def _score(
         self,

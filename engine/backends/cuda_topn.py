@@ -61,6 +61,8 @@ class DeviceTop:
         )
         self.index = index
         self.stream = cuda.stream()
+        self._copies = cuda.stream()  # final hits: waits for no later tile's merge
+        self._merged: dict[int, Any] = {}  # batch -> event after the merge of its last tile
         last: dict[tuple[int, int], int] = {}
         for b, batch in enumerate(batches):
             last[(batch.q_start, batch.q_stop)] = b
@@ -102,6 +104,8 @@ class DeviceTop:
         )  # fmt: skip
         slot.merged = self._cuda.event()
         slot.merged.record(self.stream)
+        for b in tile.batches:
+            self._merged[b] = slot.merged
 
     @staticmethod
     def release(slot: Any) -> None:
@@ -116,11 +120,19 @@ class DeviceTop:
         if rows is None:
             return []
         q0, q1 = rows
-        self.stream.synchronize()
-        count = self.acc.count[q0:q1].copy_to_host()
+        # only this batch's merges: a sync of the merge stream (or a copy on the
+        # default stream) would also wait for the tiles queued after it
+        merged = self._merged.pop(b, None)
+        if merged is not None:
+            merged.synchronize()
+        s = self._copies
+        count = self.acc.count[q0:q1].copy_to_host(stream=s)
+        score = self.acc.score[q0:q1].copy_to_host(stream=s)
+        library = self.acc.library[q0:q1].copy_to_host(stream=s)
+        matches = self.acc.matches[q0:q1].copy_to_host(stream=s)
+        s.synchronize()
         keep = np.arange(self.top_n)[None, :] < count[:, None]
-        score = self.acc.score[q0:q1].copy_to_host()[keep]
-        library = self.acc.library[q0:q1].copy_to_host()[keep].astype(np.int64)
-        matches = self.acc.matches[q0:q1].copy_to_host()[keep]
+        score, matches = score[keep], matches[keep]
+        library = library[keep].astype(np.int64)
         query = np.repeat(np.arange(q0, q1, dtype=np.int64), count)
         return [HitTable.from_arrays(query, library, score, matches)]

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-#: Pairs per rescoring task (one worker thread each).
+#: Least pairs per rescoring task (one worker thread each).
 RESCORE_CHUNK = 64
 
 _POOL_LOCK = threading.Lock()
@@ -110,18 +110,21 @@ def submit_rescore(
     thresholds = np.array(np.broadcast_to(np.asarray(threshold, np.float64), q_index.shape))
     q, lib = queries.spectrum_set, library.spectrum_set
     pool = _rescore_pool()
+    # long lists in ~8 tasks per thread: each task's call holds the GIL a while, and
+    # thousands of them starved the threads that launch GPU work and merge hits
+    chunk = max(RESCORE_CHUNK, -(-len(q_index) // (8 * rescore_threads())))
     futures = [
         pool.submit(
             score_listed_pairs,
-            q_index[k : k + RESCORE_CHUNK],
-            l_index[k : k + RESCORE_CHUNK],
+            q_index[k : k + chunk],
+            l_index[k : k + chunk],
             q,
             lib,
             float(tolerance),
             int(kind),
-            thresholds[k : k + RESCORE_CHUNK],
+            thresholds[k : k + chunk],
         )
-        for k in range(0, len(q_index), RESCORE_CHUNK)
+        for k in range(0, len(q_index), chunk)
     ]
     return PendingScores(q_index, l_index, futures)
 

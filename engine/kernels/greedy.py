@@ -20,7 +20,8 @@ spectra sorted, the bipartite candidate graph splits into runs of consecutive
 peaks with overlapping tolerance windows.  The greedy choice never crosses a
 component, so each component is resolved on its own: a single candidate is just
 added, small components are sorted by insertion in a fixed scratch, and large
-ones (more than ``scratch.size`` candidates) take an exact mergesort path.
+ones (more than ``scratch.size`` candidates) are matched by proposals, without a
+sort of their candidates (:func:`_resolve_large`).
 """
 
 from __future__ import annotations
@@ -73,43 +74,72 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
 
 @njit(cache=True)
 def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, cnt):  # pragma: no cover
-    """Exact greedy on one big component (matchms order via a stable mergesort)."""
-    prods = np.empty(cnt, dtype=np.float64)
-    ci = np.empty(cnt, dtype=np.int64)
-    cj = np.empty(cnt, dtype=np.int64)
-    t = 0
+    """Exact greedy on one big component, without sorting its candidates.
+
+    Candidates are strictly ordered by (product, enumeration number), and under
+    such an order the greedy matching is the unique stable matching in which
+    both peaks of a pair prefer the larger product.  It is found by proposals
+    (Gale-Shapley, peaks of ``A`` proposing): peak ``a`` takes the best ``B``
+    peak in its tolerance window whose current partner it beats; the partner
+    it displaces proposes again.  Each proposal scans one window, so the cost is
+    about the number of candidates instead of a sort of them.  The taken
+    products are then summed in the greedy walk's order (descending, the later
+    candidate first on ties), so the sum is bit for bit the walk's.
+    """
+    na = i1 - i0
+    nb = j1 - j0
+    lo_a = np.empty(na, dtype=np.int64)
+    hi_a = np.empty(na, dtype=np.int64)
     lo = j0
-    for i in range(i0, i1):
-        a = mzA[i]
+    for r in range(na):
+        a = mzA[i0 + r]
         low = a - tol
         high = a + tol
-        wa = wA[i]
-        for j in range(lo, j1):
-            b = mzB[j]
-            if b > high:
+        while lo < j1 and mzB[lo] < low:
+            lo += 1
+        h = lo
+        while h < j1 and not mzB[h] > high:
+            h += 1
+        lo_a[r] = lo
+        hi_a[r] = h
+    held_p = np.full(nb, -1.0)  # the offer each B peak holds (products are >= 0)
+    held_a = np.full(nb, -1, dtype=np.int64)
+    for r in range(na):
+        cur = r
+        while cur >= 0:
+            wa = wA[i0 + cur]
+            best = -1
+            best_p = -1.0
+            for j in range(lo_a[cur], hi_a[cur]):
+                p = wa * wB[j]
+                c = j - j0
+                # (p, cur) beats the held offer: larger product, the later A peak on ties
+                if (p > held_p[c] or (p == held_p[c] and cur > held_a[c])) and p >= best_p:
+                    best_p = p  # ``>=``: the later B peak on ties
+                    best = c
+            if best < 0:
                 break
-            if b < low:
-                lo = j + 1
-            else:
-                prods[t] = wa * wB[j]
-                ci[t] = i - i0
-                cj[t] = j - j0
-                t += 1
-    # matchms: products descending, a reversed stable ascending sort (later first on ties)
-    order = np.argsort(prods[:t], kind="mergesort")[::-1]
-    used_a = np.zeros(i1 - i0, dtype=np.bool_)
-    used_b = np.zeros(j1 - j0, dtype=np.bool_)
-    score = 0.0
+            displaced = held_a[best]
+            held_a[best] = cur
+            held_p[best] = best_p
+            cur = displaced
+    taken = np.full(na, -1.0)
     nm = 0
-    for r in range(t):
-        k = order[r]
-        a = ci[k]
-        b = cj[k]
-        if not used_a[a] and not used_b[b]:
-            used_a[a] = True
-            used_b[b] = True
-            score += prods[k]
+    for c in range(nb):
+        if held_a[c] >= 0:
+            taken[held_a[c]] = held_p[c]
             nm += 1
+    prods = np.empty(nm, dtype=np.float64)
+    t = 0
+    for r in range(na):
+        if taken[r] >= 0.0:
+            prods[t] = taken[r]
+            t += 1
+    # the walk's order: descending, a reversed stable ascending sort (the later A peak first)
+    order = np.argsort(prods, kind="mergesort")[::-1]
+    score = 0.0
+    for r in range(nm):
+        score += prods[order[r]]
     return score, nm
 
 

@@ -16,6 +16,14 @@ def copy_rows(dst, rows, src, n):  # pragma: no cover
         dst[rows[r], :] = src[r, :]
 
 
+@njit(cache=True, parallel=True, nogil=True)
+def touch_pages(flat, page):  # pragma: no cover
+    """Write one byte of every ``page`` bytes of ``flat`` (uint8): the pages of a fresh
+    array are faulted in on every core, ahead of the copies that fill it."""
+    for p in prange((flat.shape[0] + page - 1) // page):
+        flat[p * page] = 0
+
+
 #: Heaviest peaks per library spectrum kept for the pruning test.
 HEAVY_MAX = 4
 
