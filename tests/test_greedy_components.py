@@ -1,10 +1,11 @@
-"""The big-component resolver of the greedy cosine against the greedy walk, bit for bit.
+"""The big-component resolver of the greedy scores against the greedy walk, bit for bit.
 
-``_resolve_large`` finds the greedy matching of a component by proposals instead
-of sorting its candidates; the walk here sorts them as matchms does (products
-descending, the later candidate first on ties) and sums what it takes in that
-order.  Matches and the sum's bits must be the same, on real MassBank
-components and on synthetic ones made of ties.
+``_resolve_large`` finds the greedy matching of a cosine component, or of a
+whole modified-cosine pair, by proposals instead of sorting the candidates; the
+walk here sorts them as matchms does (products descending, the later candidate
+first on ties; the modified cosine's shifted candidates after the unshifted
+ones) and sums what it takes in that order.  Matches and the sum's bits must be
+the same, on real MassBank spectra and on synthetic ones made of ties.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ import pytest
 from engine.kernels.greedy import _resolve_large
 
 
-def _walk(mzA, wA, i0, i1, mzB, wB, j0, j1, tol):
+def _walk(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shifts=(0.0,)):
     """The greedy walk over all candidates of peaks ``i0:i1`` × ``j0:j1`` (plain numpy)."""
-    i, j = np.meshgrid(np.arange(i0, i1), np.arange(j0, j1), indexing="ij")
-    i, j = i.ravel(), j.ravel()  # enumeration order: i-major, j-minor
-    cand = (mzB[j] >= mzA[i] - tol) & (mzB[j] <= mzA[i] + tol)
-    i, j = i[cand], j[cand]
-    prods = wA[i] * wB[j]
+    ii, jj, pp = [], [], []
+    for shift in shifts:  # enumeration order: shift, then i-major, j-minor
+        i, j = np.meshgrid(np.arange(i0, i1), np.arange(j0, j1), indexing="ij")
+        i, j = i.ravel(), j.ravel()
+        b = mzB[j] + shift
+        cand = (b >= mzA[i] - tol) & (b <= mzA[i] + tol)
+        ii.append(i[cand])
+        jj.append(j[cand])
+        pp.append(wA[i[cand]] * wB[j[cand]])
+    i, j, prods = np.concatenate(ii), np.concatenate(jj), np.concatenate(pp)
     order = np.argsort(prods, kind="mergesort")[::-1]
     used_a, used_b = set(), set()
     score, nm = 0.0, 0
@@ -63,11 +69,18 @@ def _components(mzA, mzB, tol, least):
 def _check(mzA, wA, mzB, wB, tol, least=64):
     comps = _components(mzA, mzB, tol, least)
     for i0, i1, j0, j1 in comps:
-        got = _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, 0)
+        got = _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, 0.0, 1)
         want = _walk(mzA, wA, i0, i1, mzB, wB, j0, j1, tol)
         assert got[1] == want[1]
         assert got[0] == want[0]  # the same products summed in the same order
     return len(comps)
+
+
+def _check_modified(mzA, wA, mzB, wB, tol, shift):
+    got = _resolve_large(mzA, wA, 0, len(mzA), mzB, wB, 0, len(mzB), tol, shift, 2)
+    want = _walk(mzA, wA, 0, len(mzA), mzB, wB, 0, len(mzB), tol, (0.0, shift))
+    assert got[1] == want[1]
+    assert got[0] == want[0]
 
 
 def test_real_big_components_equal_the_walk(massbank_library):
@@ -99,3 +112,31 @@ def test_components_made_of_ties_equal_the_walk(seed):
             wA[rng.random(na) < 0.2] = 0.0  # zero products are matches too
         checked += _check(mzA, wA, mzB, wB, float(rng.choice([0.05, 0.2, 1.0])), least=2)
     assert checked > 0
+
+
+def test_modified_pairs_equal_the_walk(massbank_library):
+    lib = massbank_library
+    counts = np.diff(lib.offsets)
+    longest = np.argsort(counts, kind="stable")[::-1][:5]
+    w = lib.intensity.astype(np.float64)
+    for a in longest:
+        for b in longest:
+            sa = slice(lib.offsets[a], lib.offsets[a + 1])
+            sb = slice(lib.offsets[b], lib.offsets[b + 1])
+            shift = float(lib.precursor_mz[a] - lib.precursor_mz[b])
+            for s in (shift, 14.01565, 0.15):  # 0.15: the two windows overlap at tol 0.1
+                _check_modified(lib.mz[sa], w[sa], lib.mz[sb], w[sb], 0.1, s)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_modified_pairs_made_of_ties_equal_the_walk(seed):
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(10):
+        na, nb = rng.integers(5, 120, 2)
+        mzA = np.sort(np.round(rng.uniform(300, 306, na), 2))
+        mzB = np.sort(np.round(rng.uniform(300, 306, nb), 2))
+        wA = rng.choice([1.0, 2.0, 4.0], na)
+        wB = rng.choice([1.0, 0.5, 2.0], nb)
+        tol = float(rng.choice([0.05, 0.2, 1.0]))
+        shift = float(rng.choice([tol * 1.5, 2.0, -3.0, 0.3]))  # 1.5 tol: windows overlap
+        _check_modified(mzA, wA, mzB, wB, tol, shift)

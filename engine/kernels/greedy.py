@@ -73,36 +73,49 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
 
 
 @njit(cache=True)
-def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, cnt):  # pragma: no cover
-    """Exact greedy on one big component, without sorting its candidates.
-
-    Candidates are strictly ordered by (product, enumeration number), and under
-    such an order the greedy matching is the unique stable matching in which
-    both peaks of a pair prefer the larger product.  It is found by proposals
-    (Gale-Shapley, peaks of ``A`` proposing): peak ``a`` takes the best ``B``
-    peak in its tolerance window whose current partner it beats; the partner
-    it displaces proposes again.  Each proposal scans one window, so the cost is
-    about the number of candidates instead of a sort of them.  The taken
-    products are then summed in the greedy walk's order (descending, the later
-    candidate first on ties), so the sum is bit for bit the walk's.
-    """
-    na = i1 - i0
-    nb = j1 - j0
-    lo_a = np.empty(na, dtype=np.int64)
-    hi_a = np.empty(na, dtype=np.int64)
+def _windows(mzA, i0, i1, mzB, j0, j1, tol, shift, lo_out, hi_out):  # pragma: no cover
+    """Each A peak's candidates ``j`` in ``lo_out[r]:hi_out[r]``: ``mzB[j] + shift`` within
+    ``mzA[i0 + r] ± tol``, with the float comparisons of ``find_matches``."""
     lo = j0
-    for r in range(na):
+    for r in range(i1 - i0):
         a = mzA[i0 + r]
         low = a - tol
         high = a + tol
-        while lo < j1 and mzB[lo] < low:
+        while lo < j1 and mzB[lo] + shift < low:
             lo += 1
         h = lo
-        while h < j1 and not mzB[h] > high:
+        while h < j1 and not mzB[h] + shift > high:
             h += 1
-        lo_a[r] = lo
-        hi_a[r] = h
+        lo_out[r] = lo
+        hi_out[r] = h
+
+
+@njit(cache=True)
+def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes):  # pragma: no cover
+    """Exact greedy of peaks ``i0:i1`` of ``A`` against ``j0:j1`` of ``B``, without
+    sorting the candidates: ``(sum of the taken products, matches)``.
+
+    ``passes`` 1: the candidates of ``find_matches`` (a cosine component); 2: those
+    with shift 0 followed by those with ``shift`` (the modified cosine, where a pair
+    of peaks may be a candidate twice).  Candidates are strictly ordered by
+    (product, pass, A peak, B peak), the later first on equal products as matchms
+    enumerates them, and under such an order the greedy matching is the unique
+    stable matching in which both peaks of a pair prefer the larger key.  It is
+    found by proposals (Gale-Shapley, peaks of ``A`` proposing): peak ``a`` takes
+    the best ``B`` peak in its windows whose current partner it beats; the
+    partner it displaces proposes again.  Each proposal scans its windows, so the
+    cost is about the number of candidates instead of a sort of them.  The taken
+    products are then summed in descending order, the greedy walk's, so the sum is
+    bit for bit the walk's.
+    """
+    na = i1 - i0
+    nb = j1 - j0
+    lo = np.empty((passes, na), dtype=np.int64)
+    hi = np.empty((passes, na), dtype=np.int64)
+    for s in range(passes):
+        _windows(mzA, i0, i1, mzB, j0, j1, tol, 0.0 if s == 0 else shift, lo[s], hi[s])
     held_p = np.full(nb, -1.0)  # the offer each B peak holds (products are >= 0)
+    held_s = np.zeros(nb, dtype=np.int64)
     held_a = np.full(nb, -1, dtype=np.int64)
     for r in range(na):
         cur = r
@@ -110,36 +123,38 @@ def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, cnt):  # pragma: no co
             wa = wA[i0 + cur]
             best = -1
             best_p = -1.0
-            for j in range(lo_a[cur], hi_a[cur]):
-                p = wa * wB[j]
-                c = j - j0
-                # (p, cur) beats the held offer: larger product, the later A peak on ties
-                if (p > held_p[c] or (p == held_p[c] and cur > held_a[c])) and p >= best_p:
-                    best_p = p  # ``>=``: the later B peak on ties
-                    best = c
+            best_s = 0
+            for s in range(passes):
+                for j in range(lo[s, cur], hi[s, cur]):
+                    p = wa * wB[j]
+                    c = j - j0
+                    hp = held_p[c]
+                    # beats the held offer: larger (product, pass, A peak)
+                    if p > hp or (
+                        p == hp and (s > held_s[c] or (s == held_s[c] and cur > held_a[c]))
+                    ):
+                        if p >= best_p:  # the later (pass, B peak) on ties
+                            best_p = p
+                            best = c
+                            best_s = s
             if best < 0:
                 break
             displaced = held_a[best]
             held_a[best] = cur
             held_p[best] = best_p
+            held_s[best] = best_s
             cur = displaced
-    taken = np.full(na, -1.0)
+    prods = np.empty(nb, dtype=np.float64)
     nm = 0
     for c in range(nb):
         if held_a[c] >= 0:
-            taken[held_a[c]] = held_p[c]
+            prods[nm] = held_p[c]
             nm += 1
-    prods = np.empty(nm, dtype=np.float64)
-    t = 0
-    for r in range(na):
-        if taken[r] >= 0.0:
-            prods[t] = taken[r]
-            t += 1
-    # the walk's order: descending, a reversed stable ascending sort (the later A peak first)
-    order = np.argsort(prods, kind="mergesort")[::-1]
+    # the walk's order: descending (equal products sum alike in any order)
+    prods = np.sort(prods[:nm])
     score = 0.0
-    for r in range(nm):
-        score += prods[order[r]]
+    for r in range(nm - 1, -1, -1):
+        score += prods[r]
     return score, nm
 
 
@@ -283,37 +298,12 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
                     if left == 0:
                         break
         else:
-            s_, n_ = _resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, cnt)
+            s_, n_ = _resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, 1)
             score += s_
             nm += n_
         i = k
         lo = lo_k
     return score, nm
-
-
-@njit(cache=True)
-def _collect_shifted(
-    mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t
-):  # pragma: no cover
-    """Append candidates of ``find_matches(..., shift)`` after position ``t``."""
-    lo = b0
-    for i in range(a0, a1):
-        a = mzA[i]
-        low = a - tol
-        high = a + tol
-        wa = wA[i]
-        for j in range(lo, b1):
-            b = mzB[j] + shift
-            if b > high:
-                break
-            if b < low:
-                lo = j + 1
-            else:
-                prods[t] = wa * wB[j]
-                ci[t] = i - a0
-                cj[t] = j - b0
-                t += 1
-    return t
 
 
 @njit(cache=True)
@@ -391,27 +381,7 @@ def modified_core(
                 score += sp[r]
                 nm += 1
         return score, nm
-    prods = np.empty(cnt, dtype=np.float64)
-    ci = np.empty(cnt, dtype=np.int64)
-    cj = np.empty(cnt, dtype=np.int64)
-    t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, prods, ci, cj, 0)
-    t = _collect_shifted(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, prods, ci, cj, t)
-    # matchms: products descending, a reversed stable ascending sort (later first on ties)
-    order = np.argsort(prods[:t], kind="mergesort")[::-1]
-    used_a = np.zeros(na, dtype=np.bool_)
-    used_b = np.zeros(nb, dtype=np.bool_)
-    score = 0.0
-    nm = 0
-    for r in range(t):
-        k = order[r]
-        x_ = ci[k]
-        y_ = cj[k]
-        if not used_a[x_] and not used_b[y_]:
-            used_a[x_] = True
-            used_b[y_] = True
-            score += prods[k]
-            nm += 1
-    return score, nm
+    return _resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, 2)
 
 
 @njit(cache=True)
