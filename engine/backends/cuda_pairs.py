@@ -3,15 +3,16 @@
 A tile flags the pairs its score kernel does not merge: long pairs (peak counts
 multiplying to more than ``pair_work_max``, one thread with such a merge would
 hold up the launch) and pairs whose components overflow the on-chip scratch.
-By default the host's threads rescore them (:mod:`.rescore`): ~2 M such pairs in
-100,000 × 1.5 M, over 100 s of CPU time.  With ``CudaBackend.pairs_on_gpu`` they
+By default the host's threads rescore them (:mod:`.rescore`): ~2.2 M such pairs in
+100,000 × 1.5 M, ~50 s of CPU time (over 100 s before big components were matched
+without a sort, ``benchmarks/GPU_NOTES.md``, v10).  With ``CudaBackend.pairs_on_gpu`` they
 are queued from tile to tile here and scored by
 :func:`~engine.kernels.cuda_kernels.pair_list_kernel` on a stream of their own,
 tens of thousands at a time, so that enough threads run at once; only pairs it
 cannot resolve (components of over ``big_peaks`` peaks a side, big modified-cosine
-pairs) reach the host.  Measured, this cuts the host's CPU time six-fold but is no
-faster (``benchmarks/GPU_NOTES.md``, v8): a GPU thread walks a long merge more
-slowly than a CPU core.
+pairs) reach the host.  Measured (v8, against the slower host path of then), this
+cut the host's CPU time six-fold but was no faster: a GPU thread walks a long merge
+more slowly than a CPU core.
 """
 
 from __future__ import annotations
