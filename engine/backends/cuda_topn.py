@@ -62,7 +62,7 @@ class DeviceTop:
         self.index = index
         self.stream = cuda.stream()
         self._copies = cuda.stream()  # final hits: waits for no later tile's merge
-        self._merged: dict[int, Any] = {}  # batch -> event after the merge of its last tile
+        self._merged: dict[int, Any] = {}  # final batch -> event after its last tile's merge
         last: dict[tuple[int, int], int] = {}
         for b, batch in enumerate(batches):
             last[(batch.q_start, batch.q_stop)] = b
@@ -105,7 +105,8 @@ class DeviceTop:
         slot.merged = self._cuda.event()
         slot.merged.record(self.stream)
         for b in tile.batches:
-            self._merged[b] = slot.merged
+            if b in self._final:  # only final batches copy hits out
+                self._merged[b] = slot.merged
 
     @staticmethod
     def release(slot: Any) -> None:
