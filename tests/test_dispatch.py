@@ -70,7 +70,7 @@ def dispatcher(homes, n_blocks):
         sent.append((task, worker))
         return FakeFuture(f"k{next(serial)}"), f"shard-{task.shard}-{worker}"
 
-    tasks = [Task(s, b, 100) for b in range(n_blocks) for s in homes]
+    tasks = [Task(s, b, 1000, (10 * b, 10 * b + 10)) for b in range(n_blocks) for s in homes]
     return Dispatch(homes, tasks, submit), sent
 
 
@@ -102,8 +102,9 @@ def test_lost_worker_tasks_go_back_to_their_queue():
     dispatch.fill()
     on_a = [sub.task.block for sub in dispatch.in_flight.values() if sub.worker == "tcp://a"]
     assert on_a == [0, 2]  # breadth first: a, b, then a and b again
-    futures, stranded = dispatch.drop_workers({"tcp://a", "tcp://c"})
+    futures, stranded, cut = dispatch.drop_workers({"tcp://a", "tcp://c"})
     assert len(futures) == 2 * DEPTH and stranded == [1]
+    assert cut == []  # b has shard 0's later blocks queued anyway: nothing to cut
     assert dispatch.homes == {0: ["tcp://b"], 1: []}
     assert dispatch.add_home(1, ["tcp://b"]) == "tcp://b"
     n = len(sent)
@@ -114,6 +115,42 @@ def test_lost_worker_tasks_go_back_to_their_queue():
     assert redone == [0, 2, 4, 5]  # a's blocks first, then the shard's later ones
     assert all(w == "tcp://b" for _, w in sent[n:])
     assert sorted(t.block for t, _ in sent[n:] if t.shard == 1) == list(range(6))
+
+
+def test_task_split_into_query_ranges():
+    task = Task(0, 3, 12 * 2720, (100, 112))
+    pieces = task.split(5)
+    assert [p.queries for p in pieces] == [(100, 102), (102, 105), (105, 107), (107, 110),
+                                           (110, 112)]  # fmt: skip
+    assert sum(p.pairs for p in pieces) == task.pairs
+    assert all(p.pairs == 2720 * (p.queries[1] - p.queries[0]) for p in pieces)
+    assert {(p.shard, p.block) for p in pieces} == {(0, 3)}
+    assert task.split(1) == [task] and task.split(0) == [task]
+    assert len(task.split(50)) == 12  # at most one piece per query
+
+
+def test_lost_task_is_cut_for_the_copies_that_would_idle():
+    """The last blocks are out when a worker is lost: its block is redone in pieces."""
+    dispatch, sent = dispatcher({0: WORKERS}, 5)
+    dispatch.fill()
+    assert not dispatch.queues[0]  # a: blocks 0 and 4, b, c, d one block each
+    futures, stranded, cut = dispatch.drop_workers({"tcp://d"})
+    assert len(futures) == 1 and stranded == []
+    [(lost, pieces)] = cut
+    assert lost.block == 3 and len(pieces) == 3  # one for each copy left
+    assert [t.queries for t in pieces] == [(30, 33), (33, 37), (37, 40)]
+    n = len(sent)
+    dispatch.fill()  # b and c take one each at once, a (two in flight) the last later
+    assert sorted(w for _, w in sent[n:]) == ["tcp://b", "tcp://c"]
+    while not dispatch.idle:
+        dispatch.finished(next(iter(dispatch.in_flight)))
+        dispatch.fill()
+    assert sorted(t.queries for t, _ in sent[n:]) == [(30, 33), (33, 37), (37, 40)]
+    # with blocks still queued, a lost task goes back whole
+    dispatch, sent = dispatcher({0: WORKERS[:2]}, 6)
+    dispatch.fill()
+    _, _, cut = dispatch.drop_workers({"tcp://b"})
+    assert cut == []
 
 
 def test_copies_share_out_more_blocks():

@@ -338,6 +338,37 @@ def kill_all_workers(lc, client, *, restart):
         os.kill(pid, signal.SIGKILL)
 
 
+def test_lost_task_is_redone_in_pieces_by_the_workers_left(data):
+    """A worker lost once every block is out: the workers left redo its task together."""
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=10, batch_size=16)
+    expected, pairs_total = single_process(queries, library, params)
+    with own_cluster(3) as (_, client):
+        victim = sorted(client.nthreads())[1]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        # its one task thread sleeps: the search's task sent there waits until the kill
+        blocker = client.submit(time.sleep, 120, workers=[victim], pure=False)
+        killed = []
+
+        def kill_once(progress):
+            if not killed and progress.pairs_done:
+                killed.append(victim)
+                os.kill(pid, signal.SIGKILL)
+
+        job = DaskSearchJob(
+            queries, library, params, client=client, backend="cpu", on_progress=kill_once
+        )
+        hits = job.run()
+        del blocker
+    assert killed, "the search ended before a worker could be killed"
+    assert_identical(hits, expected)
+    assert_no_duplicates(hits)
+    assert job.progress.pairs_done == pairs_total
+    assert job.tasks_done == job.tasks_total
+    assert any("cut into 2 pieces" in m for m in job.messages), job.messages
+    assert victim not in {r.worker for r in job.task_log}
+
+
 def test_all_workers_lost_raises_and_keeps_hits(data):
     queries, library = data
     params = SearchParameters(mode="custom", top_n=10, batch_size=16)

@@ -13,8 +13,9 @@ the queue of its tasks in block order, and a worker gets the next task of one
 of its shards whenever it has fewer than :data:`DEPTH` in flight (one running,
 one waiting, so no worker idles for a round trip).  A fast worker takes more
 blocks than a slow one, and the search ends at most one task after its last
-worker frees up.  A lost worker's tasks go back to the front of their queues,
-its replicas are dropped, and a shard left with none gets a new home.
+worker frees up.  A lost worker's tasks go back to the front of their queues
+(cut into pieces for the shard's other copies when their queues run dry), its
+replicas are dropped, and a shard left with none gets a new home.
 """
 
 from __future__ import annotations
@@ -210,10 +211,17 @@ class Dispatch:
         """Run ``task`` again, before the later blocks of its shard."""
         queue = self.queues[task.shard]
         queue.append(task)
-        queue.sort(key=lambda t: -t.block)
+        queue.sort(key=lambda t: (-t.block, -t.queries[0]))
 
-    def drop_workers(self, lost: set[str]) -> tuple[list[object], list[int]]:
+    def drop_workers(
+        self, lost: set[str]
+    ) -> tuple[list[object], list[int], list[tuple[Task, list[Task]]]]:
         """Forget ``lost`` workers: their tasks are queued again.
+
+        A lost task whose shard has more live copies than queued tasks is cut
+        into pieces (:meth:`Task.split`), one for each copy that would otherwise
+        run out of work, so the survivors redo it together rather than one of
+        them alone at the end of the search.
 
         Returns
         -------
@@ -221,19 +229,25 @@ class Dispatch:
             The lost tasks' futures (to cancel).
         stranded : list of int
             Shards left without a home (give each one with :meth:`add_home`).
+        cut : list of (Task, list of Task)
+            The lost tasks that were cut, with their pieces (queued in their place).
         """
+        for ws in self.homes.values():
+            ws[:] = [w for w in ws if w not in lost]
         gone = [k for k, sub in self.in_flight.items() if sub.worker in lost]
-        futures = []
-        for k in gone:
+        futures, cut = [], []
+        for k in sorted(gone, key=lambda k: self.in_flight[k].task.block):
             sub = self.in_flight.pop(k)
             futures.append(sub.future)
-            self.requeue(sub.task)
-        stranded = []
-        for s, ws in self.homes.items():
-            ws[:] = [w for w in ws if w not in lost]
-            if not ws:
-                stranded.append(s)
-        return futures, stranded
+            task = sub.task
+            idle_copies = len(self.homes.get(task.shard, ())) - len(self.queues[task.shard])
+            parts = task.split(idle_copies)
+            if len(parts) > 1:
+                cut.append((task, parts))
+            for part in parts:
+                self.requeue(part)
+        stranded = [s for s, ws in self.homes.items() if not ws]
+        return futures, stranded, cut
 
     def add_home(self, shard: int, live: Sequence[str]) -> str | None:
         """Give a stranded shard the least loaded live worker; None if there is none."""

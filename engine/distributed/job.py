@@ -57,7 +57,7 @@ from engine.distributed.shards import (
     worker_memory,
 )
 from engine.distributed.sources import library_file, library_fingerprint, resident_workers
-from engine.distributed.watch import ClusterGone, ClusterWatch, lost_message
+from engine.distributed.watch import CHECK_EVERY, ClusterGone, ClusterWatch, lost_message
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -282,7 +282,7 @@ class DaskSearchJob(StreamingJob):
                 )
             return copies[s, w]
 
-        block_spectra: dict[int, QueryBlock] = {}
+        block_spectra: dict[int, dict[tuple[int, int], QueryBlock]] = {}  # block -> queries ->
         # results are fetched by as_completed on the client's loop: a result whose worker
         # dies while sending it is waited for there (it is redone) while this loop goes on
         ac = distributed.as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
@@ -293,15 +293,16 @@ class DaskSearchJob(StreamingJob):
             Pinned: Dask would otherwise steal tasks to an idle worker and copy the
             shard there (without its peak index and GPU copy).
             """
-            q0, q1 = plan.blocks[task.block][0]
-            if task.block not in block_spectra:
-                block_spectra[task.block] = QueryBlock(
+            q0, q1 = task.queries
+            spectra = block_spectra.setdefault(task.block, {})
+            if task.queries not in spectra:
+                spectra[task.queries] = QueryBlock(
                     queries.reordered(np.arange(q0, q1)), np.asarray(q_order[q0:q1], dtype=np.int64)
                 )
             shard = copy_of(task.shard, w)
             fut = self.client.submit(
-                score_task, shard, block_spectra[task.block], p, self.backend_name,
-                key=f"simms-score-{job}-{task.shard}-{task.block}-{next(serial)}",
+                score_task, shard, spectra[task.queries], p, self.backend_name,
+                key=f"simms-score-{job}-{task.shard}-{task.block}-{q0}-{next(serial)}",
                 priority=-task.block, pure=False, workers=[w], allow_other_workers=False,
             )  # fmt: skip
             ac.add(fut)
@@ -319,7 +320,16 @@ class DaskSearchJob(StreamingJob):
             lost = {w for ws in dispatch.homes.values() for w in ws} - live
             lost |= {sub.worker for sub in dispatch.in_flight.values()} - live
             if lost:
-                futures, _ = dispatch.drop_workers(lost)
+                futures, _, cut = dispatch.drop_workers(lost)
+                for task, pieces in cut:  # its block now waits for each piece
+                    remaining[task.block] += len(pieces) - 1
+                    self.tasks_total += len(pieces) - 1
+                if cut:
+                    n = sum(len(pieces) for _, pieces in cut)
+                    self._say(
+                        f"{len(cut)} task(s) of the lost worker(s) cut into {n} pieces "
+                        "for the workers left"
+                    )
                 futures += [copies.pop(k) for k in [k for k in copies if k[1] in lost]]
                 self.client.cancel(futures)
             for s in [s for s, ws in dispatch.homes.items() if not ws]:
@@ -353,7 +363,7 @@ class DaskSearchJob(StreamingJob):
             {b: (q_order[slice(*rng)], len(ts)) for b, (rng, ts) in enumerate(plan.blocks)},
         )
         parts: dict[int, list[HitTable]] = {b: [] for b in remaining}
-        done: set[tuple[int, int]] = set()
+        done: set[tuple[int, int, tuple[int, int]]] = set()  # (shard, block, queries)
         watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
         first_start: float | None = None  # when the first finished task began, on this clock
         client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
@@ -364,7 +374,7 @@ class DaskSearchJob(StreamingJob):
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
                 dispatch.fill()
-                if time.monotonic() - watch.checked > 1.0:
+                if time.monotonic() - watch.checked > CHECK_EVERY:
                     try:
                         watch.check(self.client, self.grace_period, self._say, rescue_shards)
                     except ClusterGone as gone:
@@ -378,7 +388,7 @@ class DaskSearchJob(StreamingJob):
                     if sub is None:
                         continue
                     task = sub.task
-                    ident = (task.shard, task.block)
+                    ident = (task.shard, task.block, task.queries)
                     if ident in done:
                         self.duplicates_ignored += 1
                         continue

@@ -32,13 +32,36 @@ __all__ = ["BLOCKS_PER_COPY", "SearchPlan", "Task", "make_plan", "query_block_bo
 BLOCKS_PER_COPY = 4
 
 
-@dataclass
+@dataclass(frozen=True)
 class Task:
-    """One (shard, query block) task and the pairs it scores."""
+    """One (shard, query block) task and the pairs it scores.
+
+    ``queries`` is the range ``(q0, q1)`` of planned query positions it scores: its
+    block's, or a piece of it (:meth:`split`).
+    """
 
     shard: int
     block: int
     pairs: int
+    queries: tuple[int, int]
+
+    def split(self, pieces: int) -> list[Task]:
+        """The task cut into at most ``pieces`` tasks of about equal query ranges.
+
+        Every query of a block sees the same library span, so the pairs divide
+        exactly by queries.
+        """
+        q0, q1 = self.queries
+        n = q1 - q0
+        pieces = max(1, min(int(pieces), n))
+        if pieces == 1:
+            return [self]
+        per_query = self.pairs // n
+        edges = np.linspace(q0, q1, pieces + 1).round().astype(np.int64)
+        return [
+            Task(self.shard, self.block, per_query * int(b - a), (int(a), int(b)))
+            for a, b in zip(edges[:-1], edges[1:], strict=True)
+        ]
 
 
 @dataclass
@@ -200,7 +223,12 @@ def make_plan(
         else:
             lo, hi = 0, n_lib
         tasks = [
-            Task(s, len(blocks), (q1 - q0) * int(min(hi, bounds[s + 1]) - max(lo, bounds[s])))
+            Task(
+                s,
+                len(blocks),
+                (q1 - q0) * int(min(hi, bounds[s + 1]) - max(lo, bounds[s])),
+                (int(q0), int(q1)),
+            )
             for s in range(n_shards)
             if min(hi, bounds[s + 1]) > max(lo, bounds[s])
         ]

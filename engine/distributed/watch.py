@@ -8,7 +8,12 @@ from dataclasses import dataclass
 
 from engine.distributed.cluster import CHECK_TIMEOUT
 
-__all__ = ["ClusterGone", "ClusterWatch", "lost_message"]
+__all__ = ["CHECK_EVERY", "ClusterGone", "ClusterWatch", "lost_message"]
+
+#: Seconds between a search's checks of its workers: a lost worker's tasks wait
+#: at most this long (after the scheduler saw it go) to be sent to others.  A
+#: check is one round trip to the scheduler.
+CHECK_EVERY = 0.25
 
 
 class ClusterGone(Exception):
