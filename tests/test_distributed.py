@@ -639,13 +639,18 @@ def test_cli_cluster_and_network_on_a_cluster(cluster, data_dir, tmp_path):
 
 
 def test_task_cost_skips_first_tasks_and_weighs_searches_by_pairs():
-    """A worker's first task (NaN seconds) is left out; a large search outweighs a small one."""
-    from engine.distributed.cost import record
+    """A worker's first task (NaN seconds) is left out; a large search outweighs a small
+    one, and a small first search (a warm-up) hardly moves the defaults."""
+    from engine.distributed.cost import DEFAULTS, PRIOR_SECONDS, record
 
     address = "tcp://cost-model-test:1"
-    small = record(address, "cuda", [1e9, 1e9], [float("nan"), 1.04], span=1.1, workers=1)
-    assert small.measured and small.pair_s == pytest.approx(1e-9)
-    # three tasks of 1e11 pairs at 8e9 pairs/s: the small search's slow rate hardly counts
-    large = record(address, "cuda", [1e11] * 3, [0.04 + 1e11 / 8e9] * 3, span=37.7, workers=1)
-    assert 1 / large.pair_s > 7e9
-    assert large.pairs_seen == pytest.approx(3.01e11)
+    default = DEFAULTS["cuda"]
+    assert default.pairs_seen == pytest.approx(PRIOR_SECONDS / default.pair_s)
+    # a warm-up whose one measured task ran at 1e9 pairs/s, 18 times under the default
+    small = record(address, "cuda", [1e9, 1e9], [float("nan"), 1.2], span=1.3, workers=1)
+    assert small.measured
+    assert 0.8 * default.pair_s < small.pair_s < 1.25 * default.pair_s
+    # three tasks of 1e11 pairs at 8e9 pairs/s: they outweigh the defaults
+    large = record(address, "cuda", [1e11] * 3, [0.2 + 1e11 / 8e9] * 3, span=37.7, workers=1)
+    assert 7e9 < 1 / large.pair_s < 1e10
+    assert large.pairs_seen == pytest.approx(3.01e11 + default.pairs_seen)

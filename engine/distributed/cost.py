@@ -36,7 +36,9 @@ cost the workers saw as idle time between tasks (``(W·span − Σ worker second
 / T``), and takes ``c`` and ``h``.  Later searches on the same scheduler and
 backend are planned with that measurement (averaged with the ones before,
 weighted by their pairs); the
-first uses :data:`DEFAULTS` (from the measurements in ``benchmarks/RESULTS.md``).
+first uses :data:`DEFAULTS` (from the measurements in ``benchmarks/RESULTS.md``),
+which count as :data:`PRIOR_SECONDS` of measured work, so a small first search
+moves them only a little.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import numpy as np
 __all__ = [
     "DEFAULTS",
     "MAX_TASK_S",
+    "PRIOR_SECONDS",
     "TaskCost",
     "record",
     "task_cost",
@@ -75,8 +78,9 @@ class TaskCost:
     measured : bool
         False for the defaults, True once a search measured it.
     pairs_seen : float
-        Pairs of the tasks measured so far (a new search's measurement is
-        averaged in with its share of the pairs: large searches dominate).
+        Pairs of the tasks measured so far, and the defaults' weight (a new
+        search's measurement is averaged in with its share of the pairs: large
+        searches dominate).
     """
 
     fixed_s: float
@@ -137,14 +141,28 @@ class TaskCost:
         )
 
 
+#: What the defaults weigh against a search's measurement: as many pairs as one
+#: worker scores in this many seconds.  A small first search (a warm-up, a few
+#: queries, whose tasks also pay one-time costs such as GPU buffers growing) then
+#: moves them by its small share of pairs, and cannot make the next large search
+#: plan a hundred tasks where five do.
+PRIOR_SECONDS = 4.0
+
 #: Before any measurement (no hits expected: one block after the first, split only
 #: by :data:`MAX_TASK_S`): LocalCluster processes on a CPU (1 numba thread each),
-#: and one worker per GPU (RESULTS.md: ~60 ms per task; 8e9 pairs/s on an H100 for the
-#: 100,000 x 1.5 M search with a threshold).
+#: and one worker per GPU (RESULTS.md, eighth version: 0.18-0.31 s per task, of it
+#: 0.18-0.25 s on the worker, and 1.8e10-2.3e10 pairs/s per H200 worker in the
+#: 100,000 x 1.5 M search with a threshold; 1.8e10 pairs/s on one H100 in one process).
 DEFAULTS = {
-    "cpu": TaskCost(fixed_s=0.02, pair_s=1 / 3e7, worker_fixed_s=0.005, hit_s=1e-7),
-    "cuda": TaskCost(fixed_s=0.06, pair_s=1 / 8e9, worker_fixed_s=0.04, hit_s=1e-7),
-}
+    "cpu": TaskCost(
+        fixed_s=0.02, pair_s=1 / 3e7, worker_fixed_s=0.005, hit_s=1e-7,
+        pairs_seen=PRIOR_SECONDS * 3e7,
+    ),
+    "cuda": TaskCost(
+        fixed_s=0.24, pair_s=1 / 1.8e10, worker_fixed_s=0.2, hit_s=1e-7,
+        pairs_seen=PRIOR_SECONDS * 1.8e10,
+    ),
+}  # fmt: skip
 
 _MEASURED: dict[tuple[str, str], TaskCost] = {}
 _LOCK = threading.Lock()
@@ -206,14 +224,16 @@ def record(
     fixed = max(a_w + min(dispatch, 1.0), 1e-4)
     h, c = hits / float(p.sum()), (client_s / hits if hits else previous.hit_s)
     seen = float(p.sum())
-    if previous.measured:  # average with what was known, weighted by the pairs measured
-        w = seen / (seen + previous.pairs_seen) if seen + previous.pairs_seen > 0 else 0.5
-        fixed = w * fixed + (1 - w) * previous.fixed_s
-        b = w * b + (1 - w) * previous.pair_s
-        a_w = w * a_w + (1 - w) * previous.worker_fixed_s
+    # average with what was known (the defaults' weight is PRIOR_SECONDS of work),
+    # weighted by the pairs measured
+    w = seen / (seen + previous.pairs_seen) if seen + previous.pairs_seen > 0 else 1.0
+    fixed = w * fixed + (1 - w) * previous.fixed_s
+    b = w * b + (1 - w) * previous.pair_s
+    a_w = w * a_w + (1 - w) * previous.worker_fixed_s
+    if previous.measured:  # hits and the client's merge: the defaults know neither
         h = w * h + (1 - w) * previous.hits_per_pair
         c = w * c + (1 - w) * previous.hit_s
-        seen += previous.pairs_seen
+    seen += previous.pairs_seen
     cost = TaskCost(
         fixed_s=fixed, pair_s=b, worker_fixed_s=a_w, hit_s=c, hits_per_pair=h, measured=True,
         pairs_seen=seen,
