@@ -21,6 +21,7 @@ import itertools
 import math
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +181,8 @@ class DaskSearchJob(StreamingJob):
         self._max_block = max_block_queries
         self._own_client = own_client
         self._seen_notes: set[str] = set()
-        self._left: tuple[dict, dict] = ({}, {})  # block -> tasks left; block -> (queries, tasks)
+        # block -> tasks left; block -> its queries; block -> tasks done
+        self._left: tuple[dict, dict, Counter] = ({}, {}, Counter())
         self.address = str(getattr(client.scheduler, "address", None) or "the Dask scheduler")
         try:
             devices = client.run(worker_device, backend, on_error="return")
@@ -358,9 +360,11 @@ class DaskSearchJob(StreamingJob):
             return True
 
         remaining = {b: len(tasks) for b, (_, tasks) in enumerate(plan.blocks)}
+        finished_in_block: Counter = Counter()
         self._left = (
             remaining,
-            {b: (q_order[slice(*rng)], len(ts)) for b, (rng, ts) in enumerate(plan.blocks)},
+            {b: q_order[slice(*rng)] for b, (rng, _) in enumerate(plan.blocks)},
+            finished_in_block,
         )
         parts: dict[int, list[HitTable]] = {b: [] for b in remaining}
         done: set[tuple[int, int, tuple[int, int]]] = set()  # (shard, block, queries)
@@ -434,6 +438,7 @@ class DaskSearchJob(StreamingJob):
                     self.progress.pairs_done += task.pairs
                     self.progress.elapsed = now - start
                     remaining[task.block] -= 1
+                    finished_in_block[task.block] += 1
                     if remaining[task.block] == 0:
                         block_spectra.pop(task.block, None)
                     if p.top_n == 0:
@@ -476,9 +481,9 @@ class DaskSearchJob(StreamingJob):
 
     def _mark_unfinished(self) -> None:
         """Set ``unfinished_queries`` and ``incomplete_queries`` of a search stopped early."""
-        remaining, blocks = self._left
-        unfinished = [blocks[b][0] for b, left in remaining.items() if left > 0]
-        partial = [blocks[b][0] for b, left in remaining.items() if 0 < left < blocks[b][1]]
+        remaining, blocks, finished = self._left
+        unfinished = [blocks[b] for b, left in remaining.items() if left > 0]
+        partial = [blocks[b] for b, left in remaining.items() if left > 0 and finished[b]]
         self.unfinished_queries = _sorted_indexes(unfinished)
         # with top_n > 0 a block's hits are streamed when all its shards are done
         self.incomplete_queries = _sorted_indexes(partial if self.params.top_n == 0 else [])
