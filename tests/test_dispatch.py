@@ -5,9 +5,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+import numpy as np
+
 from engine.distributed.cost import TaskCost
 from engine.distributed.dispatch import (
     DEPTH,
+    BlockLedger,
     Dispatch,
     balanced_shards,
     place_shards,
@@ -151,6 +154,19 @@ def test_lost_task_is_cut_for_the_copies_that_would_idle():
     dispatch.fill()
     _, _, cut = dispatch.drop_workers({"tcp://b"})
     assert cut == []
+
+
+def test_block_ledger_counts_pieces_of_cut_tasks():
+    """A cut block is done after its last piece; a block with a piece done is partial."""
+    ledger = BlockLedger({0: 1, 1: 2}, {0: np.array([5, 3]), 1: np.array([4, 9])})
+    block_1 = Task(0, 1, 20, (2, 4))
+    assert ledger.add_pieces([(block_1, block_1.split(2))]) == 1
+    assert ledger.finish(0)  # block 0: its one task
+    assert not ledger.finish(1) and not ledger.finish(1)  # two of its three tasks
+    assert ledger.unfinished().tolist() == [4, 9]
+    assert ledger.partial().tolist() == [4, 9]
+    assert ledger.finish(1)
+    assert ledger.unfinished().tolist() == [] and ledger.partial().tolist() == []
 
 
 def test_copies_share_out_more_blocks():

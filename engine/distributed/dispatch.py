@@ -26,10 +26,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from engine.distributed.plan import Task
 
 __all__ = [
     "DEPTH",
+    "BlockLedger",
     "Dispatch",
     "Submitted",
     "TaskRecord",
@@ -257,3 +260,46 @@ class Dispatch:
         worker = min(sorted(live), key=lambda w: load[w])
         self.homes[shard].append(worker)
         return worker
+
+
+@dataclass
+class BlockLedger:
+    """Tasks left and done of each query block of a search (a cut task adds pieces).
+
+    Parameters
+    ----------
+    left : dict
+        Block -> tasks not done yet.
+    queries : dict
+        Block -> its queries' original indexes.
+    """
+
+    left: dict[int, int] = field(default_factory=dict)
+    queries: dict[int, np.ndarray] = field(default_factory=dict)
+    done: Counter = field(default_factory=Counter)
+
+    def add_pieces(self, cut: Sequence[tuple[Task, list[Task]]]) -> int:
+        """Count the pieces of cut tasks (:meth:`Dispatch.drop_workers`); the tasks added."""
+        added = 0
+        for task, pieces in cut:
+            self.left[task.block] += len(pieces) - 1
+            added += len(pieces) - 1
+        return added
+
+    def finish(self, block: int) -> bool:
+        """Count a task of ``block`` done; True when it was the block's last."""
+        self.left[block] -= 1
+        self.done[block] += 1
+        return self.left[block] == 0
+
+    def unfinished(self) -> np.ndarray:
+        """Queries (sorted) of the blocks with tasks left."""
+        return _sorted([self.queries[b] for b, n in self.left.items() if n > 0])
+
+    def partial(self) -> np.ndarray:
+        """Queries (sorted) of the blocks with tasks left and tasks (or pieces) done."""
+        return _sorted([self.queries[b] for b, n in self.left.items() if n > 0 and self.done[b]])
+
+
+def _sorted(parts: list[np.ndarray]) -> np.ndarray:
+    return np.sort(np.concatenate([np.empty(0, dtype=np.int64), *parts])).astype(np.int64)

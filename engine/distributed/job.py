@@ -21,7 +21,6 @@ import itertools
 import math
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from engine.distributed.cluster import (
 )
 from engine.distributed.cost import TaskCost, record, task_cost
 from engine.distributed.dispatch import (
+    BlockLedger,
     Dispatch,
     Submitted,
     TaskRecord,
@@ -65,10 +65,6 @@ from engine.params import SearchParameters
 from engine.search import CancelToken, SearchProgress, StreamingJob
 
 __all__ = ["DaskSearchJob", "TaskRecord", "search"]
-
-
-def _sorted_indexes(parts: list[np.ndarray]) -> np.ndarray:
-    return np.sort(np.concatenate([np.empty(0, dtype=np.int64), *parts])).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -181,8 +177,7 @@ class DaskSearchJob(StreamingJob):
         self._max_block = max_block_queries
         self._own_client = own_client
         self._seen_notes: set[str] = set()
-        # block -> tasks left; block -> its queries; block -> tasks done
-        self._left: tuple[dict, dict, Counter] = ({}, {}, Counter())
+        self._blocks = BlockLedger()
         self.address = str(getattr(client.scheduler, "address", None) or "the Dask scheduler")
         try:
             devices = client.run(worker_device, backend, on_error="return")
@@ -323,14 +318,12 @@ class DaskSearchJob(StreamingJob):
             lost |= {sub.worker for sub in dispatch.in_flight.values()} - live
             if lost:
                 futures, _, cut = dispatch.drop_workers(lost)
-                for task, pieces in cut:  # its block now waits for each piece
-                    remaining[task.block] += len(pieces) - 1
-                    self.tasks_total += len(pieces) - 1
+                self.tasks_total += ledger.add_pieces(cut)  # a block waits for each piece
                 if cut:
                     n = sum(len(pieces) for _, pieces in cut)
                     self._say(
-                        f"{len(cut)} task(s) of the lost worker(s) cut into {n} pieces "
-                        "for the workers left"
+                        f"{len(cut)} task(s) of the lost worker(s) cut into {n} pieces for the "
+                        "workers left"
                     )
                 futures += [copies.pop(k) for k in [k for k in copies if k[1] in lost]]
                 self.client.cancel(futures)
@@ -359,14 +352,11 @@ class DaskSearchJob(StreamingJob):
             dispatch.requeue(sub.task)
             return True
 
-        remaining = {b: len(tasks) for b, (_, tasks) in enumerate(plan.blocks)}
-        finished_in_block: Counter = Counter()
-        self._left = (
-            remaining,
+        ledger = self._blocks = BlockLedger(
+            {b: len(tasks) for b, (_, tasks) in enumerate(plan.blocks)},
             {b: q_order[slice(*rng)] for b, (rng, _) in enumerate(plan.blocks)},
-            finished_in_block,
         )
-        parts: dict[int, list[HitTable]] = {b: [] for b in remaining}
+        parts: dict[int, list[HitTable]] = {b: [] for b in ledger.left}
         done: set[tuple[int, int, tuple[int, int]]] = set()  # (shard, block, queries)
         watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
         first_start: float | None = None  # when the first finished task began, on this clock
@@ -437,16 +427,15 @@ class DaskSearchJob(StreamingJob):
                             self._say(note)
                     self.progress.pairs_done += task.pairs
                     self.progress.elapsed = now - start
-                    remaining[task.block] -= 1
-                    finished_in_block[task.block] += 1
-                    if remaining[task.block] == 0:
+                    block_done = ledger.finish(task.block)
+                    if block_done:
                         block_spectra.pop(task.block, None)
                     if p.top_n == 0:
                         if len(hits):
                             yield self._emit([hits])
                     else:
                         parts[task.block].append(hits)
-                        if remaining[task.block] == 0:
+                        if block_done:
                             merge_start = time.perf_counter()
                             chunk = self._emit(parts.pop(task.block))
                             client_s += time.perf_counter() - merge_start
@@ -481,12 +470,10 @@ class DaskSearchJob(StreamingJob):
 
     def _mark_unfinished(self) -> None:
         """Set ``unfinished_queries`` and ``incomplete_queries`` of a search stopped early."""
-        remaining, blocks, finished = self._left
-        unfinished = [blocks[b] for b, left in remaining.items() if left > 0]
-        partial = [blocks[b] for b, left in remaining.items() if left > 0 and finished[b]]
-        self.unfinished_queries = _sorted_indexes(unfinished)
+        self.unfinished_queries = self._blocks.unfinished()
         # with top_n > 0 a block's hits are streamed when all its shards are done
-        self.incomplete_queries = _sorted_indexes(partial if self.params.top_n == 0 else [])
+        top_n = self.params.top_n
+        self.incomplete_queries = self._blocks.partial() if top_n == 0 else np.empty(0, np.int64)
 
     def _lost(self, watch: ClusterWatch, scheduler: str | None = None) -> ClusterLostError:
         """The error of a search whose workers (or scheduler) are gone."""
