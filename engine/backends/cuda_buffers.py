@@ -12,7 +12,7 @@ from engine.backends.base import PreparedSpectra
 from engine.kernels import SpectrumSet
 from engine.kernels.heavy import HEAVY_MAX, heavy_peaks
 
-__all__ = ["DenseSlot", "Resident", "TileSlot", "resident_key"]
+__all__ = ["DenseSlot", "Resident", "TileSlot", "event_done", "resident_key"]
 
 
 @dataclass
@@ -171,3 +171,9 @@ def big_scratch(cuda: Any, threads: int, size: int) -> tuple:
         cuda.device_array((threads, size), dtype=np.uint8),
         cuda.device_array((threads, size), dtype=np.uint8),
     )
+
+
+def event_done(event: Any) -> bool:
+    """Whether the GPU has passed ``event`` (None: nothing recorded), without waiting."""
+    query = getattr(event, "query", None)  # the simulator's events have run at once
+    return query is None or bool(query())

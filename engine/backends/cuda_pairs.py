@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
-from engine.backends.cuda_buffers import Resident
+from engine.backends.cuda_buffers import Resident, event_done
 from engine.backends.rescore import PendingScores, rescore_pairs, submit_rescore
 from engine.params import SearchParameters
 
@@ -59,8 +59,7 @@ class _Launch:
         self._queue = queue
 
     def done(self) -> bool:
-        query = getattr(self.event, "query", None)  # the simulator's events run at once
-        return self._finished or query is None or query()
+        return self._finished or event_done(self.event)
 
     def finish(self) -> None:
         """Wait for the GPU, then rescore on the host what it could not resolve."""

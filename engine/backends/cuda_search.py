@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from engine.backends.base import Batch, PreparedSpectra, score_kind, score_tolerance
-from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, big_scratch
+from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, big_scratch, event_done
 from engine.backends.cuda_index import LISTED_BLOCKS
 from engine.backends.cuda_pairs import PairQueue
 from engine.backends.cuda_run import TileRun
@@ -266,9 +266,7 @@ class TileSearch:
     @staticmethod
     def _finished(slot: TileSlot) -> bool:
         """Whether the GPU is through with the slot's tile (without waiting for it)."""
-        done = getattr(slot, "done", None)
-        query = getattr(done, "query", None)  # the simulator's events have run at once
-        return query is None or bool(query())
+        return event_done(slot.done)
 
     def _score(
         self,

@@ -148,21 +148,21 @@ class TaskCost:
 #: plan a hundred tasks where five do.
 PRIOR_SECONDS = 4.0
 
+
+def _default(fixed_s: float, pairs_per_s: float, worker_fixed_s: float) -> TaskCost:
+    """A default model, weighing as :data:`PRIOR_SECONDS` of one worker's pairs."""
+    return TaskCost(
+        fixed_s=fixed_s, pair_s=1 / pairs_per_s, worker_fixed_s=worker_fixed_s, hit_s=1e-7,
+        pairs_seen=PRIOR_SECONDS * pairs_per_s,
+    )  # fmt: skip
+
+
 #: Before any measurement (no hits expected: one block after the first, split only
 #: by :data:`MAX_TASK_S`): LocalCluster processes on a CPU (1 numba thread each),
 #: and one worker per GPU (RESULTS.md, eighth version: 0.18-0.31 s per task, of it
 #: 0.18-0.25 s on the worker, and 1.8e10-2.3e10 pairs/s per H200 worker in the
 #: 100,000 x 1.5 M search with a threshold; 1.8e10 pairs/s on one H100 in one process).
-DEFAULTS = {
-    "cpu": TaskCost(
-        fixed_s=0.02, pair_s=1 / 3e7, worker_fixed_s=0.005, hit_s=1e-7,
-        pairs_seen=PRIOR_SECONDS * 3e7,
-    ),
-    "cuda": TaskCost(
-        fixed_s=0.24, pair_s=1 / 1.8e10, worker_fixed_s=0.2, hit_s=1e-7,
-        pairs_seen=PRIOR_SECONDS * 1.8e10,
-    ),
-}  # fmt: skip
+DEFAULTS = {"cpu": _default(0.02, 3e7, 0.005), "cuda": _default(0.24, 1.8e10, 0.2)}
 
 _MEASURED: dict[tuple[str, str], TaskCost] = {}
 _LOCK = threading.Lock()

@@ -243,7 +243,7 @@ class Dispatch:
             sub = self.in_flight.pop(k)
             futures.append(sub.future)
             task = sub.task
-            idle_copies = len(self.homes.get(task.shard, ())) - len(self.queues[task.shard])
+            idle_copies = len(self.homes[task.shard]) - len(self.queues[task.shard])
             parts = task.split(idle_copies)
             if len(parts) > 1:
                 cut.append((task, parts))
