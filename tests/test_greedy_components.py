@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.kernels.greedy import _resolve_large
+from engine.kernels.greedy_large import resolve_large as _resolve_large
 
 
 def _walk(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shifts=(0.0,)):
@@ -140,3 +140,31 @@ def test_modified_pairs_made_of_ties_equal_the_walk(seed):
         tol = float(rng.choice([0.05, 0.2, 1.0]))
         shift = float(rng.choice([tol * 1.5, 2.0, -3.0, 0.3]))  # 1.5 tol: windows overlap
         _check_modified(mzA, wA, mzB, wB, tol, shift)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_products_tied_only_by_rounding_equal_the_walk(seed):
+    # weights a few ulps apart: distinct, but many of their products round alike,
+    # where the walk orders by the later candidate and not by the larger weight
+    rng = np.random.default_rng(200 + seed)
+    for _ in range(10):
+        na, nb = rng.integers(20, 150, 2)
+        mzA = np.sort(rng.uniform(300, 300.5, na))
+        mzB = np.sort(rng.uniform(300, 300.5, nb))
+        wA = rng.uniform(1, 3, na) * (1 + rng.integers(0, 4, na) * 2.0**-52)
+        wB = 1.7 * (1 + rng.integers(0, 6, nb) * 2.0**-52)
+        tol = float(rng.choice([0.05, 0.5]))
+        _check(mzA, wA, mzB, wB, tol, least=2)
+        _check_modified(mzA, wA, mzB, wB, tol, float(rng.choice([tol * 1.5, 0.2])))
+
+
+def test_profile_spectra_of_30000_peaks_take_little_time():
+    # two profile-mode (not centroided) spectra: one component of ~10^9 candidates,
+    # resolved without enumerating them; checked against the walk on a 300-peak slice
+    step = 1.7e-5
+    mz = 100.0 + np.arange(30_000) * step
+    w = 1000 * (1.2 + np.sin(np.arange(30_000) / 50.0))
+    score, matches = _resolve_large(mz, w, 0, len(mz), mz + step / 3, w[::-1].copy(), 0,
+                                    len(mz), 0.1, 0.0, 1)  # fmt: skip
+    assert matches == len(mz)
+    _check(mz[:300], w[:300], mz[:300] + step / 3, w[:300][::-1].copy(), 0.1)

@@ -124,3 +124,32 @@ def test_cpu_search_of_long_spectra_keeps_every_hit(massbank_queries, massbank_l
                 assert scores[q][ok[q]].max() == mine.score.max()
     np.testing.assert_array_equal(hits.score, scores[hits.query_index, hits.library_index])
     np.testing.assert_array_equal(hits.matches, matches[hits.query_index, hits.library_index])
+
+
+def _sweep_bound(mzA, wA, mzB, wB, tol):
+    """The best-partner bound by its definition: every candidate's product (numpy)."""
+    cand = (mzB[None, :] >= mzA[:, None] - tol) & (mzB[None, :] <= mzA[:, None] + tol)
+    prods = np.where(cand, wA[:, None] * wB[None, :], 0.0)
+    rows = cols = 0.0
+    for x in prods.max(axis=1, initial=0.0):  # summed in peak order, as the kernel sums
+        rows += x
+    for x in prods.max(axis=0, initial=0.0):
+        cols += x
+    return min(rows, cols)
+
+
+@pytest.mark.parametrize("tolerance", [0.02, 0.5])
+def test_bound_equals_its_definition_bit_for_bit(massbank_queries, massbank_library, tolerance):
+    # the kernel finds each row's and column's best partner by sliding-window maxima
+    from engine.kernels.pair_bound import best_partner_bound
+
+    params = SearchParameters(mode="custom", tolerance=tolerance)
+    q, lib, qi, li = long_pairs(massbank_queries, massbank_library, params, limit=300)
+    colmax = np.empty(int(np.diff(q.offsets).max()))
+    for a, b in zip(li, qi, strict=True):
+        sa = slice(lib.offsets[a], lib.offsets[a + 1])
+        sb = slice(q.offsets[b], q.offsets[b + 1])
+        args = (lib.mz[sa], lib.weight[sa], q.mz[sb], q.weight[sb], tolerance)
+        mzA, wA, mzB, wB, tol = args
+        got = best_partner_bound(mzA, wA, 0, len(mzA), mzB, wB, 0, len(mzB), tol, colmax)
+        assert got == _sweep_bound(*args)

@@ -21,7 +21,7 @@ peaks with overlapping tolerance windows.  The greedy choice never crosses a
 component, so each component is resolved on its own: a single candidate is just
 added, small components are sorted by insertion in a fixed scratch, and large
 ones (more than ``scratch.size`` candidates) are matched by proposals, without a
-sort of their candidates (:func:`_resolve_large`).
+sort of their candidates (:func:`~engine.kernels.greedy_large.resolve_large`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.entropy import entropy_core
+from engine.kernels.greedy_large import count_candidates, resolve_large
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE, SCRATCH_SIZE
 
 __all__ = [
@@ -70,92 +71,6 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
     sp[pos] = p
     si[pos] = i
     sj[pos] = j
-
-
-@njit(cache=True)
-def _windows(mzA, i0, i1, mzB, j0, j1, tol, shift, lo_out, hi_out):  # pragma: no cover
-    """Each A peak's candidates ``j`` in ``lo_out[r]:hi_out[r]``: ``mzB[j] + shift`` within
-    ``mzA[i0 + r] ± tol``, with the float comparisons of ``find_matches``."""
-    lo = j0
-    for r in range(i1 - i0):
-        a = mzA[i0 + r]
-        low = a - tol
-        high = a + tol
-        while lo < j1 and mzB[lo] + shift < low:
-            lo += 1
-        h = lo
-        while h < j1 and not mzB[h] + shift > high:
-            h += 1
-        lo_out[r] = lo
-        hi_out[r] = h
-
-
-@njit(cache=True)
-def _resolve_large(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes):  # pragma: no cover
-    """Exact greedy of peaks ``i0:i1`` of ``A`` against ``j0:j1`` of ``B``, without
-    sorting the candidates: ``(sum of the taken products, matches)``.
-
-    ``passes`` 1: the candidates of ``find_matches`` (a cosine component); 2: those
-    with shift 0 followed by those with ``shift`` (the modified cosine, where a pair
-    of peaks may be a candidate twice).  Candidates are strictly ordered by
-    (product, pass, A peak, B peak), the later first on equal products as matchms
-    enumerates them, and under such an order the greedy matching is the unique
-    stable matching in which both peaks of a pair prefer the larger key.  It is
-    found by proposals (Gale-Shapley, peaks of ``A`` proposing): peak ``a`` takes
-    the best ``B`` peak in its windows whose current partner it beats; the
-    partner it displaces proposes again.  Each proposal scans its windows, so the
-    cost is about the number of candidates instead of a sort of them.  The taken
-    products are then summed in descending order, the greedy walk's, so the sum is
-    bit for bit the walk's.
-    """
-    na = i1 - i0
-    nb = j1 - j0
-    lo = np.empty((passes, na), dtype=np.int64)
-    hi = np.empty((passes, na), dtype=np.int64)
-    for s in range(passes):
-        _windows(mzA, i0, i1, mzB, j0, j1, tol, 0.0 if s == 0 else shift, lo[s], hi[s])
-    held_p = np.full(nb, -1.0)  # the offer each B peak holds (products are >= 0)
-    held_s = np.zeros(nb, dtype=np.int64)
-    held_a = np.full(nb, -1, dtype=np.int64)
-    for r in range(na):
-        cur = r
-        while cur >= 0:
-            wa = wA[i0 + cur]
-            best = -1
-            best_p = -1.0
-            best_s = 0
-            for s in range(passes):
-                for j in range(lo[s, cur], hi[s, cur]):
-                    p = wa * wB[j]
-                    c = j - j0
-                    hp = held_p[c]
-                    # beats the held offer: larger (product, pass, A peak)
-                    if p > hp or (
-                        p == hp and (s > held_s[c] or (s == held_s[c] and cur > held_a[c]))
-                    ):
-                        if p >= best_p:  # the later (pass, B peak) on ties
-                            best_p = p
-                            best = c
-                            best_s = s
-            if best < 0:
-                break
-            displaced = held_a[best]
-            held_a[best] = cur
-            held_p[best] = best_p
-            held_s[best] = best_s
-            cur = displaced
-    prods = np.empty(nb, dtype=np.float64)
-    nm = 0
-    for c in range(nb):
-        if held_a[c] >= 0:
-            prods[nm] = held_p[c]
-            nm += 1
-    # the walk's order: descending (equal products sum alike in any order)
-    prods = np.sort(prods[:nm])
-    score = 0.0
-    for r in range(nm - 1, -1, -1):
-        score += prods[r]
-    return score, nm
 
 
 @njit(cache=True, inline="always")
@@ -203,7 +118,7 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
 
     ``sp`` (float64), ``si``, ``sj`` (int64) are scratch arrays of length K and
     ``ua``, ``ub`` (bool) scratch of length >= K; components with more than K
-    candidates are resolved by :func:`_resolve_large`.
+    candidates are resolved by :func:`~engine.kernels.greedy_large.resolve_large`.
     Returns ``(sum of taken products, matches)``.
     """
     kmax = sp.shape[0]
@@ -298,31 +213,12 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
                     if left == 0:
                         break
         else:
-            s_, n_ = _resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, 1)
+            s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, 1)
             score += s_
             nm += n_
         i = k
         lo = lo_k
     return score, nm
-
-
-@njit(cache=True)
-def _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, shift):  # pragma: no cover
-    lo = b0
-    c = 0
-    for i in range(a0, a1):
-        a = mzA[i]
-        low = a - tol
-        high = a + tol
-        for j in range(lo, b1):
-            b = mzB[j] + shift
-            if b > high:
-                break
-            if b < low:
-                lo = j + 1
-            else:
-                c += 1
-    return c
 
 
 @njit(cache=True)
@@ -339,8 +235,8 @@ def modified_core(
     shift = pA - pB
     if not (abs(shift) > tol):
         return cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub)
-    n0 = _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, 0.0)
-    n1 = _count_shifted(mzA, a0, a1, mzB, b0, b1, tol, shift)
+    n0 = count_candidates(mzA, a0, a1, mzB, b0, b1, tol, 0.0)
+    n1 = count_candidates(mzA, a0, a1, mzB, b0, b1, tol, shift)
     cnt = n0 + n1
     if cnt == 0:
         return 0.0, 0
@@ -381,7 +277,7 @@ def modified_core(
                 score += sp[r]
                 nm += 1
         return score, nm
-    return _resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, 2)
+    return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, 2)
 
 
 @njit(cache=True)

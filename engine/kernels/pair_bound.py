@@ -13,6 +13,7 @@ score itself (MassBank pairs listed by the sum-of-products bound at threshold
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 __all__ = ["BOUND_MARGIN", "best_partner_bound", "pair_can_reach"]
@@ -28,27 +29,50 @@ def best_partner_bound(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, colmax):  # pragma
 
     Candidates are pairs with ``mzA[i] - tol <= mzB[j] <= mzA[i] + tol`` (as in
     :func:`~engine.kernels.greedy.cosine_core`); ``colmax`` is float64 scratch of
-    at least ``b1 - b0`` entries.
+    at least ``b1 - b0`` entries.  A row's largest product is ``wA[i]`` times the
+    largest ``B`` weight of its window (rounding is monotone), and the windows
+    only move up, so both sides are sliding-window maxima: O(na + nb) however
+    many candidates there are (profile spectra have ~10⁹).
     """
-    for j in range(b1 - b0):
-        colmax[j] = 0.0
+    queue = np.empty(max(a1 - a0, b1 - b0), dtype=np.int64)
     rows = 0.0
     lo = b0
+    hi = b0
+    head = 0
+    tail = 0  # queue[head:tail]: B peaks of the window, weights strictly descending
     for i in range(a0, a1):
         low = mzA[i] - tol
         high = mzA[i] + tol
         while lo < b1 and mzB[lo] < low:
             lo += 1
-        best = 0.0
-        j = lo
-        while j < b1 and mzB[j] <= high:
-            p = wA[i] * wB[j]
-            if p > best:
-                best = p
-            if p > colmax[j - b0]:
-                colmax[j - b0] = p
-            j += 1
-        rows += best
+        while hi < b1 and mzB[hi] <= high:
+            while tail > head and wB[queue[tail - 1]] <= wB[hi]:
+                tail -= 1
+            queue[tail] = hi
+            tail += 1
+            hi += 1
+        while head < tail and queue[head] < lo:
+            head += 1
+        if head < tail and lo < hi:
+            rows += max(0.0, wA[i] * wB[queue[head]])
+    # columns: B peak j is a candidate of the A peaks i with low_i <= mzB[j] <= high_i
+    first = a0
+    last = a0
+    head = 0
+    tail = 0
+    for j in range(b0, b1):
+        b = mzB[j]
+        while first < a1 and mzA[first] + tol < b:
+            first += 1
+        while last < a1 and not b < mzA[last] - tol:
+            while tail > head and wA[queue[tail - 1]] <= wA[last]:
+                tail -= 1
+            queue[tail] = last
+            tail += 1
+            last += 1
+        while head < tail and queue[head] < first:
+            head += 1
+        colmax[j - b0] = max(0.0, wB[j] * wA[queue[head]]) if head < tail else 0.0
     cols = 0.0
     for j in range(b1 - b0):
         cols += colmax[j]

@@ -123,6 +123,100 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
     return n
 
 
+#: A query row whose candidates outnumber the library peaks they reach this many
+#: times over (profile-mode spectra: ~10⁹ candidates) is bounded peak by peak of the
+#: library (:func:`_dense_bounds`); centroided spectra never are.
+DENSE_ROW = 8
+
+
+@njit(cache=True)
+def _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):  # pragma: no cover
+    """Add to ``bound[c]`` an upper bound of the sum of the candidate terms of query ``q``
+    with block spectrum ``c``, and to ``cnt[c]`` the number of its candidates.
+
+    Centroided queries: every candidate's product (or entropy term), one query peak
+    after the other.  Queries whose candidates are far more than the library peaks
+    they reach: :func:`_dense_bounds`.  False when ``stop`` was set.
+    """
+    q0 = queries.offsets[q]
+    q1 = queries.offsets[q + 1]
+    lows = queries.mz[q0:q1] - tolerance - INDEX_EPS
+    highs = queries.mz[q0:q1] + tolerance + INDEX_EPS
+    los = np.searchsorted(index.mz, lows, side="left")
+    his = np.searchsorted(index.mz, highs, side="right")
+    total = 0
+    reached = 0
+    top = 0
+    for t in range(q1 - q0):
+        total += his[t] - los[t]
+        reached += max(0, his[t] - max(los[t], top))
+        top = max(top, his[t])
+    if total > DENSE_ROW * (reached + q1 - q0):
+        return _dense_bounds(q0, q1, queries, index, entropy, lows, highs, los, his,
+                             bound, cnt, stop)  # fmt: skip
+    for t in range(q1 - q0):
+        if cancelled(stop):
+            return False
+        wq = queries.weight[q0 + t]
+        for k in range(los[t], his[t]):
+            c = index.spectrum[k]
+            if entropy:
+                bound[c] += pair_entropy(wq, index.weight[k])
+            else:
+                bound[c] += index.weight[k] * wq
+            cnt[c] += 1
+    return True
+
+
+@njit(cache=True)
+def _dense_bounds(
+    q0, q1, queries, index, entropy, lows, highs, los, his, bound, cnt, stop
+):  # pragma: no cover
+    """:func:`_candidate_bounds` library peak by library peak, in O(reached + query peaks).
+
+    Library peak ``k`` is a candidate of the query peaks ``t`` with ``lows[t] <=
+    mz[k] <= highs[t]`` (the index's own comparisons), a run of them since both
+    are sorted; each of their terms is at most the term of the run's largest
+    query weight (both terms grow with either weight), kept by a sliding-window
+    maximum.  The counts are exact, the bounds looser than the sum of the terms.
+    """
+    queue = np.empty(q1 - q0, dtype=np.int64)
+    head = 0
+    tail = 0
+    first = 0
+    last = 0
+    top = 0
+    for t in range(q1 - q0):
+        for k in range(max(los[t], top), his[t]):
+            if (k & 0xFFFF) == 0 and cancelled(stop):
+                return False
+            m = index.mz[k]
+            while first < q1 - q0 and highs[first] < m:
+                first += 1
+            while last < q1 - q0 and not m < lows[last]:
+                while (
+                    tail > head
+                    and queries.weight[q0 + queue[tail - 1]] <= queries.weight[q0 + last]
+                ):
+                    tail -= 1
+                queue[tail] = last
+                tail += 1
+                last += 1
+            while head < tail and queue[head] < first:
+                head += 1
+            if head == tail:
+                continue
+            wq = queries.weight[q0 + queue[head]]
+            c = index.spectrum[k]
+            if entropy:
+                bound[c] += (last - first) * pair_entropy(wq, index.weight[k])
+            else:
+                bound[c] += (last - first) * (index.weight[k] * wq)
+            cnt[c] += last - first
+        top = max(top, his[t])
+    return True
+
+
 @njit(cache=True)
 def _indexed_row(
     q, queries, library, l_start, nl, options, index, scratch, hl, hs, hm, stop
@@ -140,21 +234,9 @@ def _indexed_row(
     entropy = kind == ENTROPY
     colmax = np.empty(queries.offsets[q + 1] - queries.offsets[q], dtype=np.float64)
     bound = np.zeros(nl, dtype=np.float64)
-    cnt = np.zeros(nl, dtype=np.int32)
-    for j in range(queries.offsets[q], queries.offsets[q + 1]):
-        if cancelled(stop):
-            return 0
-        mq = queries.mz[j]
-        wq = queries.weight[j]
-        lo = np.searchsorted(index.mz, mq - tolerance - INDEX_EPS, side="left")
-        hi = np.searchsorted(index.mz, mq + tolerance + INDEX_EPS, side="right")
-        for k in range(lo, hi):
-            c = index.spectrum[k]
-            if entropy:
-                bound[c] += pair_entropy(wq, index.weight[k])
-            else:
-                bound[c] += index.weight[k] * wq
-            cnt[c] += 1
+    cnt = np.zeros(nl, dtype=np.int64)
+    if not _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):
+        return 0
     n = 0
     if top_n == 0:
         for c in range(nl):
