@@ -66,6 +66,8 @@ class ImportReport:
         Skipped and repaired records.
     notes : list of str
         Remarks about the whole file (e.g. bytes that were not UTF-8).
+    not_centroided : list of int
+        Records (1-based) of the spectra kept that look like profile-mode data.
     """
 
     path: str
@@ -74,6 +76,7 @@ class ImportReport:
     spectra: int = 0
     issues: list[ImportIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    not_centroided: list[int] = field(default_factory=list)
 
     @property
     def skipped(self) -> list[ImportIssue]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["report_counts", "report_text"]
+__all__ = ["profile_warning", "report_counts", "report_text"]
 
 
 def report_counts(report) -> tuple[int, int]:
@@ -17,3 +17,14 @@ def report_text(report) -> str:
     if report is None:
         return "No import report."
     return str(report)
+
+
+def profile_warning(report) -> str:
+    """A line on the spectra that look like profile-mode data ("" when none)."""
+    flagged = len(getattr(report, "not_centroided", None) or [])
+    if not flagged:
+        return ""
+    return (
+        f"{flagged:,} spectra look like profile-mode data (not centroided): scores stay exact, "
+        "but centroid them first (Preprocessing: centroid). The report names them."
+    )

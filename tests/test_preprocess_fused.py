@@ -40,6 +40,7 @@ CHOICES = {
     ],
     "scale_intensity": [{"method": "sqrt"}, {"method": "log"}, {"method": "none"}, {}],
     "normalize_intensity": [{}],
+    "centroid": [{"width": 0.05}, {"width": 0.5}, {}],
 }
 
 

@@ -23,6 +23,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from engine.io.record_checks import check_library
 from engine.library import STANDARD_COLUMNS, LibrarySource, SpectrumLibrary
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
@@ -382,6 +383,8 @@ class LibraryBuilder:
         offsets = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(counts[idx], out=offsets[1:])
         metas = [self._meta[i] for i in idx]
+        records = np.asarray(self._record_no, dtype=np.int64)[idx]
+        metadata = check_library(report, mz, offsets, _columns(metas), records)
         return SpectrumLibrary(
             mz=np.ascontiguousarray(mz),
             intensity=np.ascontiguousarray(intensity),
@@ -389,7 +392,7 @@ class LibraryBuilder:
             precursor_mz=np.asarray(self._precursor, dtype=np.float64)[idx],
             charge=np.asarray(self._charge, dtype=np.int16)[idx],
             ion_mode=np.asarray(self._ion_mode, dtype=np.int8)[idx],
-            metadata=_columns(metas),
+            metadata=metadata,
             source=source,
             report=report,
         )

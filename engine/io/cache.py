@@ -54,7 +54,7 @@ __all__ = [
 
 #: Version of the readers' output and the entries' layout; part of the cache key.
 #: 5: the MSP flavours, mzXML and JSON readers; metadata stored dictionary-encoded.
-READER_VERSION = 5
+READER_VERSION = 6
 #: Bytes at each end of a file whose digest a side record keeps.
 PROBE_BYTES = 1 << 16
 #: A file modified less than this long ago (ns) gets no side record yet.

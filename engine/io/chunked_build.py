@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.io._build import LibraryBuilder, grouped_columns
+from engine.io.record_checks import check_library
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import ImportReport, SpectrumFileError
 
@@ -66,6 +67,7 @@ class ChunkedBuilder(LibraryBuilder):
         self._kept_precursor: list[np.ndarray] = []
         self._kept_charge: list[np.ndarray] = []
         self._kept_ion_mode: list[np.ndarray] = []
+        self._kept_records: list[np.ndarray] = []
         #: Per key tuple: the rows of its records (in pieces) and, per key, their values.
         self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
         self._kept = 0
@@ -104,6 +106,7 @@ class ChunkedBuilder(LibraryBuilder):
         self._kept_precursor.append(np.asarray(self._precursor, dtype=np.float64)[idx])
         self._kept_charge.append(np.asarray(self._charge, dtype=np.int16)[idx])
         self._kept_ion_mode.append(np.asarray(self._ion_mode, dtype=np.int8)[idx])
+        self._kept_records.append(np.asarray(self._record_no, dtype=np.int64)[idx])
         # metadata kept per key tuple, column by column (no object per record); key
         # tuples are met in the order of their first kept record, as _columns meets them
         kept_at = np.empty(len(order), dtype=bool)
@@ -214,6 +217,8 @@ class ChunkedBuilder(LibraryBuilder):
         metadata = grouped_columns(groups, self._kept)
         del groups
         mz, intensity = self._peaks.joined()
+        records = np.concatenate(self._kept_records)
+        metadata = check_library(report, mz, offsets, metadata, records)
         return SpectrumLibrary(
             mz=mz,
             intensity=intensity,

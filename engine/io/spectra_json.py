@@ -95,6 +95,15 @@ def read_json_text(text: str, builder: LibraryBuilder) -> None:
         add_record(record, item, builder)
 
 
+def _json_int(digits: str) -> int | float:
+    """A JSON integer as :mod:`json` reads it; one too long for ``int()`` (over 4,300
+    digits) as the float it denotes, so the record is judged, not the whole file."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
 def parse_document(text: str, builder: LibraryBuilder) -> list:
     """The records of JSON ``text``: a list (a single object is one record).
 
@@ -102,7 +111,7 @@ def parse_document(text: str, builder: LibraryBuilder) -> list:
     :func:`read_json_text` says.
     """
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise SpectrumFileError(
             builder.path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
@@ -209,7 +218,7 @@ def _value(value: object) -> str:
 def _gnps_peaks(peaks: object) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(peaks, str):
         try:
-            peaks = json.loads(peaks)
+            peaks = json.loads(peaks, parse_int=_json_int)
         except (json.JSONDecodeError, RecursionError):
             raise _RecordError("unreadable 'peaks_json' (not a JSON list of pairs)") from None
     if not isinstance(peaks, list):

@@ -91,6 +91,8 @@ def _window_count(value: object) -> int:
 
 def _codes(name: str, p: Mapping[str, object]) -> list[tuple[int, float, float]] | None:
     """Kernel steps of one filter (``[]``: it changes nothing; None: run the filter itself)."""
+    if name == "centroid":
+        return None  # ms_entropy's centroiding kernel, a segment of its own
     if name == "select_mz_range":
         lo, hi = _number(p["min_mz"]), _number(p["max_mz"])
         if lo > hi:

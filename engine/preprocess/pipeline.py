@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from engine.library import SpectrumLibrary
 from engine.preprocess.filters import (
+    centroid,
     keep_top_k,
     normalize_intensity,
     relative_intensity_threshold,
@@ -51,6 +52,7 @@ FILTERS: Mapping[str, Callable[..., SpectrumLibrary]] = MappingProxyType(
         "window_filter": window_filter,
         "scale_intensity": scale_intensity,
         "normalize_intensity": normalize_intensity,
+        "centroid": centroid,
     }
 )
 
@@ -220,6 +222,7 @@ FILTER_PARAMETERS: Mapping[str, tuple[FilterParameter, ...]] = MappingProxyType(
             FilterParameter("method", str, "sqrt", choices=("sqrt", "log", "none")),
         ),
         "normalize_intensity": (),
+        "centroid": (FilterParameter("width", float, 0.05, 0.0),),
     }
 )
 

@@ -17,7 +17,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from simms_gui.reports import report_counts, report_text
+from simms_gui.reports import profile_warning, report_counts, report_text
 from simms_gui.session import LoadedFile
 
 __all__ = ["LibraryPanel", "ImportReportDialog"]
@@ -164,6 +164,10 @@ class LibraryPanel(QWidget):
             item.setTextAlignment(col, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if skipped:
             item.setForeground(2, Qt.GlobalColor.darkRed)
+        warning = profile_warning(entry.report)
+        if warning:
+            item.setForeground(1, Qt.GlobalColor.darkYellow)
+            item.setToolTip(1, warning)
         item.setData(1, Qt.ItemDataRole.UserRole, entry)
         return item
 
