@@ -54,15 +54,22 @@ def cancel_on_interrupt(
     say,
     message: str = "interrupted: stopping; the hits found so far are being written",
 ):
-    """Ctrl-C (SIGINT) cancels the work instead of raising, until the output is written."""
+    """Ctrl-C (SIGINT) cancels the work instead of raising, until the output is written.
+
+    A process started with SIGINT ignored (a shell's ``&``, ``nohup``) keeps
+    ignoring it, as Python itself does.
+    """
 
     def handler(signum, frame) -> None:
         if not token.cancelled:
             say(message)
         token.cancel()
 
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals reach only the main thread; nothing to install
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        yield  # signals reach only the main thread, and none is wanted if ignored
         return
     previous = signal.signal(signal.SIGINT, handler)
     try:

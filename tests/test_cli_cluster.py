@@ -16,6 +16,7 @@ import pytest
 
 import engine
 from engine.cli import main
+from tests.signals import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,6 +105,7 @@ def test_ctrl_c_cancels_and_writes_nothing(data_dir, library_cache, tmp_path):
          "-o", str(out), "--backend", "cpu", "--precursor-tolerance", "2",
          "--threshold", "0.5"],  # fmt: skip
         cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     lines = []
     for line in proc.stderr:

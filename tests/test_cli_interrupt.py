@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from engine.matching import greedy_matches
+from tests.signals import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIALS = int(os.environ.get("SIMMS_INTERRUPT_TRIALS", "2"))
@@ -36,6 +37,7 @@ def _start(args: list[str], env: dict) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
+        preexec_fn=as_from_a_terminal,
     )
 
 
@@ -126,13 +128,34 @@ def test_ctrl_c_while_the_output_is_written_does_not_lose_it():
     from engine.search import CancelToken
 
     token, said = CancelToken(), []
-    with _cancel_on_interrupt(token, said.append):
-        os.kill(os.getpid(), signal.SIGINT)  # arrives "during the write"
-        time.sleep(0.1)  # the handler runs here, in the main thread, and does not raise
-        finished = True
-    assert finished and token.cancelled
-    assert said and "interrupted" in said[0]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # as from an interactive shell, even when pytest was started with SIGINT ignored
+    started_with = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with _cancel_on_interrupt(token, said.append):
+            os.kill(os.getpid(), signal.SIGINT)  # arrives "during the write"
+            time.sleep(0.1)  # the handler runs here, in the main thread, and does not raise
+            finished = True
+        assert finished and token.cancelled
+        assert said and "interrupted" in said[0]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, started_with)
+
+
+def test_a_process_started_with_sigint_ignored_keeps_ignoring_it():
+    from engine.cli import _cancel_on_interrupt
+    from engine.search import CancelToken
+
+    started_with = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as after `&` or nohup
+    try:
+        token = CancelToken()
+        with _cancel_on_interrupt(token, print):
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+        assert not token.cancelled
+    finally:
+        signal.signal(signal.SIGINT, started_with)
 
 
 def test_plain_install_reads_mzml():

@@ -16,6 +16,7 @@ import pytest
 
 import engine
 from engine.cli import main
+from tests.signals import as_from_a_terminal
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONS = ["--preprocess", "none", "--tolerance", "0.1", "--threshold", "0.7", "--min-matches", "6"]
@@ -99,6 +100,7 @@ def test_ctrl_c_cancels_qc_and_writes_nothing(data_dir, tmp_path, library_cache)
         [sys.executable, "-m", "engine", "qc", str(data_dir / "massbank_ms2.mgf.gz"),
          "-o", str(report), "--backend", "cpu", "--precursor-tolerance", "2"],
         cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     for line in proc.stderr:  # the progress bar: the search runs
         if "pairs/s" in line:
