@@ -374,6 +374,38 @@ def test_watch_tells_a_frozen_worker_from_a_busy_one(monkeypatch):
     assert watch.live == set(beats) and rescued[-1] == set(beats)
 
 
+def test_closing_kills_stopped_worker_processes():
+    """A stopped worker process must not hold up closing its local cluster."""
+    from types import SimpleNamespace
+
+    import psutil
+
+    from engine.distributed.cluster import kill_stopped_workers
+
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in "ab"]
+    told = []
+    nannies = {
+        i: SimpleNamespace(
+            process=SimpleNamespace(process=SimpleNamespace(pid=p.pid)),
+            close_gracefully=lambda reason, i=i: told.append(i),
+        )
+        for i, p in enumerate(procs)
+    }
+    try:
+        os.kill(procs[0].pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while psutil.Process(procs[0].pid).status() != psutil.STATUS_STOPPED:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert kill_stopped_workers(SimpleNamespace(workers=nannies)) == [procs[0].pid]
+        assert procs[0].wait(timeout=10) == -signal.SIGKILL and told == [0]
+        assert procs[1].poll() is None  # a running one is left to close itself
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def test_cancel_keeps_finished_blocks(cluster, data):
     _, client = cluster
     queries, library = data

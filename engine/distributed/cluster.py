@@ -177,36 +177,40 @@ def shutdown(client) -> None:
     """Close ``client``, and the local cluster when it was started by :func:`local_cluster`.
 
     Each close waits at most :data:`CLOSE_TIMEOUT` seconds.  Worker processes of
-    the local cluster that are stopped (SIGSTOP) are resumed first, so that they
-    close at once instead of being killed after their nanny's timeout.
+    the local cluster that are stopped (SIGSTOP) are killed first: closing would
+    otherwise wait for each until its nanny's timeout.
     """
     cluster = getattr(client, "cluster", None)
     try:
         client.close(timeout=CLOSE_TIMEOUT)
     finally:
         if cluster is not None:
-            resume_stopped_workers(cluster)
+            kill_stopped_workers(cluster)
             cluster.close(timeout=CLOSE_TIMEOUT)
 
 
-def resume_stopped_workers(cluster) -> list[int]:
-    """Send SIGCONT to the stopped worker processes of a local ``cluster``; their ids."""
+def kill_stopped_workers(cluster) -> list[int]:
+    """Kill the stopped (SIGSTOP) worker processes of a local ``cluster``; their ids.
+
+    Their nannies are told first to start no other worker in their place.
+    """
     try:
         import psutil  # a dependency of distributed
     except ImportError:
         return []
-    resumed = []
+    killed = []
     for nanny in list(getattr(cluster, "workers", {}).values()):
         pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
-        if not isinstance(pid, int) or not hasattr(signal, "SIGCONT"):
+        if not isinstance(pid, int) or not hasattr(nanny, "close_gracefully"):
             continue
         try:
             if psutil.Process(pid).status() == psutil.STATUS_STOPPED:
-                os.kill(pid, signal.SIGCONT)
-                resumed.append(pid)
+                nanny.close_gracefully(reason="its worker was stopped")
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
         except (psutil.Error, OSError):
             continue
-    return resumed
+    return killed
 
 
 def describe(client) -> str:
