@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from engine.backends import Backend, PreparedSpectra, cpu_fallback, get_backend
-from engine.distributed import DaskSearchJob
+from engine.distributed import STALL_TIMEOUT, DaskSearchJob
 from engine.hits import HitTable
 from engine.io import load_library
 from engine.library import SpectrumLibrary
@@ -70,6 +70,7 @@ def search_job(
     cpu_threads: int | None = None,
     keep_hits: bool = True,
     own_client: bool = False,
+    stall_timeout: float = STALL_TIMEOUT,
 ) -> SearchJob | DaskSearchJob:
     """A search job of ``queries`` against ``library``, local or on a Dask cluster.
 
@@ -99,6 +100,10 @@ def search_job(
         blocks finish in any order, so ``hits`` sorts them at the end).
     own_client : bool, default False
         Close ``client`` (and its local cluster) when the Dask job ends.
+    stall_timeout : float, default 60
+        Dask only: seconds a worker may go without a heartbeat (stopped, swapping,
+        stuck on a dead mount) before it is treated as lost and its tasks are
+        redone on the other workers.
 
     Returns
     -------
@@ -108,7 +113,7 @@ def search_job(
     if client is not None:
         return DaskSearchJob(
             queries, library, params, client=client, backend=backend, own_client=own_client,
-            **callbacks,
+            stall_timeout=stall_timeout, **callbacks,
         )  # fmt: skip
     return SearchJob(
         queries, library, params, backend=backend, cpu_threads=cpu_threads,
@@ -125,6 +130,7 @@ def search(
     on_progress: Callable[[SearchProgress], None] | None = None,
     cancel_token: CancelToken | None = None,
     client=None,
+    stall_timeout: float = STALL_TIMEOUT,
     **param_overrides,
 ) -> HitTable:
     """Search ``queries`` against ``library`` and return all hits.
@@ -157,6 +163,9 @@ def search(
     client : dask.distributed.Client, optional
         Run on this Dask cluster instead (:mod:`engine.distributed`); hits are
         identical to a single-process search.
+    stall_timeout : float, default 60
+        With ``client``: seconds a worker may go without a heartbeat before its
+        tasks are redone on the other workers.
 
     Returns
     -------
@@ -168,7 +177,7 @@ def search(
     queries, library = as_library(queries), as_library(library)
     job = search_job(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
-        cancel_token=cancel_token,
+        cancel_token=cancel_token, stall_timeout=stall_timeout,
     )  # fmt: skip
     return job.run().with_context(SearchContext(queries, library, params))
 

@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
     s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    add_dask_options(s)
+    add_dask_options(s, stall_timeout=True)
 
     i = sub.add_parser("info", help="read spectrum files and print their import reports")
     i.add_argument("files", nargs="+")
@@ -212,6 +212,7 @@ def _search(args: argparse.Namespace) -> int:
     job = search_job(
         queries, library, params, client=client, own_client=True, backend=args.backend,
         on_progress=progress, on_message=say, cancel_token=token, keep_hits=False,
+        stall_timeout=args.dask_stall_timeout,
     )  # fmt: skip
     backend, device = job.backend.name, job.backend.device
     writer = HitWriter(

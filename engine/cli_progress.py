@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
@@ -78,8 +79,11 @@ def cancel_on_interrupt(
         signal.signal(signal.SIGINT, previous)
 
 
-def add_dask_options(parser) -> None:
-    """``--dask ADDRESS`` / ``--dask-local N`` / ``--dask-timeout S`` on a subcommand."""
+def add_dask_options(parser, *, stall_timeout: bool = False) -> None:
+    """``--dask ADDRESS`` / ``--dask-local N`` / ``--dask-timeout S`` on a subcommand.
+
+    With ``stall_timeout`` also ``--dask-stall-timeout S`` (``args.dask_stall_timeout``).
+    """
     d = parser.add_mutually_exclusive_group()
     d.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster at tcp://HOST:PORT")
     d.add_argument(
@@ -88,6 +92,26 @@ def add_dask_options(parser) -> None:
     parser.add_argument(
         "--dask-timeout", type=float, default=10.0, help="seconds to reach --dask [10]"
     )
+    if stall_timeout:
+        parser.add_argument(
+            "--dask-stall-timeout",
+            type=_seconds,
+            default=60.0,
+            metavar="SECONDS",
+            help="treat a Dask worker without a heartbeat for this long (stopped, swapping, "
+            "stuck) as lost and redo its tasks on the others [60]",
+        )
+
+
+def _seconds(text: str) -> float:
+    """A positive number of seconds, for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, not {text!r}")
+    return value
 
 
 @contextmanager

@@ -295,6 +295,117 @@ def test_worker_killed_mid_search(cluster, data):
     assert before[0] not in client.nthreads(), "the killed worker came back as a new process"
 
 
+def test_frozen_worker_is_treated_as_lost(cluster, data):
+    """A worker stopped mid-search (SIGSTOP) stalls nothing: its tasks are redone by the other."""
+    _, client = cluster
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=10, batch_size=16)
+    expected, pairs_total = single_process(queries, library, params)
+    victim = sorted(client.nthreads())[0]
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    stopped, resumed = [], []  # (time, the victim's tasks done by then), time
+
+    def stop_once(progress):
+        if not stopped and progress.pairs_done < progress.pairs_total:
+            stopped.append((time.monotonic(), sum(r.worker == victim for r in job.task_log)))
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume_once_lost(message):  # it comes back while the search goes on
+        if stopped and not resumed and victim in message:
+            resumed.append(time.monotonic())
+            os.kill(pid, signal.SIGCONT)
+
+    job = DaskSearchJob(
+        queries, library, params, client=client, backend="cpu", on_progress=stop_once,
+        on_message=resume_once_lost, max_block_queries=10, stall_timeout=3,
+    )  # fmt: skip
+    try:
+        hits = job.run()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert stopped, "the search ended before a worker could be stopped"
+    assert resumed, job.messages
+    assert resumed[0] - stopped[0][0] < 10  # 3 s after its last heartbeat, and a check
+    assert_identical(hits, expected)
+    assert_no_duplicates(hits)
+    assert job.progress.pairs_done == pairs_total
+    assert job.tasks_done == job.tasks_total
+    # nothing it sent back late counted; and the busy worker left was never taken for frozen
+    assert sum(r.worker == victim for r in job.task_log) == stopped[0][1]
+    named = [m for m in job.messages if "has not answered" in m]
+    assert named == [
+        f"Dask worker {victim} has not answered for 3 s; treated as lost, its tasks are "
+        "redone on others"
+    ]
+
+
+def test_watch_tells_a_frozen_worker_from_a_busy_one(monkeypatch):
+    """Heartbeats timed on the client's clock: one that stops changing is a stalled worker."""
+    from types import SimpleNamespace
+
+    from engine.distributed import watch as watch_module
+    from engine.distributed.watch import ClusterWatch
+
+    beats = {"tcp://a:1": 100.0, "tcp://b:1": 7.0}  # the scheduler's clock need not be ours
+    scheduler = SimpleNamespace(
+        identity=lambda n_workers: {"workers": {w: {"last_seen": t} for w, t in beats.items()}}
+    )
+    client = SimpleNamespace(
+        status="running", scheduler=scheduler, sync=lambda f, callback_timeout, **kw: f(**kw)
+    )
+    clock = [0.0]
+    monkeypatch.setattr(watch_module.time, "monotonic", lambda: clock[0])
+    said, rescued = [], []
+    watch = ClusterWatch(set(beats), 2, 0.0, stall_timeout=5)
+    for t in range(1, 13):  # b heartbeats every second, a stops after 2 s
+        clock[0] = float(t)
+        beats["tcp://b:1"] += 1
+        if t <= 2:
+            beats["tcp://a:1"] += 1
+        watch.check(client, 60, said.append, rescued.append)
+    assert said == [
+        "Dask worker tcp://a:1 has not answered for 5 s; treated as lost, its tasks are "
+        "redone on others"
+    ]
+    assert rescued == [{"tcp://b:1"}] and watch.live == {"tcp://b:1"}
+    beats["tcp://a:1"] += 1  # back: it counts as a worker that joins
+    watch.check(client, 60, said.append, rescued.append)
+    assert said[-1] == "Dask worker tcp://a:1 answers again"
+    assert watch.live == set(beats) and rescued[-1] == set(beats)
+
+
+def test_closing_kills_stopped_worker_processes():
+    """A stopped worker process must not hold up closing its local cluster."""
+    from types import SimpleNamespace
+
+    import psutil
+
+    from engine.distributed.cluster import kill_stopped_workers
+
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in "ab"]
+    told = []
+    nannies = {
+        i: SimpleNamespace(
+            process=SimpleNamespace(process=SimpleNamespace(pid=p.pid)),
+            close_gracefully=lambda reason, i=i: told.append(i),
+        )
+        for i, p in enumerate(procs)
+    }
+    try:
+        os.kill(procs[0].pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while psutil.Process(procs[0].pid).status() != psutil.STATUS_STOPPED:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert kill_stopped_workers(SimpleNamespace(workers=nannies)) == [procs[0].pid]
+        assert procs[0].wait(timeout=10) == -signal.SIGKILL and told == [0]
+        assert procs[1].poll() is None  # a running one is left to close itself
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def test_cancel_keeps_finished_blocks(cluster, data):
     _, client = cluster
     queries, library = data
@@ -530,6 +641,8 @@ def test_grace_period_is_checked(cluster, data):
     queries, library = data
     with pytest.raises(ValueError, match="grace_period"):
         DaskSearchJob(queries, library, client=client, grace_period=-1)
+    with pytest.raises(ValueError, match="stall_timeout"):
+        DaskSearchJob(queries, library, client=client, stall_timeout=0)
 
 
 def test_unreachable_cluster_is_a_clear_error():

@@ -23,7 +23,9 @@ Faults: tasks are pure and keyed per (shard, block); Dask recomputes the tasks
 counts each (shard, block) once, so no hit is lost or duplicated.  When every
 worker is lost, the job waits ``grace_period`` seconds for one to (re)join and
 then raises :class:`ClusterLostError`, as it does at once when the connection to
-the scheduler is lost; the hits streamed before stay valid.
+the scheduler is lost; the hits streamed before stay valid.  A worker that stops
+answering (no heartbeat for ``stall_timeout`` seconds: stopped, swapping, stuck
+on a dead mount) is treated as lost the same way, and ignored if it comes back.
 
 Dask is optional (``pip install 'simms-desktop[dask]'``); this module imports it
 only when used.
@@ -46,9 +48,11 @@ from engine.distributed.cluster import (
     shutdown,
 )
 from engine.distributed.job import DaskSearchJob, search
+from engine.distributed.watch import STALL_TIMEOUT
 
 __all__ = [
     "GRACE_PERIOD",
+    "STALL_TIMEOUT",
     "ClusterError",
     "ClusterLostError",
     "DaskSearchJob",

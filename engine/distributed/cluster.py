@@ -6,6 +6,7 @@ Dask is optional (``pip install 'simms-desktop[dask]'``); it is imported only wh
 from __future__ import annotations
 
 import os
+import signal
 
 import numpy as np
 
@@ -29,6 +30,8 @@ __all__ = [
 GRACE_PERIOD = 60.0
 #: Seconds a check of the cluster may wait for the scheduler's answer.
 CHECK_TIMEOUT = 10.0
+#: Seconds closing a client, and then its local cluster, may each take.
+CLOSE_TIMEOUT = 20.0
 
 INSTALL_HINT = "pip install 'simms-desktop[dask]' (or: pip install dask distributed)"
 
@@ -171,13 +174,43 @@ def open_client(address: str | None = None, *, n_local: int | None = None, timeo
 
 
 def shutdown(client) -> None:
-    """Close ``client``, and the local cluster when it was started by :func:`local_cluster`."""
+    """Close ``client``, and the local cluster when it was started by :func:`local_cluster`.
+
+    Each close waits at most :data:`CLOSE_TIMEOUT` seconds.  Worker processes of
+    the local cluster that are stopped (SIGSTOP) are killed first: closing would
+    otherwise wait for each until its nanny's timeout.
+    """
     cluster = getattr(client, "cluster", None)
     try:
-        client.close()
+        client.close(timeout=CLOSE_TIMEOUT)
     finally:
         if cluster is not None:
-            cluster.close()
+            kill_stopped_workers(cluster)
+            cluster.close(timeout=CLOSE_TIMEOUT)
+
+
+def kill_stopped_workers(cluster) -> list[int]:
+    """Kill the stopped (SIGSTOP) worker processes of a local ``cluster``; their ids.
+
+    Their nannies are told first to start no other worker in their place.
+    """
+    try:
+        import psutil  # a dependency of distributed
+    except ImportError:
+        return []
+    killed = []
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+        if not isinstance(pid, int) or not hasattr(nanny, "close_gracefully"):
+            continue
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_STOPPED:
+                nanny.close_gracefully(reason="its worker was stopped")
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        except (psutil.Error, OSError):
+            continue
+    return killed
 
 
 def describe(client) -> str:

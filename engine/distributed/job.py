@@ -58,7 +58,14 @@ from engine.distributed.shards import (
     worker_memory,
 )
 from engine.distributed.sources import library_file, library_fingerprint, resident_workers
-from engine.distributed.watch import CHECK_EVERY, ClusterGone, ClusterWatch, lost_message
+from engine.distributed.watch import (
+    CHECK_EVERY,
+    STALL_TIMEOUT,
+    ClusterGone,
+    ClusterWatch,
+    check_timeouts,
+    lost_error,
+)
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -105,6 +112,9 @@ class DaskSearchJob(StreamingJob):
     grace_period : float
         Seconds to wait, once every worker is lost, for one to (re)join before
         raising :class:`ClusterLostError` (default :data:`GRACE_PERIOD`).
+    stall_timeout : float
+        Seconds a worker may go without a heartbeat before it is treated as lost
+        and its tasks are redone on the others (default :data:`.watch.STALL_TIMEOUT`).
     max_block_queries : int, optional
         Most queries per block (default: as the task cost model sizes them).
 
@@ -146,6 +156,7 @@ class DaskSearchJob(StreamingJob):
         own_client: bool = False,
         grace_period: float = GRACE_PERIOD,
         max_block_queries: int | None = None,
+        stall_timeout: float = STALL_TIMEOUT,
     ) -> None:
         if backend not in ("auto", "cpu", "cuda"):
             raise ValueError(f"backend must be 'auto', 'cpu' or 'cuda', not {backend!r}")
@@ -153,13 +164,12 @@ class DaskSearchJob(StreamingJob):
             raise ValueError("n_shards must be >= 1")
         if max_block_queries is not None and max_block_queries < 1:
             raise ValueError("max_block_queries must be >= 1")
-        if not grace_period >= 0:
-            raise ValueError(f"grace_period must be >= 0 seconds, not {grace_period!r}")
+        check_timeouts(grace_period, stall_timeout)
         super().__init__(
             queries, library, params, on_progress=on_progress, on_message=on_message,
             cancel_token=cancel_token,
         )  # fmt: skip
-        self.grace_period = float(grace_period)
+        self.grace_period, self.stall_timeout = float(grace_period), float(stall_timeout)
         self.client = client
         self.backend_name = backend
         self.shard_sources: dict[str, str] = {}
@@ -358,7 +368,9 @@ class DaskSearchJob(StreamingJob):
         )
         parts: dict[int, list[HitTable]] = {b: [] for b in ledger.left}
         done: set[tuple[int, int, tuple[int, int]]] = set()  # (shard, block, queries)
-        watch = ClusterWatch(live=set(workers), peak=len(workers), checked=time.monotonic())
+        watch = ClusterWatch(
+            set(workers), len(workers), time.monotonic(), stall_timeout=self.stall_timeout
+        )
         first_start: float | None = None  # when the first finished task began, on this clock
         client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
         try:
@@ -478,19 +490,7 @@ class DaskSearchJob(StreamingJob):
     def _lost(self, watch: ClusterWatch, scheduler: str | None = None) -> ClusterLostError:
         """The error of a search whose workers (or scheduler) are gone."""
         self._mark_unfinished()
-        hits = self.hits
-        message = (
-            f"{lost_message(self.address, watch.peak, self.grace_period, scheduler)}; "
-            f"{self.tasks_total - self.tasks_done} of {self.tasks_total} tasks not done, "
-            f"{len(self.unfinished_queries)} of {len(self.queries)} queries unfinished; "
-            f"the {len(hits)} hits found before are kept"
-        )
-        return ClusterLostError(
-            message, address=self.address, scheduler_lost=scheduler is not None,
-            workers_lost=watch.peak, tasks_done=self.tasks_done, tasks_total=self.tasks_total,
-            unfinished_queries=self.unfinished_queries,
-            incomplete_queries=self.incomplete_queries, hits=hits,
-        )  # fmt: skip
+        return lost_error(self, watch, scheduler)
 
 
 def search(

@@ -1,19 +1,53 @@
-"""What the client of a Dask search sees of its cluster: workers that come and go."""
+"""What the client of a Dask search sees of its cluster: workers that come and go, or freeze.
+
+A worker that stops answering (a process stopped with SIGSTOP, stuck in swap, on a
+dead NFS mount or in a hung driver call) stays on the scheduler's list for its
+``worker-ttl`` (5 minutes by default) while the tasks sent to it never end.  The
+watch reads each worker's last heartbeat as the scheduler saw it, in the same
+one round trip that lists the workers, and treats a worker whose heartbeat has
+not changed for ``stall_timeout`` seconds (timed on this client's clock, so the
+two machines' clocks need not agree) as lost: the search redoes its tasks on the
+others, exactly as for a worker that died, and never waits on it again.  If it
+comes back, its late results are ignored (its tasks are no longer in flight) and
+it counts as a worker that joined (which takes a shard only when one has no home).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from engine.distributed.cluster import CHECK_TIMEOUT
+from engine.distributed.cluster import CHECK_TIMEOUT, ClusterLostError
 
-__all__ = ["CHECK_EVERY", "ClusterGone", "ClusterWatch", "lost_message"]
+__all__ = [
+    "CHECK_EVERY",
+    "STALL_TIMEOUT",
+    "ClusterGone",
+    "ClusterWatch",
+    "check_timeouts",
+    "lost_error",
+    "lost_message",
+]
 
 #: Seconds between a search's checks of its workers: a lost worker's tasks wait
 #: at most this long (after the scheduler saw it go) to be sent to others.  A
 #: check is one round trip to the scheduler.
 CHECK_EVERY = 0.25
+
+#: Seconds without a heartbeat (as the scheduler saw it) after which a search treats
+#: a worker as lost and redoes its tasks on the others.  Dask workers heartbeat every
+#: 0.5 s (up to 10 workers) to ``n / 200 + 1`` s (over 200) from their event loop,
+#: which the search kernels (numba, ``nogil``) leave free while they run.
+STALL_TIMEOUT = 60.0
+
+
+def check_timeouts(grace_period: float, stall_timeout: float) -> None:
+    """Raise ``ValueError`` unless ``grace_period >= 0`` and ``stall_timeout > 0`` seconds."""
+    if not grace_period >= 0:
+        raise ValueError(f"grace_period must be >= 0 seconds, not {grace_period!r}")
+    if not stall_timeout > 0:
+        raise ValueError(f"stall_timeout must be > 0 seconds, not {stall_timeout!r}")
 
 
 class ClusterGone(Exception):
@@ -44,6 +78,15 @@ class ClusterWatch:
         ``time.monotonic()`` of the last check.
     no_worker_since, silent_since : float or None
         Since when no worker was left, and since when the scheduler has not answered.
+    stall_timeout : float
+        Seconds without a heartbeat after which a worker is treated as lost.
+    stalled : set of str
+        Workers treated as lost because they stopped answering; out of ``live``
+        until they heartbeat again (then they count as workers that joined: the
+        tasks they had are redone by others, their late results ignored).
+    beats : dict
+        Worker -> (its last heartbeat on the scheduler's clock, ``time.monotonic()``
+        here when that value was first seen).
     """
 
     live: set[str]
@@ -51,6 +94,9 @@ class ClusterWatch:
     checked: float
     no_worker_since: float | None = None
     silent_since: float | None = None
+    stall_timeout: float = STALL_TIMEOUT
+    stalled: set[str] = field(default_factory=set)
+    beats: dict[str, tuple[object, float]] = field(default_factory=dict)
 
     def check(
         self,
@@ -60,6 +106,11 @@ class ClusterWatch:
         rescue: Callable[[set[str]], None],
     ) -> None:
         """Tell about lost workers, rescue stranded shards, raise when the cluster is gone.
+
+        One round trip to the scheduler (its ``identity``: the workers and their last
+        heartbeats), waiting at most :data:`CHECK_TIMEOUT` seconds.  A worker whose
+        heartbeat has not changed for ``stall_timeout`` seconds joins ``stalled``
+        and is left out of ``live`` (``rescue`` then redoes its tasks).
 
         Raises
         ------
@@ -71,7 +122,9 @@ class ClusterWatch:
         if client.status != "running":
             raise ClusterGone(f"the client is {client.status}")
         try:
-            live = set(client.nthreads(callback_timeout=CHECK_TIMEOUT))
+            info = client.sync(
+                client.scheduler.identity, n_workers=-1, callback_timeout=CHECK_TIMEOUT
+            )
         except Exception as exc:  # noqa: BLE001 - no answer: the scheduler may be gone
             reason = " ".join(str(exc).split()) or type(exc).__name__
             self.silent_since = self.silent_since or now
@@ -79,7 +132,8 @@ class ClusterWatch:
                 raise ClusterGone(f"no answer: {reason}") from None
             return
         self.silent_since = None
-        gone = len(self.live - live)
+        live = self._answering(info.get("workers") or {}, now, say)
+        gone = len(self.live - live - self.stalled)
         if gone and live:
             say(f"{gone} Dask worker(s) left; their shards are redone on others")
         elif gone:
@@ -98,6 +152,26 @@ class ClusterWatch:
                     return
         self.live = live
 
+    def _answering(self, workers: dict, now: float, say: Callable[[str], None]) -> set[str]:
+        """The workers (addresses) of the scheduler's ``workers`` that still heartbeat."""
+        for address in set(self.beats) - set(workers):
+            del self.beats[address]
+        for address, info in workers.items():
+            seen = info.get("last_seen") if isinstance(info, dict) else None
+            before = self.beats.get(address)
+            if before is None or before[0] != seen or seen is None:
+                self.beats[address] = (seen, now)
+                if address in self.stalled:  # back: like a worker that joins, it takes
+                    self.stalled.discard(address)  # only work it is given from now on
+                    say(f"Dask worker {address} answers again")
+            elif now - before[1] > self.stall_timeout and address not in self.stalled:
+                self.stalled.add(address)
+                say(
+                    f"Dask worker {address} has not answered for {self.stall_timeout:g} s; "
+                    "treated as lost, its tasks are redone on others"
+                )
+        return set(workers) - self.stalled
+
 
 def lost_message(address: str, peak: int, grace_period: float, scheduler: str | None) -> str:
     """What was lost, in words: the scheduler (and why), or how many workers."""
@@ -109,3 +183,24 @@ def lost_message(address: str, peak: int, grace_period: float, scheduler: str | 
     if peak == 1:
         return f"the only Dask worker of {address} was lost (none back within {grace})"
     return f"all {peak} Dask workers of {address} were lost (none back within {grace})"
+
+
+def lost_error(job, watch: ClusterWatch, scheduler: str | None = None) -> ClusterLostError:
+    """The error of a Dask search ``job`` whose workers (or scheduler) are gone.
+
+    ``job`` (a :class:`~engine.distributed.DaskSearchJob`) has its unfinished and
+    incomplete queries set already; its hits so far go with the error.
+    """
+    hits = job.hits
+    message = (
+        f"{lost_message(job.address, watch.peak, job.grace_period, scheduler)}; "
+        f"{job.tasks_total - job.tasks_done} of {job.tasks_total} tasks not done, "
+        f"{len(job.unfinished_queries)} of {len(job.queries)} queries unfinished; "
+        f"the {len(hits)} hits found before are kept"
+    )
+    return ClusterLostError(
+        message, address=job.address, scheduler_lost=scheduler is not None,
+        workers_lost=watch.peak, tasks_done=job.tasks_done, tasks_total=job.tasks_total,
+        unfinished_queries=job.unfinished_queries,
+        incomplete_queries=job.incomplete_queries, hits=hits,
+    )  # fmt: skip
