@@ -11,13 +11,15 @@ from __future__ import annotations
 import io
 import math
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pyteomics import mgf as _mgf
-from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder, parse_ion_mode
 from engine.io.sniff import split_lines
+
+if TYPE_CHECKING:  # pyteomics is imported on first use: ``import engine`` stays quick
+    from pyteomics import mgf as _mgf
 
 __all__ = ["ION_MODE_KEYS", "header_reader", "read_block", "read_mgf_text", "record_title"]
 
@@ -92,6 +94,8 @@ def _header_failure(lines: list[str]) -> Exception | None:
 
 
 def _reader_with_header(lines: list[str]) -> _mgf.MGF:
+    from pyteomics import mgf as _mgf
+
     source = io.StringIO("\n".join(lines))
     return _mgf.MGF(source, convert_arrays=1, read_charges=False, dtype=np.float64)
 
@@ -151,6 +155,8 @@ def _add_block(reader: _mgf.MGF, lines: list[str], record: int, builder: Library
 
 def _parse(reader: _mgf.MGF, lines: list[str]) -> tuple[dict, list[str]]:
     """pyteomics' parse of one block; retried without an unreadable PEPMASS/CHARGE/RTINSECONDS."""
+    from pyteomics.auxiliary import PyteomicsError
+
     try:
         return reader._read_spectrum_lines(lines), []
     except (PyteomicsError, ValueError, TypeError) as exc:

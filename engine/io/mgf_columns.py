@@ -16,7 +16,6 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from pyteomics import auxiliary as _aux
 
 from engine.io._build import parse_ion_mode, settle_numbers
 from engine.io.chunked_build import ChunkColumns
@@ -56,6 +55,8 @@ def charge_of(text: str) -> int:
     known = _CHARGES.get(text)
     if known is not None:
         return known
+    from pyteomics import auxiliary as _aux  # on first use: ``import engine`` stays quick
+
     try:
         charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
         value = int(charges[0]) if charges else 0

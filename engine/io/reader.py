@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
 from engine.io.chunked_build import ChunkedBuilder
-from engine.io.mgf import read_mgf_text
 from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.msp_fast import read_msp_fast
-from engine.io.mzml import read_mzml_bytes
-from engine.io.mzxml import read_mzxml_bytes
 from engine.io.sniff import (
     FORMATS,
     RawFile,
@@ -43,12 +41,25 @@ _NOT_FOUND_HINT = {
     "mzxml": "no <mzXML> element found",
     "json": "no JSON list or object found",
 }
-_TEXT_READERS = {"mgf": read_mgf_text, "msp": read_msp_text, "json": read_json_text}
+_TEXT_READERS = {"mgf": "engine.io.mgf:read_mgf_text", "msp": read_msp_text, "json": read_json_text}
 #: Fast readers of decoded text, each proven equal to its reference above.
 _FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_fast}
 #: Fast readers of the bytes (they decode what they need themselves).
 _FAST_BYTES_READERS = {"json": read_json_bytes}
-_BYTES_READERS = {"mzml": read_mzml_bytes, "mzxml": read_mzxml_bytes}
+#: Readers named by module, imported on first use (pyteomics, psims and lxml take
+#: half a second to import): ``import engine`` stays quick.
+_BYTES_READERS = {
+    "mzml": "engine.io.mzml:read_mzml_bytes",
+    "mzxml": "engine.io.mzxml:read_mzxml_bytes",
+}
+
+
+def _reader(reader: str | Callable) -> Callable:
+    """A reader of the tables above, imported when it is named by ``module:function``."""
+    if callable(reader):
+        return reader
+    module, name = reader.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def read_library(
@@ -255,7 +266,7 @@ def _parse(
     if fast_mgf:
         read_mgf_bytes(raw.data, builder, progress)
     elif fmt in _BYTES_READERS:
-        _BYTES_READERS[fmt](raw.data, builder)
+        _reader(_BYTES_READERS[fmt])(raw.data, builder)
     elif parser == "fast" and fmt in _FAST_BYTES_READERS:
         _FAST_BYTES_READERS[fmt](raw.data, builder)
     else:
@@ -265,7 +276,7 @@ def _parse(
                 f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
             )
         readers = _FAST_TEXT_READERS if parser == "fast" else {}
-        readers.get(fmt, _TEXT_READERS[fmt])(text, builder)
+        _reader(readers.get(fmt, _TEXT_READERS[fmt]))(text, builder)
     was_enabled = gc.isenabled()
     gc.disable()  # building makes many lists and arrays, no cycle: no collection pass over them
     try:

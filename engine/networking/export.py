@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported on first use: ``import engine`` stays quick
+    import pandas as pd
 
 from engine.atomic import atomic_path
 from engine.networking.model import SpectrumNetwork
@@ -60,6 +62,8 @@ def write_graphml(net: SpectrumNetwork, path: str | os.PathLike) -> Path:
 
 def edges_frame(net: SpectrumNetwork) -> pd.DataFrame:
     """The network's edges as a :class:`pandas.DataFrame`, one row per edge."""
+    import pandas as pd
+
     return pd.DataFrame(net.edge_columns())
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported on first use: ``import engine`` stays quick
+    import pandas as pd
 
 from engine.networking.export import atomic_write, check_network_output
 from engine.qc.check import LibraryQC
@@ -19,6 +21,8 @@ def pairs_frame(qc: LibraryQC) -> pd.DataFrame:
     a, b = qc.pairs[:, 0], qc.pairs[:, 1]
     meta = lib.metadata
     prec = lib.precursor_mz
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "kind": qc.kind,
