@@ -32,6 +32,8 @@ from engine.backends import (
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+from engine.search.evidence import evidence
+from engine.search.prepare import prepare_kernels
 from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order, windowed_query_blocks
@@ -99,6 +101,8 @@ class SearchJob(StreamingJob):
         )
 
     def __iter__(self) -> Iterator[HitTable]:
+        if isinstance(self.backend, CpuBackend):  # the wait for numba: said, and not timed
+            prepare_kernels(("cpu", self.params), self._run_tiny, self._say)
         start = time.perf_counter()
         plan = self._plan()
         self.progress = SearchProgress(pairs_total=plan.pairs)
@@ -155,6 +159,13 @@ class SearchJob(StreamingJob):
             self.progress.elapsed = time.perf_counter() - start
 
     # -- internals --------------------------------------------------------------------
+    def _run_tiny(self, tiny: SpectrumLibrary) -> None:
+        """This search on ``tiny`` (its kernels compiled or loaded), on a backend of its own,
+        and its hits' evidence."""
+        job = SearchJob(tiny, tiny, self.params, backend="cpu", cpu_threads=self.cpu_threads)
+        hits = HitTable.concat(list(job))
+        evidence(hits, tiny, tiny, self.params)  # the reverse scores every export writes
+
     def _emit(self, plan: _Plan, parts: list[HitTable]) -> HitTable:
         hits = HitTable.concat(parts)
         q, l = hits.query_index, hits.library_index

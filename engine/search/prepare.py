@@ -1,0 +1,78 @@
+"""The kernels a search needs, made ready before it starts, so the wait is said and not timed.
+
+numba compiles each kernel on its first call (tens of seconds the very first
+time on a laptop; later runs load it from numba's on-disk cache in about a
+second).  A search first runs itself on three tiny spectra with the same
+parameters: that compiles (or loads) exactly the kernels of its mode, score,
+preprocessing and backend, says so when it takes a while, and keeps that time
+out of the search's rate and time left.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from engine.library import SpectrumLibrary
+
+__all__ = ["COMPILING", "prepare_kernels", "tiny_library"]
+
+#: What a search says when its kernels take a while to be ready.
+COMPILING = "compiling the search kernels for these settings (first run only)…"
+#: Seconds after which getting the kernels ready is compiling, not a cache load.
+SAY_AFTER = 1.0
+
+_ready: set[object] = set()
+_lock = threading.Lock()
+
+
+def tiny_library() -> SpectrumLibrary:
+    """Three tiny spectra that reach every branch of the search kernels."""
+    mz = [np.array([50.0, 80.0, 80.05, 120.0]), np.array([50.02, 80.01, 130.0]), np.array([60.0])]
+    intensity = [np.array([1.0, 2.0, 2.0, 3.0]), np.array([1.0, 4.0, 2.0]), np.array([1.0])]
+    return SpectrumLibrary.from_peak_lists(mz, intensity, precursor_mz=[150.0, 160.0, 100.0])
+
+
+def prepare_kernels(
+    key: object, run_tiny: Callable[[SpectrumLibrary], object], say: Callable[[str], None]
+) -> float:
+    """Run ``run_tiny(tiny_library())`` once per ``key`` in this process.
+
+    Parameters
+    ----------
+    key : hashable
+        What decides the kernels (the search parameters and backend kind).
+    run_tiny : callable
+        Runs the search on the tiny library it is given.
+    say : callable
+        Gets :data:`COMPILING` when the kernels are not ready after
+        :data:`SAY_AFTER` seconds, and how long they took once they are.
+
+    Returns
+    -------
+    float
+        Seconds spent (0 when ``key`` was ready already).
+    """
+    with _lock:
+        if key in _ready:
+            return 0.0
+        _ready.add(key)  # the tiny search itself must not prepare again
+    start = time.perf_counter()
+    timer = threading.Timer(SAY_AFTER, say, (COMPILING,))
+    timer.daemon = True
+    timer.start()
+    try:
+        run_tiny(tiny_library())
+    except BaseException:
+        with _lock:
+            _ready.discard(key)
+        raise
+    finally:
+        timer.cancel()
+    seconds = time.perf_counter() - start
+    if seconds > SAY_AFTER:
+        say(f"search kernels ready in {seconds:.0f} s (compiled once, cached for later runs)")
+    return seconds
