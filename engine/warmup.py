@@ -19,23 +19,17 @@ import threading
 import time
 from collections.abc import Callable
 
-import numpy as np
-
 from engine.api import score_matrix, search
-from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+from engine.search.prepare import tiny_library
 
 __all__ = ["stop_warm_up", "warm_up", "warm_up_in_background", "warming_up"]
 
 _started = threading.Lock()
 _thread: threading.Thread | None = None
 _stop = threading.Event()
-
-
-def _tiny_library() -> SpectrumLibrary:
-    mz = [np.array([50.0, 80.0, 80.05, 120.0]), np.array([50.02, 80.01, 130.0]), np.array([60.0])]
-    intensity = [np.array([1.0, 2.0, 2.0, 3.0]), np.array([1.0, 4.0, 2.0]), np.array([1.0])]
-    return SpectrumLibrary.from_peak_lists(mz, intensity, precursor_mz=[150.0, 160.0, 100.0])
+#: Set once the kernels of a default search are ready (the rest follow quietly).
+_first_ready = threading.Event()
 
 
 def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> float:
@@ -55,7 +49,7 @@ def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> flo
         Seconds it took (about a second when numba's cache is warm).
     """
     start = time.perf_counter()
-    lib = _tiny_library()
+    lib = tiny_library()
     variants = [
         SearchParameters(),  # identity: entropy, precursor window, ion mode
         SearchParameters(mode="analog", min_matches=1, threshold=0.0),
@@ -75,10 +69,12 @@ def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> flo
             )
             for score in ("cosine", "modified_cosine", "entropy")
         ]
-    for step in steps:
+    for number, step in enumerate(steps):
         if stop is not None and stop():
             break
         step()
+        if number == 0:  # the default search's kernels: what a first Search needs
+            _first_ready.set()
     return time.perf_counter() - start
 
 
@@ -95,9 +91,13 @@ def warm_up_in_background(backend: str = "cpu") -> threading.Thread:
 
 
 def warming_up() -> bool:
-    """Whether the background warm-up is still compiling or loading kernels."""
+    """Whether the background warm-up is still making the default search's kernels ready.
+
+    The kernels of the other modes follow in the same thread without a word: a
+    search that needs them first compiles them itself, and says so.
+    """
     thread = _thread
-    return thread is not None and thread.is_alive()
+    return thread is not None and thread.is_alive() and not _first_ready.is_set()
 
 
 def _quiet_warm_up(backend: str) -> None:
