@@ -23,6 +23,7 @@ STEP_WORDS: dict[str, str] = {
     "window_filter": "Keep the strongest peaks of each m/z window",
     "scale_intensity": "Scale intensities",
     "normalize_intensity": "Normalise to the base peak (= 1)",
+    "centroid": "Centroid profile-mode spectra",
 }
 
 
@@ -52,6 +53,9 @@ PARAMETER_WORDS: dict[tuple[str, str], ParameterWords] = {
     ("window_filter", "k"): ParameterWords("keep", " peaks", tip="Strongest peaks kept per window"),
     ("window_filter", "window"): ParameterWords(
         "per ±", " Da", tip="Half-width of the m/z window around each peak (GNPS: 50 Da)"
+    ),
+    ("centroid", "width"): ParameterWords(
+        "merge within", " Da", tip="Points this close become one peak (ms_entropy: 0.05 Da)"
     ),
     ("scale_intensity", "method"): ParameterWords(
         "by", tip="Square root or log damp dominant peaks; none keeps intensities"
@@ -91,6 +95,8 @@ def step_words(step: Step) -> str:
             )
         case "normalize_intensity":
             return "normalise to the base peak"
+        case "centroid":
+            return f"centroid points within {values['width']:g} Da"
     return step.name
 
 

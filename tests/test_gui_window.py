@@ -298,6 +298,17 @@ def test_partly_broken_file_shows_its_import_report(window, boxes, tmp_path, dat
     assert not [b for b in boxes if b[0] == "critical"]
 
 
+def test_profile_spectra_are_named_in_the_spectra_panel(window, tmp_path):
+    from tests.test_profile_spectra import profile_mgf
+
+    path = profile_mgf(tmp_path / "profile.mgf", 300)
+    assert window.open_file(path, "library", background=False) is not None
+    item = window.library_panel.libraries_item.child(0)
+    assert "profile-mode data (not centroided)" in item.toolTip(1)
+    window.library_panel.tree.setCurrentItem(item)
+    assert "not centroided" in window.library_panel.report_view.toPlainText()
+
+
 def test_query_list_filters(qtbot, demo):
     ql = demo.query_list
     q = demo.session.queries.spectra
