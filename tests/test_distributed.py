@@ -339,6 +339,38 @@ def test_frozen_worker_is_treated_as_lost(cluster, data):
     ]
 
 
+def test_worker_frozen_before_the_search_is_left_out(cluster, data):
+    """A worker already stopped (SIGSTOP) when a search starts is left out of it, not waited on."""
+    from engine.distributed.shards import worker_device
+
+    _, client = cluster
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=10)
+    expected, _ = single_process(queries, library, params)
+    victim, other = sorted(client.nthreads())
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    client.run(worker_device, "cpu")  # both have answered once: the other answers at once
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        job = DaskSearchJob(queries, library, params, client=client, backend="cpu", stall_timeout=3)
+        hits = job.run()
+        seconds = time.monotonic() - start
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert_identical(hits, expected)
+    assert job.silent_workers == {victim}
+    assert {r.worker for r in job.task_log} == {other}
+    assert job.tasks_done == job.tasks_total
+    assert [m for m in job.messages if victim in m] == [
+        f"Dask worker {victim} has not answered for 3 s; treated as lost, the search goes on "
+        "without it"
+    ]
+    assert seconds < 3 + 4, seconds  # one wait of 3 s, not one per question
+    job = DaskSearchJob(queries, library, params, client=client, backend="cpu", stall_timeout=3)
+    assert not job.silent_workers  # resumed, it answers again
+
+
 def test_watch_tells_a_frozen_worker_from_a_busy_one(monkeypatch):
     """Heartbeats timed on the client's clock: one that stops changing is a stalled worker."""
     from types import SimpleNamespace

@@ -47,7 +47,8 @@ from engine.distributed.cluster import (
     open_client,
     shutdown,
 )
-from engine.distributed.job import DaskSearchJob, search
+from engine.distributed.job import DaskSearchJob
+from engine.distributed.searching import search
 from engine.distributed.watch import STALL_TIMEOUT
 
 __all__ = [
