@@ -783,6 +783,47 @@ def test_cli_cluster_and_network_on_a_cluster(cluster, data_dir, tmp_path):
         pd.testing.assert_frame_equal(a, b)
 
 
+def test_cli_dask_stall_timeout_reaches_every_dask_job(monkeypatch, data_dir, tmp_path):
+    """``--dask-stall-timeout`` of search, cluster, network and qc reaches each Dask job."""
+    from contextlib import nullcontext
+
+    import engine.api
+    import engine.cli
+    import engine.cli_cluster
+    import engine.cli_network
+    from engine.cli import main
+
+    seen = []
+
+    class Recorder(SearchJob):  # a local job that stands for the Dask one
+        def __init__(self, queries, library, params=None, *, client, stall_timeout, **kwargs):
+            assert client == "client"
+            seen.append(stall_timeout)
+            callbacks = ("on_progress", "on_message", "cancel_token")
+            super().__init__(queries, library, params, **{k: kwargs[k] for k in callbacks})
+
+    monkeypatch.setattr(engine.api, "DaskSearchJob", Recorder)
+    monkeypatch.setattr(engine.cli, "open_client", lambda *a, **k: "client")
+    monkeypatch.setattr(engine.cli, "shutdown", lambda client: None)
+    for module in (engine.cli_cluster, engine.cli_network):
+        monkeypatch.setattr(module, "dask_client", lambda args: nullcontext("client"))
+    path = str(data_dir / "pesticides.mgf")
+    common = ["-q", "--no-cache", "--backend", "cpu", "--dask", "x:1", "--dask-stall-timeout"]
+    commands = {
+        "search": (["search", path, path, "-o", str(tmp_path / "h.tsv")], 1),
+        "cluster": (["cluster", path, "-o", str(tmp_path / "c.tsv"), "--library", path,
+                     "--hits", str(tmp_path / "ch.tsv")], 2),  # linking, then the search
+        "network": (["network", path, "--edges", str(tmp_path / "e.tsv")], 1),
+        "qc": (["qc", path, "-o", str(tmp_path / "q.tsv")], 1),
+    }  # fmt: skip
+    for n, (name, (args, jobs)) in enumerate(commands.items()):
+        seen.clear()
+        assert main([*args, *common, f"{n + 2.5}"]) == 0, name
+        assert seen == [n + 2.5] * jobs, name
+    with pytest.raises(SystemExit):
+        main(["qc", path, "--dask", "x:1", "--dask-stall-timeout", "0"])
+
+
 def test_task_cost_skips_first_tasks_and_weighs_searches_by_pairs():
     """A worker's first task (NaN seconds) is left out; a large search outweighs a small
     one, and a small first search (a warm-up) hardly moves the defaults."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from engine.distributed.job import DaskSearchJob
+from engine.distributed.watch import STALL_TIMEOUT
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -24,6 +25,7 @@ def search(
     cancel_token: CancelToken | None = None,
     n_shards: int | None = None,
     max_block_queries: int | None = None,
+    stall_timeout: float = STALL_TIMEOUT,
     **param_overrides,
 ) -> HitTable:
     """:func:`engine.search` on a Dask cluster: the same hits, in canonical order.
@@ -37,5 +39,6 @@ def search(
     job = DaskSearchJob(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
         cancel_token=cancel_token, n_shards=n_shards, max_block_queries=max_block_queries,
+        stall_timeout=stall_timeout,
     )  # fmt: skip
     return job.run()
