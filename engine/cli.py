@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
     s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    add_dask_options(s, stall_timeout=True)
+    add_dask_options(s)
 
     i = sub.add_parser("info", help="read spectrum files and print their import reports")
     i.add_argument("files", nargs="+")

@@ -150,6 +150,7 @@ def run_cluster(args: argparse.Namespace) -> int:
                     on_progress=progress,
                     on_message=say,
                     cancel_token=token,
+                    stall_timeout=args.dask_stall_timeout,
                 )  # fmt: skip
             )
             progress.done()
@@ -171,6 +172,7 @@ def run_cluster(args: argparse.Namespace) -> int:
                         on_progress=progress,
                         on_message=say,
                         cancel_token=token,
+                        stall_timeout=args.dask_stall_timeout,
                     )  # fmt: skip
                 )
                 progress.done()

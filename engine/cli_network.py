@@ -122,7 +122,10 @@ def run_network_command(args: argparse.Namespace) -> int:
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
     progress = ProgressPrinter(args.quiet)
     token = CancelToken()
-    common = {"backend": args.backend, "on_progress": progress, "on_message": say}
+    common = {
+        "backend": args.backend, "on_progress": progress, "on_message": say,
+        "stall_timeout": args.dask_stall_timeout,
+    }  # fmt: skip
     try:
         with (
             dask_client(args) as client,

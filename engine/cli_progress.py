@@ -11,6 +11,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import TypeVar
 
+from engine.distributed import STALL_TIMEOUT
 from engine.search import CancelToken, SearchProgress
 
 __all__ = ["ProgressPrinter", "cancel_on_interrupt", "run_in_thread"]
@@ -79,10 +80,12 @@ def cancel_on_interrupt(
         signal.signal(signal.SIGINT, previous)
 
 
-def add_dask_options(parser, *, stall_timeout: bool = False) -> None:
-    """``--dask ADDRESS`` / ``--dask-local N`` / ``--dask-timeout S`` on a subcommand.
+def add_dask_options(parser: argparse.ArgumentParser) -> None:
+    """The Dask options of a subcommand.
 
-    With ``stall_timeout`` also ``--dask-stall-timeout S`` (``args.dask_stall_timeout``).
+    ``--dask ADDRESS`` / ``--dask-local N``, ``--dask-timeout S`` (to reach the
+    scheduler) and ``--dask-stall-timeout S`` (``args.dask_stall_timeout``: a worker
+    without a heartbeat this long is treated as lost).
     """
     d = parser.add_mutually_exclusive_group()
     d.add_argument("--dask", metavar="ADDRESS", help="run on the Dask cluster at tcp://HOST:PORT")
@@ -92,15 +95,14 @@ def add_dask_options(parser, *, stall_timeout: bool = False) -> None:
     parser.add_argument(
         "--dask-timeout", type=float, default=10.0, help="seconds to reach --dask [10]"
     )
-    if stall_timeout:
-        parser.add_argument(
-            "--dask-stall-timeout",
-            type=_seconds,
-            default=60.0,
-            metavar="SECONDS",
-            help="treat a Dask worker without a heartbeat for this long (stopped, swapping, "
-            "stuck) as lost and redo its tasks on the others [60]",
-        )
+    parser.add_argument(
+        "--dask-stall-timeout",
+        type=_seconds,
+        default=STALL_TIMEOUT,
+        metavar="SECONDS",
+        help="treat a Dask worker without a heartbeat for this long (stopped, swapping, "
+        f"stuck) as lost and redo its tasks on the others [{STALL_TIMEOUT:g}]",
+    )
 
 
 def _seconds(text: str) -> float:

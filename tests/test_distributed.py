@@ -339,6 +339,38 @@ def test_frozen_worker_is_treated_as_lost(cluster, data):
     ]
 
 
+def test_worker_frozen_before_the_search_is_left_out(cluster, data):
+    """A worker already stopped (SIGSTOP) when a search starts is left out of it, not waited on."""
+    from engine.distributed.shards import worker_device
+
+    _, client = cluster
+    queries, library = data
+    params = SearchParameters(mode="custom", top_n=10)
+    expected, _ = single_process(queries, library, params)
+    victim, other = sorted(client.nthreads())
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    client.run(worker_device, "cpu")  # both have answered once: the other answers at once
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        job = DaskSearchJob(queries, library, params, client=client, backend="cpu", stall_timeout=3)
+        hits = job.run()
+        seconds = time.monotonic() - start
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert_identical(hits, expected)
+    assert job.silent_workers == {victim}
+    assert {r.worker for r in job.task_log} == {other}
+    assert job.tasks_done == job.tasks_total
+    assert [m for m in job.messages if victim in m] == [
+        f"Dask worker {victim} has not answered for 3 s; treated as lost, the search goes on "
+        "without it"
+    ]
+    assert seconds < 3 + 4, seconds  # one wait of 3 s, not one per question
+    job = DaskSearchJob(queries, library, params, client=client, backend="cpu", stall_timeout=3)
+    assert not job.silent_workers  # resumed, it answers again
+
+
 def test_watch_tells_a_frozen_worker_from_a_busy_one(monkeypatch):
     """Heartbeats timed on the client's clock: one that stops changing is a stalled worker."""
     from types import SimpleNamespace
@@ -749,6 +781,47 @@ def test_cli_cluster_and_network_on_a_cluster(cluster, data_dir, tmp_path):
         a, b = pd.read_csv(one, sep="\t"), pd.read_csv(many, sep="\t")
         assert len(a) > 0
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_cli_dask_stall_timeout_reaches_every_dask_job(monkeypatch, data_dir, tmp_path):
+    """``--dask-stall-timeout`` of search, cluster, network and qc reaches each Dask job."""
+    from contextlib import nullcontext
+
+    import engine.api
+    import engine.cli
+    import engine.cli_cluster
+    import engine.cli_network
+    from engine.cli import main
+
+    seen = []
+
+    class Recorder(SearchJob):  # a local job that stands for the Dask one
+        def __init__(self, queries, library, params=None, *, client, stall_timeout, **kwargs):
+            assert client == "client"
+            seen.append(stall_timeout)
+            callbacks = ("on_progress", "on_message", "cancel_token")
+            super().__init__(queries, library, params, **{k: kwargs[k] for k in callbacks})
+
+    monkeypatch.setattr(engine.api, "DaskSearchJob", Recorder)
+    monkeypatch.setattr(engine.cli, "open_client", lambda *a, **k: "client")
+    monkeypatch.setattr(engine.cli, "shutdown", lambda client: None)
+    for module in (engine.cli_cluster, engine.cli_network):
+        monkeypatch.setattr(module, "dask_client", lambda args: nullcontext("client"))
+    path = str(data_dir / "pesticides.mgf")
+    common = ["-q", "--no-cache", "--backend", "cpu", "--dask", "x:1", "--dask-stall-timeout"]
+    commands = {
+        "search": (["search", path, path, "-o", str(tmp_path / "h.tsv")], 1),
+        "cluster": (["cluster", path, "-o", str(tmp_path / "c.tsv"), "--library", path,
+                     "--hits", str(tmp_path / "ch.tsv")], 2),  # linking, then the search
+        "network": (["network", path, "--edges", str(tmp_path / "e.tsv")], 1),
+        "qc": (["qc", path, "-o", str(tmp_path / "q.tsv")], 1),
+    }  # fmt: skip
+    for n, (name, (args, jobs)) in enumerate(commands.items()):
+        seen.clear()
+        assert main([*args, *common, f"{n + 2.5}"]) == 0, name
+        assert seen == [n + 2.5] * jobs, name
+    with pytest.raises(SystemExit):
+        main(["qc", path, "--dask", "x:1", "--dask-stall-timeout", "0"])
 
 
 def test_task_cost_skips_first_tasks_and_weighs_searches_by_pairs():

@@ -14,6 +14,7 @@ from engine.cluster.linkage import complete_linkage, medoids, single_linkage
 from engine.cluster.pairs import linked_pairs
 from engine.cluster.params import ClusterParameters
 from engine.cluster.result import ClusterResult
+from engine.distributed import STALL_TIMEOUT
 from engine.library import SpectrumLibrary
 from engine.params import check_keywords
 from engine.preprocess import pipeline_from_spec
@@ -47,6 +48,7 @@ def cluster_spectra(
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
     cpu_threads: int | None = None,
+    stall_timeout: float = STALL_TIMEOUT,
     **param_overrides,
 ) -> ClusterResult:
     """Cluster a spectrum set (queries or a library) by exact spectral similarity.
@@ -70,7 +72,7 @@ def cluster_spectra(
     consensus : bool
         Also build each cluster's consensus spectrum
         (:func:`~engine.cluster.consensus_spectra`).
-    backend, client, on_progress, on_message, cancel_token, cpu_threads
+    backend, client, on_progress, on_message, cancel_token, cpu_threads, stall_timeout
         As for :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
         scores the pairs on its cluster); progress comes from the pair search.
     **param_overrides
@@ -113,6 +115,7 @@ def cluster_spectra(
     pairs, device = linked_pairs(
         prepared, params, backend=backend, client=client, on_progress=on_progress,
         on_message=on_message, cancel_token=token, cpu_threads=cpu_threads,
+        stall_timeout=stall_timeout,
     )  # fmt: skip
     timings["pairs"] = time.perf_counter() - t
     check()

@@ -11,6 +11,7 @@ import numpy as np
 from engine.api import search_job
 from engine.backends import Backend
 from engine.cluster.params import ClusterParameters
+from engine.distributed import STALL_TIMEOUT
 from engine.library import SpectrumLibrary
 from engine.search import CancelToken, SearchProgress
 
@@ -55,6 +56,7 @@ def linked_pairs(
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
     cpu_threads: int | None = None,
+    stall_timeout: float = STALL_TIMEOUT,
 ) -> tuple[LinkedPairs, str]:
     """Every linked pair of ``spectra`` (already preprocessed), found by the engine's search.
 
@@ -76,7 +78,7 @@ def linked_pairs(
     job = search_job(
         spectra, spectra, search, client=client, backend=backend, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token, cpu_threads=cpu_threads,
-        keep_hits=False,
+        keep_hits=False, stall_timeout=stall_timeout,
     )  # fmt: skip
     charge = np.asarray(spectra.charge, dtype=np.int64)
     firsts, seconds, scores = [], [], []

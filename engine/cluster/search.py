@@ -14,6 +14,7 @@ from engine.backends import Backend
 from engine.cluster.files import write_table
 from engine.cluster.job import ClusterCancelled
 from engine.cluster.result import ClusterResult
+from engine.distributed import STALL_TIMEOUT
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -118,6 +119,7 @@ def search_clusters(
     on_progress: Callable[[SearchProgress], None] | None = None,
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
+    stall_timeout: float = STALL_TIMEOUT,
     **param_overrides,
 ) -> ClusterHits:
     """Search only the clusters' representatives against ``library``.
@@ -130,7 +132,7 @@ def search_clusters(
         The library to search.
     params : SearchParameters, optional
         The search (default: identity mode, as :func:`engine.search`).
-    backend, client, on_progress, on_message, cancel_token
+    backend, client, on_progress, on_message, cancel_token, stall_timeout
         As for :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
         runs the search on its cluster).
     **param_overrides
@@ -152,7 +154,7 @@ def search_clusters(
     queries = clusters.representative_spectra()
     job = search_job(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
-        on_message=on_message, cancel_token=cancel_token,
+        on_message=on_message, cancel_token=cancel_token, stall_timeout=stall_timeout,
     )  # fmt: skip
     hits = job.run()
     if job.cancelled:

@@ -25,7 +25,9 @@ worker is lost, the job waits ``grace_period`` seconds for one to (re)join and
 then raises :class:`ClusterLostError`, as it does at once when the connection to
 the scheduler is lost; the hits streamed before stay valid.  A worker that stops
 answering (no heartbeat for ``stall_timeout`` seconds: stopped, swapping, stuck
-on a dead mount) is treated as lost the same way, and ignored if it comes back.
+on a dead mount) is treated as lost the same way, and ignored if it comes back;
+one that does not answer the search's first questions within ``min(stall_timeout,
+10 s)`` (frozen before the search started) is left out from the start.
 
 Dask is optional (``pip install 'simms-desktop[dask]'``); this module imports it
 only when used.
@@ -47,7 +49,8 @@ from engine.distributed.cluster import (
     open_client,
     shutdown,
 )
-from engine.distributed.job import DaskSearchJob, search
+from engine.distributed.job import DaskSearchJob
+from engine.distributed.searching import search
 from engine.distributed.watch import STALL_TIMEOUT
 
 __all__ = [

@@ -53,6 +53,7 @@ from engine.distributed.shards import (
     ShardNotResident,
     ShardSpec,
     load_shard,
+    resident_tokens,
     score_task,
     worker_device,
     worker_memory,
@@ -63,15 +64,18 @@ from engine.distributed.watch import (
     STALL_TIMEOUT,
     ClusterGone,
     ClusterWatch,
+    ask_timeout,
+    ask_workers,
     check_timeouts,
     lost_error,
+    silent_message,
 )
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search import CancelToken, SearchProgress, StreamingJob
 
-__all__ = ["DaskSearchJob", "TaskRecord", "search"]
+__all__ = ["DaskSearchJob", "TaskRecord"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,9 @@ class DaskSearchJob(StreamingJob):
     stall_timeout : float
         Seconds a worker may go without a heartbeat before it is treated as lost
         and its tasks are redone on the others (default :data:`.watch.STALL_TIMEOUT`).
+        A worker that does not answer the job's first questions (its device, free
+        memory, resident shards) within ``min(stall_timeout, ASK_TIMEOUT)`` seconds
+        is left out of the search from the start, the same way.
     max_block_queries : int, optional
         Most queries per block (default: as the task cost model sizes them).
 
@@ -130,6 +137,8 @@ class DaskSearchJob(StreamingJob):
         Seconds from the start to the plan (queries prepared, shards placed).
     shard_sources : dict
         ``"shard s"`` -> ``"file"``, ``"data"`` or ``"resident"`` (found on its worker).
+    silent_workers : set of str
+        Workers that did not answer the first questions: left out of the search.
 
     Raises
     ------
@@ -189,8 +198,9 @@ class DaskSearchJob(StreamingJob):
         self._seen_notes: set[str] = set()
         self._blocks = BlockLedger()
         self.address = str(getattr(client.scheduler, "address", None) or "the Dask scheduler")
+        self.silent_workers: set[str] = set()
         try:
-            devices = client.run(worker_device, backend, on_error="return")
+            devices = self._ask(client.nthreads(), worker_device, backend)
         except Exception as exc:  # noqa: BLE001 - scheduler went away
             raise ClusterError(f"the Dask cluster does not answer: {exc}") from None
         kinds = sorted({str(d) for d in devices.values()})
@@ -202,36 +212,50 @@ class DaskSearchJob(StreamingJob):
         )
 
     # -- internals --------------------------------------------------------------------
-    def _shards_for(self, n_workers: int) -> int:
+    def _ask(self, workers, function: Callable, *args: object) -> dict[str, object]:
+        """``function(*args)`` on those of ``workers`` not silent, each awaited a bounded time.
+
+        Those that do not answer within :func:`.watch.ask_timeout` seconds join
+        ``silent_workers`` (each named in a message): the search leaves them out.
+        """
+        seconds = ask_timeout(self.stall_timeout)
+        answers, silent = ask_workers(
+            self.client, function, *args, workers=set(workers) - self.silent_workers,
+            timeout=seconds,
+        )  # fmt: skip
+        for worker in silent:
+            self.silent_workers.add(worker)
+            self._say(silent_message(worker, seconds))
+        return answers
+
+    def _shards_for(self, workers: list[str]) -> int:
         """Shards of a search without ``n_shards``: as few as the workers' memory allows.
 
         One shard (a copy on every worker) when the library fits; else enough that
         each fits, made a divisor or multiple of the workers so their work is even.
         """
         try:
-            free = self.client.run(worker_memory, self.backend_name, on_error="return")
+            free = self._ask(workers, worker_memory, self.backend_name)
         except Exception:  # noqa: BLE001 - the watch tells about the cluster
             free = {}
         known = [f for f in free.values() if isinstance(f, int | float)]
         peaks = int(self.library.offsets[-1]) if len(self.library) else 0
+        n_workers = max(1, len([w for w in workers if w not in self.silent_workers]))
         return balanced_shards(shards_for_memory(len(self.library), peaks, known), n_workers)
 
     def __iter__(self) -> Iterator[HitTable]:
         distributed = distributed_module()
         start = time.perf_counter()
         p = self.params
-        workers = sorted(self.client.nthreads())
-        n_workers = max(1, len(workers))
+        workers = sorted(set(self.client.nthreads()) - self.silent_workers)
+        n_shards = self._n_shards or self._shards_for(workers)
+        workers = [w for w in workers if w not in self.silent_workers]
         plan: SearchPlan = make_plan(
-            self.queries, self.library, p, self._n_shards or self._shards_for(n_workers),
-            self.task_cost, self._max_block, workers=n_workers,
+            self.queries, self.library, p, n_shards, self.task_cost, self._max_block,
+            workers=max(1, len(workers)),
         )  # fmt: skip
-        queries, q_order, l_order, bounds = (
-            plan.queries,
-            plan.query_order,
-            plan.library_order,
-            plan.bounds,
-        )
+        queries, q_order = plan.queries, plan.query_order
+        l_order, bounds = plan.library_order, plan.bounds
         self.progress = SearchProgress(pairs_total=plan.pairs)
         self.tasks_total = plan.n_tasks
         job = uuid.uuid4().hex[:12]
@@ -243,20 +267,16 @@ class DaskSearchJob(StreamingJob):
         )
         specs = [
             ShardSpec(
-                fingerprint,
-                path,
-                p.preprocess,
-                p.mz_power,
-                p.intensity_power,
-                p.score,
-                p.tolerance,
-                p.precursor_tolerance is not None,
-                int(bounds[s]),
-                int(bounds[s + 1]),
-            )  # fmt: skip
+                fingerprint, path, p.preprocess, p.mz_power, p.intensity_power, p.score,
+                p.tolerance, p.precursor_tolerance is not None, int(bounds[s]), int(bounds[s + 1]),
+            )
             for s in range(plan.n_shards)
-        ]
-        held = resident_workers(self.client) if plan.blocks else {}
+        ]  # fmt: skip
+        try:
+            held = resident_workers(self._ask(workers, resident_tokens)) if plan.blocks else {}
+        except Exception:  # noqa: BLE001 - then every shard is sent; the watch tells the rest
+            held = {}
+        workers = [w for w in workers if w not in self.silent_workers]
         homes = place_shards(
             plan.n_shards,
             workers,
@@ -369,8 +389,9 @@ class DaskSearchJob(StreamingJob):
         parts: dict[int, list[HitTable]] = {b: [] for b in ledger.left}
         done: set[tuple[int, int, tuple[int, int]]] = set()  # (shard, block, queries)
         watch = ClusterWatch(
-            set(workers), len(workers), time.monotonic(), stall_timeout=self.stall_timeout
-        )
+            set(workers), len(workers), time.monotonic(), stall_timeout=self.stall_timeout,
+            stalled=set(self.silent_workers),
+        )  # fmt: skip
         first_start: float | None = None  # when the first finished task began, on this clock
         client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
         try:
@@ -418,15 +439,10 @@ class DaskSearchJob(StreamingJob):
                     now = time.perf_counter()
                     self.task_log.append(
                         TaskRecord(
-                            sub.worker,
-                            task.shard,
-                            task.block,
-                            task.pairs,
-                            float(seconds),
-                            sub.sent - start,
-                            now - start,
-                        )  # fmt: skip
-                    )
+                            sub.worker, task.shard, task.block, task.pairs, float(seconds),
+                            sub.sent - start, now - start,
+                        )
+                    )  # fmt: skip
                     if math.isfinite(seconds):
                         first_start = min(first_start or now, now - float(seconds))
                     how = mode_of(task.shard, sub.worker)
@@ -491,27 +507,3 @@ class DaskSearchJob(StreamingJob):
         """The error of a search whose workers (or scheduler) are gone."""
         self._mark_unfinished()
         return lost_error(self, watch, scheduler)
-
-
-def search(
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
-    params: SearchParameters | None = None,
-    *,
-    client,
-    backend: str = "auto",
-    on_progress: Callable[[SearchProgress], None] | None = None,
-    cancel_token: CancelToken | None = None,
-    n_shards: int | None = None,
-    max_block_queries: int | None = None,
-    **param_overrides,
-) -> HitTable:
-    """:func:`engine.search` on a Dask cluster: the same hits, in canonical order."""
-    params = params or SearchParameters()
-    if param_overrides:
-        params = SearchParameters.from_dict({**params.to_dict(), **param_overrides})
-    job = DaskSearchJob(
-        queries, library, params, client=client, backend=backend, on_progress=on_progress,
-        cancel_token=cancel_token, n_shards=n_shards, max_block_queries=max_block_queries,
-    )  # fmt: skip
-    return job.run()

@@ -51,14 +51,14 @@ def library_file(
     return None
 
 
-def resident_workers(client) -> dict[str, set[str]]:
-    """Shard token -> the live workers that hold that shard (:func:`.shards.resident_tokens`)."""
-    try:
-        held = client.run(shards.resident_tokens, on_error="return")
-    except Exception:  # noqa: BLE001 - then every shard is sent; the watch tells the rest
-        return {}
+def resident_workers(answers: dict[str, object]) -> dict[str, set[str]]:
+    """Shard token -> the workers that hold that shard.
+
+    ``answers`` are the workers' :func:`.shards.resident_tokens` (worker -> its
+    list of tokens; anything else, such as an error, counts as none).
+    """
     found: dict[str, set[str]] = {}
-    for worker, tokens in held.items():
+    for worker, tokens in answers.items():
         if isinstance(tokens, list):
             for token in tokens:
                 found.setdefault(token, set()).add(worker)

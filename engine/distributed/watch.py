@@ -10,24 +10,35 @@ two machines' clocks need not agree) as lost: the search redoes its tasks on the
 others, exactly as for a worker that died, and never waits on it again.  If it
 comes back, its late results are ignored (its tasks are no longer in flight) and
 it counts as a worker that joined (which takes a shard only when one has no home).
+
+A worker frozen before the search starts would hang the questions the search
+asks every worker first (its device, free memory, resident shards):
+:func:`ask_workers` waits for each answer at most :func:`ask_timeout` seconds,
+and the search leaves a worker that does not answer out from the start, as a
+stalled one (:class:`ClusterWatch` ``stalled``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from engine.distributed.cluster import CHECK_TIMEOUT, ClusterLostError
 
 __all__ = [
+    "ASK_TIMEOUT",
     "CHECK_EVERY",
     "STALL_TIMEOUT",
     "ClusterGone",
     "ClusterWatch",
+    "ask_timeout",
+    "ask_workers",
     "check_timeouts",
     "lost_error",
     "lost_message",
+    "silent_message",
 ]
 
 #: Seconds between a search's checks of its workers: a lost worker's tasks wait
@@ -41,6 +52,11 @@ CHECK_EVERY = 0.25
 #: which the search kernels (numba, ``nogil``) leave free while they run.
 STALL_TIMEOUT = 60.0
 
+#: Most seconds a search waits for a worker's answer to one of its first questions
+#: (less when ``stall_timeout`` is less).  A worker answers in milliseconds, or in
+#: a second or two the first time (it imports the engine and starts its backend).
+ASK_TIMEOUT = 10.0
+
 
 def check_timeouts(grace_period: float, stall_timeout: float) -> None:
     """Raise ``ValueError`` unless ``grace_period >= 0`` and ``stall_timeout > 0`` seconds."""
@@ -48,6 +64,75 @@ def check_timeouts(grace_period: float, stall_timeout: float) -> None:
         raise ValueError(f"grace_period must be >= 0 seconds, not {grace_period!r}")
     if not stall_timeout > 0:
         raise ValueError(f"stall_timeout must be > 0 seconds, not {stall_timeout!r}")
+
+
+def ask_timeout(stall_timeout: float) -> float:
+    """Seconds to wait for each worker's answer: ``min(stall_timeout, ASK_TIMEOUT)``."""
+    return min(float(stall_timeout), ASK_TIMEOUT)
+
+
+def ask_workers(
+    client, function: Callable, *args: object, workers: Iterable[str], timeout: float
+) -> tuple[dict[str, object], list[str]]:
+    """``function(*args)`` run on each of ``workers`` (``client.run``), in parallel.
+
+    Each worker's answer is awaited at most ``timeout`` seconds: the call returns
+    as soon as every worker answered, or ``timeout`` seconds after it started.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    function : callable
+        Run on each worker (as by ``client.run``).
+    *args
+        Its arguments.
+    workers : iterable of str
+        Worker addresses to ask.
+    timeout : float
+        Seconds to wait for each answer.
+
+    Returns
+    -------
+    answers : dict
+        Worker -> what ``function`` returned there, or the exception it raised.
+    silent : list of str
+        The workers that did not answer within ``timeout`` seconds, sorted.
+
+    Raises
+    ------
+    OSError
+        The scheduler cannot be reached (as ``client.run`` raises it).
+    """
+    asked = sorted(workers)
+    silent = object()
+
+    async def ask(worker: str) -> object:
+        try:
+            return await client.run(
+                function, *args, workers=[worker], on_error="return", asynchronous=True,
+                callback_timeout=timeout,
+            )  # fmt: skip
+        except TimeoutError:
+            return silent
+
+    async def ask_all() -> list[object]:
+        return await asyncio.gather(*(ask(w) for w in asked))
+
+    replies = client.sync(ask_all) if asked else []
+    answers = {
+        w: reply[w]
+        for w, reply in zip(asked, replies, strict=True)
+        if isinstance(reply, dict) and w in reply
+    }
+    return answers, [w for w, reply in zip(asked, replies, strict=True) if reply is silent]
+
+
+def silent_message(address: str, seconds: float) -> str:
+    """The one-line notice of a worker that did not answer a search's first questions."""
+    return (
+        f"Dask worker {address} has not answered for {seconds:g} s; treated as lost, "
+        "the search goes on without it"
+    )
 
 
 class ClusterGone(Exception):
@@ -83,7 +168,8 @@ class ClusterWatch:
     stalled : set of str
         Workers treated as lost because they stopped answering; out of ``live``
         until they heartbeat again (then they count as workers that joined: the
-        tasks they had are redone by others, their late results ignored).
+        tasks they had are redone by others, their late results ignored).  A
+        worker given here at the start is back once its heartbeat changes.
     beats : dict
         Worker -> (its last heartbeat on the scheduler's clock, ``time.monotonic()``
         here when that value was first seen).
@@ -161,8 +247,8 @@ class ClusterWatch:
             before = self.beats.get(address)
             if before is None or before[0] != seen or seen is None:
                 self.beats[address] = (seen, now)
-                if address in self.stalled:  # back: like a worker that joins, it takes
-                    self.stalled.discard(address)  # only work it is given from now on
+                if address in self.stalled and before is not None:  # back: as one that joins,
+                    self.stalled.discard(address)  # it takes only work given from now on
                     say(f"Dask worker {address} answers again")
             elif now - before[1] > self.stall_timeout and address not in self.stalled:
                 self.stalled.add(address)

@@ -10,6 +10,7 @@ import numpy as np
 
 from engine.api import as_library, parameters_with, search_job
 from engine.backends import Backend
+from engine.distributed import STALL_TIMEOUT
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.networking.components import component_labels, limit_component_size
@@ -59,11 +60,13 @@ def run_search(
     on_message: Callable[[str], None] | None,
     cancel_token: CancelToken,
     cpu_threads: int | None,
+    stall_timeout: float = STALL_TIMEOUT,
 ) -> HitTable:
     """Every hit of one local search; :class:`AnalysisCancelled` when cancelled."""
     job = search_job(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token, cpu_threads=cpu_threads,
+        stall_timeout=stall_timeout,
     )  # fmt: skip
     hits = job.run()
     if cancel_token.cancelled:
@@ -87,6 +90,7 @@ def network(
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
     cpu_threads: int | None = None,
+    stall_timeout: float = STALL_TIMEOUT,
     **param_overrides: object,
 ) -> SpectrumNetwork:
     """The molecular network of ``spectra`` (GNPS-style, matchms ``SimilarityNetwork`` rules).
@@ -113,7 +117,7 @@ def network(
         Search every spectrum against it and label nodes with their best hit.
     library_params : SearchParameters, optional
         Settings of that search (default: identity mode).
-    backend, client, on_progress, on_message, cancel_token, cpu_threads
+    backend, client, on_progress, on_message, cancel_token, cpu_threads, stall_timeout
         As in :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
         runs the searches on its cluster); progress comes from the all-vs-all
         search, then from the library search.
@@ -140,7 +144,7 @@ def network(
     token = cancel_token or CancelToken()
     common = {
         "backend": backend, "client": client, "on_progress": on_progress, "on_message": on_message,
-        "cancel_token": token, "cpu_threads": cpu_threads,
+        "cancel_token": token, "cpu_threads": cpu_threads, "stall_timeout": stall_timeout,
     }  # fmt: skip
     hits = run_search(spectra, spectra, params, **common)
     n = len(spectra)

@@ -11,6 +11,7 @@ import numpy as np
 
 from engine.api import as_library, parameters_with
 from engine.backends import Backend
+from engine.distributed import STALL_TIMEOUT
 from engine.library import SpectrumLibrary
 from engine.networking.build import run_search
 from engine.params import SearchParameters
@@ -164,6 +165,7 @@ def library_qc(
     on_message: Callable[[str], None] | None = None,
     cancel_token: CancelToken | None = None,
     cpu_threads: int | None = None,
+    stall_timeout: float = STALL_TIMEOUT,
     **param_overrides: object,
 ) -> LibraryQC:
     """Find near-duplicate and conflicting entries of a spectral library.
@@ -178,7 +180,7 @@ def library_qc(
     params : SearchParameters, optional
         Default :data:`QC_DEFAULTS` (cosine >= 0.95 on the fragments, >= 3 matched
         peaks, fragments 0.02 Da, precursors 0.01 Da, same ion mode).
-    backend, client, on_progress, on_message, cancel_token, cpu_threads
+    backend, client, on_progress, on_message, cancel_token, cpu_threads, stall_timeout
         As in :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
         runs the search on its cluster).
     **param_overrides
@@ -202,6 +204,7 @@ def library_qc(
     hits = run_search(
         library, library, params, backend=backend, client=client, on_progress=on_progress,
         on_message=on_message, cancel_token=cancel_token or CancelToken(), cpu_threads=cpu_threads,
+        stall_timeout=stall_timeout,
     )  # fmt: skip
     q, l = hits.query_index, hits.library_index
     low, high = np.minimum(q, l), np.maximum(q, l)
