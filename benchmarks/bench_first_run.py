@@ -27,7 +27,7 @@ DEMO_LIBRARY = ROOT / "resources" / "demo_library.mgf"
 
 def _search(mode: str) -> list[str]:
     return [sys.executable, "-m", "engine", "search", str(DEMO_QUERIES), str(DEMO_LIBRARY),
-            "--mode", mode, "--backend", "cpu", "-o", os.devnull]  # fmt: skip
+            "--mode", mode, "--backend", "cpu", "-o", "HITS"]  # fmt: skip
 
 
 STEPS = {
@@ -63,6 +63,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as numba_cache, tempfile.TemporaryDirectory() as lib:
             env = {**os.environ, "NUMBA_CACHE_DIR": numba_cache, "SIMMS_CACHE_DIR": lib,
                    "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+            command = [c.replace("HITS", str(Path(lib) / "hits.tsv")) for c in command]
             cold = run(command, env)
             warm = run(command, env)
         status = "" if cold[2] == warm[2] == 0 else f" (exit {cold[2]}, {warm[2]})"
