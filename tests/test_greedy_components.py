@@ -1,7 +1,8 @@
 """The big-component resolver of the greedy scores against the greedy walk, bit for bit.
 
-``_resolve_large`` finds the greedy matching of a cosine component, or of a
-whole modified-cosine pair, by proposals instead of sorting the candidates; the
+``resolve_large`` finds the greedy matching of a cosine component, or of a
+whole modified-cosine pair, by proposals or by a heap (both are checked here)
+instead of sorting the candidates; the
 walk here sorts them as matchms does (products descending, the later candidate
 first on ties; the modified cosine's shifted candidates after the unshifted
 ones) and sums what it takes in that order.  Matches and the sum's bits must be
@@ -13,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.kernels.greedy_large import resolve_large as _resolve_large
+from engine.kernels.greedy_large import match_by_heap, match_by_proposals
+
+
+def _resolve_large(*args):
+    """Both exact matchings of a big component; they must agree bit for bit."""
+    heap = match_by_heap(*args)
+    assert match_by_proposals(*args) == heap
+    return heap
 
 
 def _walk(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shifts=(0.0,)):
@@ -164,7 +172,7 @@ def test_profile_spectra_of_30000_peaks_take_little_time():
     step = 1.7e-5
     mz = 100.0 + np.arange(30_000) * step
     w = 1000 * (1.2 + np.sin(np.arange(30_000) / 50.0))
-    score, matches = _resolve_large(mz, w, 0, len(mz), mz + step / 3, w[::-1].copy(), 0,
-                                    len(mz), 0.1, 0.0, 1)  # fmt: skip
+    score, matches = match_by_heap(mz, w, 0, len(mz), mz + step / 3, w[::-1].copy(), 0,
+                                   len(mz), 0.1, 0.0, 1)  # fmt: skip
     assert matches == len(mz)
     _check(mz[:300], w[:300], mz[:300] + step / 3, w[:300][::-1].copy(), 0.1)
