@@ -21,7 +21,13 @@ from engine.cli_progress import (
 )
 from engine.io import load_library
 from engine.io.mgf_writer import write_mgf
-from engine.networking import AnalysisCancelled, network, write_edges, write_graphml
+from engine.networking import (
+    LABEL_FLOOR,
+    AnalysisCancelled,
+    network,
+    write_edges,
+    write_graphml,
+)
 from engine.networking.export import check_network_output
 from engine.qc import library_qc, write_qc_report
 from engine.search import CancelToken
@@ -75,6 +81,14 @@ def add_network_commands(sub) -> None:
         "--max-component-size", type=int, default=100, help="break larger components, 0 = off [100]"
     )
     n.add_argument("--library", help="label nodes with their best hit in this library")
+    n.add_argument(
+        "--label-floor",
+        nargs=2,
+        type=float,
+        metavar=("SCORE", "PEAKS"),
+        default=list(LABEL_FLOOR),
+        help="a best hit labels its node from this score and matched peaks [0.7 6, GNPS]",
+    )
     _score_options(n, "analog mode: modified cosine, GNPS peaks, 0.7, 6 peaks; no precursor window")
     q = sub.add_parser(
         "qc",
@@ -164,6 +178,7 @@ def _network(args, say, progress, token, common) -> int:
             link_method=args.link_method,
             max_component_size=args.max_component_size,
             library=library,
+            label_floor=(args.label_floor[0], int(args.label_floor[1])),
             cancel_token=token,
             **common,
             **overrides,

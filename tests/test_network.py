@@ -150,7 +150,19 @@ def test_graphml_and_edge_list_round_trip(spectra, massbank_library, tmp_path):
     assert (nodes["library_index"][best.query_index] == best.library_index).all()
     no_hit = np.setdiff1d(np.arange(len(spectra)), best.query_index)
     assert (nodes["library_index"][no_hit] == -1).all()
-    assert (nodes["label"][best.query_index] == library.metadata["name"][best.library_index]).all()
+    # labelled by it only from GNPS's floor (0.7, 6 peaks); weaker ones keep their own name
+    q, l = best.query_index, best.library_index
+    passing = (best.score >= 0.7) & (best.matches >= 6)
+    assert passing.any() and (~passing).any()
+    assert (nodes["label"][q[passing]] == library.metadata["name"][l[passing]]).all()
+    own = np.where(spectra.metadata["name"] != "", spectra.metadata["name"], spectra.ids)
+    assert (nodes["label"][q[~passing]] == own[q[~passing]]).all()
+    for node, attrs in graph.nodes(data=True):  # every label in the GraphML passes the floor
+        if attrs["label"] != own[attrs["index"]]:
+            assert attrs["library_score"] >= 0.7 and attrs["library_matches"] >= 6, node
+    lax = network(spectra, min_matches=6, backend="cpu", library=library, label_floor=(0, 0),
+                  **SCORE)  # fmt: skip
+    assert (lax.node_columns()["label"][q] == library.metadata["name"][l]).all()
 
     table = pd.read_csv(write_edges(net, tmp_path / "edges.tsv"), sep="\t")
     assert len(table) == net.n_edges

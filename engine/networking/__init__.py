@@ -12,9 +12,10 @@ from engine.networking.build import NETWORK_DEFAULTS, AnalysisCancelled, network
 from engine.networking.components import component_labels, limit_component_size
 from engine.networking.edges import LINK_METHODS, select_edges
 from engine.networking.export import edges_frame, write_edges, write_graphml
-from engine.networking.model import NetworkSettings, SpectrumNetwork
+from engine.networking.model import LABEL_FLOOR, NetworkSettings, SpectrumNetwork
 
 __all__ = [
+    "LABEL_FLOOR",
     "LINK_METHODS",
     "NETWORK_DEFAULTS",
     "AnalysisCancelled",

@@ -15,7 +15,7 @@ from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.networking.components import component_labels, limit_component_size
 from engine.networking.edges import select_edges
-from engine.networking.model import NetworkSettings, SpectrumNetwork
+from engine.networking.model import LABEL_FLOOR, NetworkSettings, SpectrumNetwork
 from engine.params import SearchParameters
 from engine.search import CancelToken, SearchProgress
 
@@ -84,6 +84,7 @@ def network(
     max_component_size: int = 100,
     library: SpectrumLibrary | str | os.PathLike | None = None,
     library_params: SearchParameters | None = None,
+    label_floor: tuple[float, int] = LABEL_FLOOR,
     backend: str | Backend = "auto",
     client: object | None = None,
     on_progress: Callable[[SearchProgress], None] | None = None,
@@ -117,6 +118,9 @@ def network(
         Search every spectrum against it and label nodes with their best hit.
     library_params : SearchParameters, optional
         Settings of that search (default: identity mode).
+    label_floor : (float, int), default (0.7, 6)
+        Score and matched peaks a best hit needs to label its node (GNPS's floor);
+        weaker best hits are still listed in the node's ``library_*`` columns.
     backend, client, on_progress, on_message, cancel_token, cpu_threads, stall_timeout
         As in :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
         runs the searches on its cluster); progress comes from the all-vs-all
@@ -166,4 +170,5 @@ def network(
         spectra=spectra, edges=edges.astype(np.int64), score=score, matches=matches,
         component=component, component_size=size, params=params, settings=settings,
         library=lib, library_hits=library_hits, removed_edges=removed,
+        label_floor=(float(label_floor[0]), int(label_floor[1])),
     )  # fmt: skip

@@ -12,7 +12,12 @@ from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search.annotate import ION_MODE_NAMES
 
-__all__ = ["NetworkSettings", "SpectrumNetwork"]
+__all__ = ["LABEL_FLOOR", "NetworkSettings", "SpectrumNetwork"]
+
+
+#: Score and matched peaks a best library hit needs to label its node (GNPS's library
+#: search reports hits from cosine 0.7 and 6 matched peaks).
+LABEL_FLOOR = (0.7, 6)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,10 @@ class SpectrumNetwork:
         The library searched for node labels and each node's best hit in it.
     removed_edges : int
         Edges removed to keep components within ``settings.max_component_size``.
+    label_floor : tuple of (float, int)
+        A node is labelled with its best library hit only when the hit reaches
+        this score and this many matched peaks (GNPS: 0.7 and 6); otherwise with
+        its own name or id.  The ``library_*`` columns give the best hit anyway.
     """
 
     spectra: SpectrumLibrary
@@ -85,6 +94,7 @@ class SpectrumNetwork:
     library: SpectrumLibrary | None = None
     library_hits: HitTable | None = None
     removed_edges: int = 0
+    label_floor: tuple[float, int] = LABEL_FLOOR
 
     def __len__(self) -> int:
         return len(self.spectra)
@@ -155,7 +165,13 @@ class SpectrumNetwork:
             columns["library_matches"] = np.where(
                 has, self.library_hits.matches[np.maximum(rows, 0)], 0
             ).astype(np.int64)
-            named = has & (columns["library_name"] != "")
+            score_floor, matches_floor = self.label_floor
+            named = (
+                has
+                & (columns["library_name"] != "")
+                & (columns["library_score"] >= score_floor)
+                & (columns["library_matches"] >= matches_floor)
+            )
             label = np.where(named, columns["library_name"], label).astype(object)
         columns["label"] = label
         return columns
