@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.window_max import window_push, window_start
+
 __all__ = ["BOUND_MARGIN", "best_partner_bound", "pair_can_reach"]
 
 #: Relative margin on the bound before it rules a pair out: the bound and the score
@@ -46,13 +48,9 @@ def best_partner_bound(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, colmax):  # pragma
         while lo < b1 and mzB[lo] < low:
             lo += 1
         while hi < b1 and mzB[hi] <= high:
-            while tail > head and wB[queue[tail - 1]] <= wB[hi]:
-                tail -= 1
-            queue[tail] = hi
-            tail += 1
+            tail = window_push(queue, head, tail, wB, hi)
             hi += 1
-        while head < tail and queue[head] < lo:
-            head += 1
+        head = window_start(queue, head, tail, lo)
         if head < tail and lo < hi:
             rows += max(0.0, wA[i] * wB[queue[head]])
     # columns: B peak j is a candidate of the A peaks i with low_i <= mzB[j] <= high_i
@@ -65,13 +63,9 @@ def best_partner_bound(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, colmax):  # pragma
         while first < a1 and mzA[first] + tol < b:
             first += 1
         while last < a1 and not b < mzA[last] - tol:
-            while tail > head and wA[queue[tail - 1]] <= wA[last]:
-                tail -= 1
-            queue[tail] = last
-            tail += 1
+            tail = window_push(queue, head, tail, wA, last)
             last += 1
-        while head < tail and queue[head] < first:
-            head += 1
+        head = window_start(queue, head, tail, first)
         colmax[j - b0] = max(0.0, wB[j] * wA[queue[head]]) if head < tail else 0.0
     cols = 0.0
     for j in range(b1 - b0):

@@ -27,6 +27,7 @@ from engine.kernels.spectrum_set import (
     new_scratch,
     pair_allowed,
 )
+from engine.kernels.window_max import window_push, window_start
 
 __all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
 
@@ -180,6 +181,7 @@ def _dense_bounds(
     query weight (both terms grow with either weight), kept by a sliding-window
     maximum.  The counts are exact, the bounds looser than the sum of the terms.
     """
+    weight = queries.weight[q0:q1]
     queue = np.empty(q1 - q0, dtype=np.int64)
     head = 0
     tail = 0
@@ -194,19 +196,12 @@ def _dense_bounds(
             while first < q1 - q0 and highs[first] < m:
                 first += 1
             while last < q1 - q0 and not m < lows[last]:
-                while (
-                    tail > head
-                    and queries.weight[q0 + queue[tail - 1]] <= queries.weight[q0 + last]
-                ):
-                    tail -= 1
-                queue[tail] = last
-                tail += 1
+                tail = window_push(queue, head, tail, weight, last)
                 last += 1
-            while head < tail and queue[head] < first:
-                head += 1
+            head = window_start(queue, head, tail, first)
             if head == tail:
                 continue
-            wq = queries.weight[q0 + queue[head]]
+            wq = weight[queue[head]]
             c = index.spectrum[k]
             if entropy:
                 bound[c] += (last - first) * pair_entropy(wq, index.weight[k])
