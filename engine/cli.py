@@ -15,6 +15,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from engine.api import search_job
 from engine.backends import available_backends
 from engine.cli_cluster import add_cluster_parser, run_cluster
@@ -28,7 +30,7 @@ from engine.export import HitWriter, check_output
 from engine.io import LoadCancelled, load_library
 from engine.params import SearchParameters
 from engine.report import SpectrumFileError
-from engine.search import CancelToken
+from engine.search import CancelToken, query_status, status_summary
 from engine.version import __version__
 
 __all__ = ["main", "build_parser"]
@@ -220,8 +222,9 @@ def _search(args: argparse.Namespace) -> int:
         extra_provenance=filters,
     )  # fmt: skip
     say(f"searching {len(queries)} × {len(library)} spectra on {device}")
+    seen = np.zeros(len(queries), dtype=bool)  # queries with a hit
     with _cancel_on_interrupt(token, say):
-        error = _run_into(job, writer)
+        error = _run_into(job, writer, seen)
         progress.done()
         if isinstance(error, _WriteFailed):
             writer.abort()
@@ -238,6 +241,8 @@ def _search(args: argparse.Namespace) -> int:
         f"{p.hits} hits from {p.pairs_done:.4g} pairs in {p.elapsed:.2f} s "
         f"({p.pairs_per_second:.3g} pairs/s)" + (f" -> {path}" if args.output else "")
     )
+    status = query_status(queries, library, params, seen, job.incomplete_queries)
+    say(f"{len(queries)} queries: {status_summary(status)}")
     if error is not None:
         print(
             f"simms: error: {error}; the hits found before it are in the output, marked incomplete",
@@ -272,8 +277,10 @@ def _filtered(library, args: argparse.Namespace, say):
     return kept, {"library filters": f"{described} ({len(kept)} of {len(library)} spectra)"}
 
 
-def _run_into(job, writer) -> BaseException | None:
+def _run_into(job, writer, seen: np.ndarray) -> BaseException | None:
     """Run ``job`` in a worker thread, writing its chunks; returns the error, if any.
+
+    ``seen[q]`` becomes True for each query ``q`` that got a hit.
 
     The main thread only waits, so a Ctrl-C is handled at once (by the handler of
     :func:`_cancel_on_interrupt`) while numba kernels run in the worker.  An error
@@ -286,6 +293,7 @@ def _run_into(job, writer) -> BaseException | None:
     streaming = not getattr(job, "keep_hits", True)
 
     def write(hits) -> None:
+        seen[hits.query_index] = True
         try:
             writer.write(hits)
         except BaseException as exc:

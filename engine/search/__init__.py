@@ -5,6 +5,7 @@ hit chunks as soon as they are final; :mod:`engine.distributed` builds on the sa
 :class:`StreamingJob`, :class:`CancelToken` and :class:`SearchProgress`.
 """
 
+from engine.search.accounting import QUERY_STATUSES, query_status, status_summary
 from engine.search.annotate import SearchContext, hit_columns
 from engine.search.evidence import evidence
 from engine.search.job import SearchJob
@@ -14,6 +15,7 @@ from engine.search.window import library_window, precursor_order
 
 __all__ = [
     "FIRST_QUERY_BLOCK",
+    "QUERY_STATUSES",
     "CancelToken",
     "SearchJob",
     "SearchProgress",
@@ -24,4 +26,6 @@ __all__ = [
     "library_window",
     "precursor_order",
     "query_blocks",
+    "query_status",
+    "status_summary",
 ]
