@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["profile_warning", "report_counts", "report_text"]
+import numpy as np
+
+from engine.search import query_status, status_summary
+
+__all__ = ["profile_warning", "query_summary", "report_counts", "report_text"]
 
 
 def report_counts(report) -> tuple[int, int]:
@@ -27,4 +31,13 @@ def profile_warning(report) -> str:
     return (
         f"{flagged:,} spectra look like profile-mode data (not centroided): scores stay exact, "
         "but centroid them first (Preprocessing: centroid). The report names them."
+    )
+
+
+def query_summary(queries, library, params, hits) -> str:
+    """Every query of a search accounted for: ``"40 queries: 36 with hits, 4 ..."``."""
+    has = np.zeros(len(queries), dtype=bool)
+    has[hits.query_index] = True
+    return (
+        f"{len(queries):,} queries: {status_summary(query_status(queries, library, params, has))}"
     )

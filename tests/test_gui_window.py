@@ -298,6 +298,13 @@ def test_partly_broken_file_shows_its_import_report(window, boxes, tmp_path, dat
     assert not [b for b in boxes if b[0] == "critical"]
 
 
+def test_every_query_is_accounted_for_after_a_search(searched):
+    window, _ = searched
+    text = window.search_panel.progress_view.label.text()
+    assert "40 queries: " in text and "with hits" in text
+    assert "40 queries: " in window.log_view.toPlainText()
+
+
 def test_profile_spectra_are_named_in_the_spectra_panel(window, tmp_path):
     from tests.test_profile_spectra import profile_mgf
 

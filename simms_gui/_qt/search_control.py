@@ -16,6 +16,7 @@ from PyQt6.QtWidgets import (
 from engine import HitTable, SearchParameters
 from simms_gui._qt.worker import SearchController
 from simms_gui.dask_connection import normalize_dask_address
+from simms_gui.reports import query_summary
 
 __all__ = ["LARGE_RESULT_ROWS", "SearchControl"]
 
@@ -184,6 +185,11 @@ class SearchControl:
             self.log(f"Search failed after {elapsed:.1f} s: {controller.error}")
         else:
             self.log(f"Search {state}: {len(s.hits):,} hits in {elapsed:.1f} s{where}")
+            if s.hits_queries is not None and s.hits_library is not None:
+                summary = query_summary(s.hits_queries, s.hits_library, s.params, s.hits)
+                self.log(summary, status=False)
+                label = self.search_panel.progress_view.label
+                label.setText(f"{label.text()}\n{summary}" if label.text() else summary)
         self.searchFinished.emit(cancelled)
 
     @property
