@@ -48,22 +48,29 @@ _TIE_SPAN = 1.0 - 2.0**-50
 _SMALLEST_NORMAL = 2.2250738585072014e-308
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _next_window(a, mzB, lo, h, j1, tol, shift):  # pragma: no cover
+    """The window ``[lo, h)`` of the A peak at m/z ``a``, moved up from the previous one:
+    ``mzB[j] + shift`` within ``a ± tol`` with the float comparisons of matchms
+    ``find_matches`` (windows of sorted peaks only move up)."""
+    low = a - tol
+    high = a + tol
+    while lo < j1 and mzB[lo] + shift < low:
+        lo += 1
+    if h < lo:
+        h = lo
+    while h < j1 and not mzB[h] + shift > high:
+        h += 1
+    return lo, h
+
+
 @njit(cache=True, nogil=True)
 def candidate_windows(mzA, i0, i1, mzB, j0, j1, tol, shift, lo_out, hi_out):  # pragma: no cover
-    """Each A peak's candidates ``j`` in ``lo_out[r]:hi_out[r]``: ``mzB[j] + shift`` within
-    ``mzA[i0 + r] ± tol``, with the float comparisons of matchms ``find_matches``."""
+    """Each A peak's candidates ``j`` in ``lo_out[r]:hi_out[r]`` (see :func:`_next_window`)."""
     lo = j0
     h = j0
     for r in range(i1 - i0):
-        a = mzA[i0 + r]
-        low = a - tol
-        high = a + tol
-        while lo < j1 and mzB[lo] + shift < low:
-            lo += 1
-        if h < lo:
-            h = lo
-        while h < j1 and not mzB[h] + shift > high:
-            h += 1
+        lo, h = _next_window(mzA[i0 + r], mzB, lo, h, j1, tol, shift)
         lo_out[r] = lo
         hi_out[r] = h
 
@@ -75,15 +82,7 @@ def count_candidates(mzA, a0, a1, mzB, b0, b1, tol, shift):  # pragma: no cover
     h = b0
     c = 0
     for i in range(a0, a1):
-        a = mzA[i]
-        low = a - tol
-        high = a + tol
-        while lo < b1 and mzB[lo] + shift < low:
-            lo += 1
-        if h < lo:
-            h = lo
-        while h < b1 and not mzB[h] + shift > high:
-            h += 1
+        lo, h = _next_window(mzA[i], mzB, lo, h, b1, tol, shift)
         c += h - lo
     return c
 
