@@ -20,7 +20,6 @@ from engine.kernels.spectrum_set import (
     SpectrumSet,
     checked_block,
 )
-from engine.kernels.threads import parallel_region
 
 __all__ = ["ALL_HITS_CHUNK", "checked_options", "search_block"]
 
@@ -148,13 +147,12 @@ def search_block(
         if cancelled(stop) and parts:
             break
         c1 = min(q_stop, c0 + chunk)
-        with parallel_region():
-            if pruned:
-                rows = indexed_kernel(
-                    queries, library, c0, c1, l_start, l_stop, options, library_index, width, stop
-                )
-            else:
-                rows = scan_kernel(queries, library, c0, c1, l_start, l_stop, options, width, stop)
+        if pruned:
+            rows = indexed_kernel(
+                queries, library, c0, c1, l_start, l_stop, options, library_index, width, stop
+            )
+        else:
+            rows = scan_kernel(queries, library, c0, c1, l_start, l_stop, options, width, stop)
         parts.append(compact_rows(c0, *rows))
     if len(parts) == 1:
         return parts[0]

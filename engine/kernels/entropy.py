@@ -27,9 +27,9 @@ by at most a few 1e-7.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from engine.kernels.threads import parallel_region
+from engine.kernels.threads import for_each_span
 
 __all__ = [
     "clean_spectra",
@@ -141,7 +141,7 @@ def _centroid_once(mz, intensity, n, min_difference, order, stack):  # pragma: n
 @njit(cache=True)
 def _clean_one(mz_in, int_in, max_mz, noise, min_difference, mz, intensity):  # pragma: no cover
     """Clean one spectrum into ``mz``/``intensity`` (float32 scratch); returns its length."""
-    n = 0
+    n = np.int64(0)  # not the literal 0: callees would compile for it too
     for k in range(mz_in.shape[0]):
         a = np.float32(mz_in[k])
         b = np.float32(int_in[k])
@@ -176,23 +176,26 @@ def _clean_one(mz_in, int_in, max_mz, noise, min_difference, mz, intensity):  # 
     return kept
 
 
-@njit(cache=True, parallel=True)
-def _clean_all(mz, intensity, offsets, max_mz, noise, min_difference):  # pragma: no cover
-    ns = offsets.shape[0] - 1
-    out_mz = np.empty(mz.shape[0], dtype=np.float32)
-    out_int = np.empty(mz.shape[0], dtype=np.float32)
-    counts = np.zeros(ns, dtype=np.int64)
-    for s in prange(ns):
+@njit(cache=True, nogil=True)
+def _clean_span(
+    start, stop, mz, intensity, offsets, max_mz, noise, min_difference, out_mz, out_int, counts
+):  # pragma: no cover - numba
+    for s in range(start, stop):
         a, b = offsets[s], offsets[s + 1]
         counts[s] = _clean_one(
             mz[a:b], intensity[a:b], max_mz[s], noise, min_difference, out_mz[a:b], out_int[a:b]
         )
+
+
+@njit(cache=True)
+def _packed(out_mz, out_int, offsets, counts):  # pragma: no cover - numba
+    ns = counts.shape[0]
     new_offsets = np.zeros(ns + 1, dtype=np.int64)
     for s in range(ns):
         new_offsets[s + 1] = new_offsets[s] + counts[s]
     mz_c = np.empty(new_offsets[ns], dtype=np.float64)
     int_c = np.empty(new_offsets[ns], dtype=np.float64)
-    for s in prange(ns):
+    for s in range(ns):
         a = offsets[s]
         c = new_offsets[s]
         for k in range(counts[s]):
@@ -235,21 +238,21 @@ def clean_spectra(
     if max_mz is None:
         max_mz = np.zeros(n, dtype=np.float32)
     limit = np.nan_to_num(np.asarray(max_mz, dtype=np.float64), nan=0.0).astype(np.float32)
-    with parallel_region():
-        return _clean_all(
-            np.ascontiguousarray(mz, dtype=np.float64),
-            np.ascontiguousarray(intensity, dtype=np.float64),
-            offsets,
-            limit,
-            np.float32(noise),
-            np.float32(min_difference),
-        )
+    mz = np.ascontiguousarray(mz, dtype=np.float64)
+    out_mz = np.empty(mz.shape[0], dtype=np.float32)
+    out_int = np.empty(mz.shape[0], dtype=np.float32)
+    counts = np.zeros(n, dtype=np.int64)
+    for_each_span(
+        _clean_span, n,
+        mz, np.ascontiguousarray(intensity, dtype=np.float64), offsets, limit,
+        np.float32(noise), np.float32(min_difference), out_mz, out_int, counts,
+    )  # fmt: skip
+    return _packed(out_mz, out_int, offsets, counts)
 
 
-@njit(cache=True, parallel=True)
-def _weights(intensity, offsets):  # pragma: no cover - numba
-    out = np.empty(intensity.shape[0], dtype=np.float64)
-    for s in prange(offsets.shape[0] - 1):
+@njit(cache=True, nogil=True)
+def _weights_span(start, stop, intensity, offsets, out):  # pragma: no cover - numba
+    for s in range(start, stop):
         a, b = offsets[s], offsets[s + 1]
         total = np.float32(0.0)
         for k in range(a, b):
@@ -272,16 +275,15 @@ def _weights(intensity, offsets):  # pragma: no cover - numba
         else:
             for k in range(a, b):
                 out[k] = intensity[k]
-    return out
 
 
 def entropy_weights(intensity: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """ms_entropy's ``apply_weight_to_intensity`` on every spectrum of a cleaned CSR set."""
-    with parallel_region():
-        return _weights(
-            np.ascontiguousarray(intensity, dtype=np.float64),
-            np.ascontiguousarray(offsets, dtype=np.int64),
-        )
+    intensity = np.ascontiguousarray(intensity, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = np.empty(intensity.shape[0], dtype=np.float64)
+    for_each_span(_weights_span, offsets.shape[0] - 1, intensity, offsets, out)
+    return out
 
 
 @njit(cache=True, inline="always")

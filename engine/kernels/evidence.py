@@ -16,11 +16,11 @@ precursor shift), so both numbers need no matching beyond the score's.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from engine.kernels.entropy import entropy_core
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
-from engine.kernels.threads import parallel_region
+from engine.kernels.threads import for_each_span
 
 __all__ = ["hit_evidence"]
 
@@ -60,7 +60,7 @@ def _one(q, l, score, queries, library, tolerance, kind):  # pragma: no cover - 
             part += library.weight[l0 + i]
     explained = part / total if total > 0 else 0.0
     if kind == ENTROPY:
-        m = 0
+        m = np.int64(0)
         kept = 0.0
         for j in range(q1 - q0):
             if fq[j]:
@@ -76,7 +76,9 @@ def _one(q, l, score, queries, library, tolerance, kind):  # pragma: no cover - 
                 mz[k] = queries.mz[q0 + j]
                 w[k] = queries.weight[q0 + j] / kept
                 k += 1
-        reverse, _ = entropy_core(mz, w, 0, m, library.mz, library.weight, l0, l1, tolerance)
+        reverse, _ = entropy_core(
+            mz, w, np.int64(0), m, library.mz, library.weight, l0, l1, tolerance
+        )
         return reverse, explained
     partnered = 0.0
     for j in range(q1 - q0):
@@ -87,16 +89,14 @@ def _one(q, l, score, queries, library, tolerance, kind):  # pragma: no cover - 
     return min(1.0, score * queries.norm[q] / np.sqrt(partnered)), explained
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _evidence(q_index, l_index, score, queries, library, tolerance, kind):  # pragma: no cover
-    n = q_index.shape[0]
-    reverse = np.zeros(n, dtype=np.float64)
-    explained = np.zeros(n, dtype=np.float64)
-    for k in prange(n):
+@njit(cache=True, nogil=True)
+def _evidence_span(
+    start, stop, q_index, l_index, score, queries, library, tolerance, kind, reverse, explained
+):  # pragma: no cover - numba
+    for k in range(start, stop):
         reverse[k], explained[k] = _one(
             q_index[k], l_index[k], score[k], queries, library, tolerance, kind
         )
-    return reverse, explained
 
 
 def hit_evidence(q_index, l_index, score, queries, library, tolerance: float, kind: int):
@@ -118,13 +118,14 @@ def hit_evidence(q_index, l_index, score, queries, library, tolerance: float, ki
     -------
     reverse, explained : ndarray of float64
     """
-    with parallel_region():
-        return _evidence(
-            np.ascontiguousarray(q_index, dtype=np.int64),
-            np.ascontiguousarray(l_index, dtype=np.int64),
-            np.ascontiguousarray(score, dtype=np.float64),
-            queries,
-            library,
-            float(tolerance),
-            int(kind),
-        )
+    n = len(q_index)
+    reverse = np.zeros(n, dtype=np.float64)
+    explained = np.zeros(n, dtype=np.float64)
+    for_each_span(
+        _evidence_span, n,
+        np.ascontiguousarray(q_index, dtype=np.int64),
+        np.ascontiguousarray(l_index, dtype=np.int64),
+        np.ascontiguousarray(score, dtype=np.float64),
+        queries, library, float(tolerance), int(kind), reverse, explained,
+    )  # fmt: skip
+    return reverse, explained

@@ -37,6 +37,9 @@ __all__ = [
     "SCRATCH_SIZE",
     "cosine_core",
     "modified_core",
+    "cosine_pair",
+    "entropy_pair",
+    "modified_pair",
     "score_pair",
     "weights_and_norms",
 ]
@@ -288,33 +291,60 @@ def score_pair(q, l, queries, library, tolerance, kind, scratch):  # pragma: no 
     (the library spectrum is matchms' reference; for entropy the query is
     ms_entropy's ``peaks_a``); ``kind`` a score kind (0 cosine, 1 modified
     cosine, 2 entropy); ``scratch`` a :class:`~engine.kernels.spectrum_set.Scratch`.
-    0, 0 when a norm is zero or nothing matches.
+    0, 0 when a norm is zero or nothing matches.  Compiles every kind: kernels
+    that run one kind call :func:`~engine.kernels.score_kinds.kind_score`.
     """
+    if kind == ENTROPY:
+        return entropy_pair(q, l, queries, library, tolerance, scratch)
+    if kind == MODIFIED_COSINE:
+        return modified_pair(q, l, queries, library, tolerance, scratch)
+    return cosine_pair(q, l, queries, library, tolerance, scratch)
+
+
+@njit(cache=True)
+def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
+    """:func:`score_pair` of the entropy similarity (``scratch`` unused)."""
+    if library.norm[l] * queries.norm[q] == 0.0:
+        return 0.0, 0
+    raw, nm = entropy_core(
+        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+        tolerance,
+    )  # fmt: skip
+    return (raw, nm) if nm > 0 else (0.0, 0)
+
+
+@njit(cache=True)
+def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
+    """:func:`score_pair` of the greedy cosine."""
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
-    if kind == ENTROPY:
-        raw, nm = entropy_core(
-            queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-            library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-            tolerance,
-        )  # fmt: skip
-        return (raw, nm) if nm > 0 else (0.0, 0)
     sp, si, sj, ua, ub = scratch
-    if kind == MODIFIED_COSINE:
-        raw, nm = modified_core(
-            library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-            library.precursor_mz[l],
-            queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-            queries.precursor_mz[q],
-            tolerance, sp, si, sj, ua, ub,
-        )  # fmt: skip
-    else:
-        raw, nm = cosine_core(
-            library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-            queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-            tolerance, sp, si, sj, ua, ub,
-        )  # fmt: skip
+    raw, nm = cosine_core(
+        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+        tolerance, sp, si, sj, ua, ub,
+    )  # fmt: skip
+    if nm == 0:
+        return 0.0, 0
+    return raw / den, nm
+
+
+@njit(cache=True)
+def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
+    """:func:`score_pair` of the greedy modified cosine."""
+    den = library.norm[l] * queries.norm[q]
+    if den == 0.0:
+        return 0.0, 0
+    sp, si, sj, ua, ub = scratch
+    raw, nm = modified_core(
+        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
+        library.precursor_mz[l],
+        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
+        queries.precursor_mz[q],
+        tolerance, sp, si, sj, ua, ub,
+    )  # fmt: skip
     if nm == 0:
         return 0.0, 0
     return raw / den, nm

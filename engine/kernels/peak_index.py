@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.entropy import pair_entropy
-from engine.kernels.greedy import score_pair
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
+from engine.kernels.score_kinds import kind_marker, kind_score
 from engine.kernels.spectrum_set import (
     COSINE,
     ENTROPY,
@@ -27,6 +27,7 @@ from engine.kernels.spectrum_set import (
     new_scratch,
     pair_allowed,
 )
+from engine.kernels.threads import for_each_span
 from engine.kernels.window_max import window_push, window_start
 
 __all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
@@ -214,7 +215,7 @@ def _dense_bounds(
 
 @njit(cache=True)
 def _indexed_row(
-    q, queries, library, l_start, nl, options, index, scratch, hl, hs, hm, stop
+    q, queries, library, l_start, nl, options, marker, index, scratch, hl, hs, hm, stop
 ):  # pragma: no cover - numba
     """One query row of :func:`indexed_kernel`; returns the number of hits written.
 
@@ -225,14 +226,14 @@ def _indexed_row(
     threshold = options.threshold
     top_n = options.top_n
     qn = queries.norm[q]
-    kind = options.kind
+    kind = marker.kind
     entropy = kind == ENTROPY
     colmax = np.empty(queries.offsets[q + 1] - queries.offsets[q], dtype=np.float64)
     bound = np.zeros(nl, dtype=np.float64)
     cnt = np.zeros(nl, dtype=np.int64)
     if not _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):
         return 0
-    n = 0
+    n = np.int64(0)  # not the literal 0: callees would compile for it too
     if top_n == 0:
         for c in range(nl):
             if cancelled(stop):
@@ -247,7 +248,7 @@ def _indexed_row(
                 continue
             if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
                 continue
-            s, m = score_pair(q, l, queries, library, tolerance, kind, scratch)
+            s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
             if m >= min_matches and s >= threshold:
                 hl[n] = l
                 hs[n] = s
@@ -258,7 +259,7 @@ def _indexed_row(
     # pass 1: the top_n largest bounds seed the top list
     cb = np.empty(top_n, dtype=np.float64)
     cc = np.empty(top_n, dtype=np.int64)
-    nc = 0
+    nc = np.int64(0)
     for c in range(nl):
         if cnt[c] < min_matches:
             bound[c] = -1.0
@@ -282,7 +283,7 @@ def _indexed_row(
         bound[c] = -1.0
         if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
             continue
-        s, m = score_pair(q, l, queries, library, tolerance, kind, scratch)
+        s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
     # pass 2: everything whose bound can still reach the n-th best
@@ -298,7 +299,7 @@ def _indexed_row(
         l = l_start + c
         if not _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):
             continue
-        s, m = score_pair(q, l, queries, library, tolerance, kind, scratch)
+        s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
         if m >= min_matches and s >= threshold:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
             if n == top_n and hs[n - 1] > floor:
@@ -306,28 +307,43 @@ def _indexed_row(
     return n
 
 
-@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
-def indexed_kernel(
-    queries, library, q_start, q_stop, l_start, l_stop, options, index, width, stop
+@njit(cache=True, nogil=True)  # nogil: run by several threads, the GUI thread meanwhile
+def indexed_rows(
+    start, stop_row, queries, library, q_start, l_start, l_stop, options, marker, index, rows, stop
 ):  # pragma: no cover - numba
+    """Rows ``[start, stop_row)`` of :func:`indexed_kernel` into ``rows``.
+
+    ``marker`` is :func:`~engine.kernels.score_kinds.kind_marker` of ``options.kind``:
+    each score kind compiles only its own scoring code.
+    """
+    row_l, row_s, row_m, counts = rows
+    nl = l_stop - l_start
+    q0, q1 = q_start + start, q_start + stop_row
+    longest = longest_in_block(queries, library, q0, q1, l_start, l_stop)
+    scratch = new_scratch(longest)
+    for r in range(start, stop_row):
+        if cancelled(stop):
+            return
+        q = q_start + r
+        if queries.norm[q] == 0.0:
+            continue
+        counts[r] = _indexed_row(
+            q, queries, library, l_start, nl, options, marker, index, scratch,
+            row_l[r], row_s[r], row_m[r], stop,
+        )  # fmt: skip
+
+
+def indexed_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, index, width, stop):
     """Plain-cosine search of queries ``[q_start, q_stop)`` with the exact upper-bound prune.
 
     Returns per-row buffers ``(library position, score, matches)`` of ``width``
     columns and the hit count of each row, as :func:`~engine.kernels.rows.scan_kernel`.
+    Rows are spread over threads by :func:`~engine.kernels.threads.for_each_span`.
     """
-    nq = q_stop - q_start
-    nl = l_stop - l_start
-    row_l, row_s, row_m, counts = row_buffers(nq, width)
-    longest = longest_in_block(queries, library, q_start, q_stop, l_start, l_stop)
-    for r in prange(nq):
-        if cancelled(stop):
-            continue
-        q = q_start + r
-        if queries.norm[q] == 0.0:
-            continue
-        scratch = new_scratch(longest)
-        counts[r] = _indexed_row(
-            q, queries, library, l_start, nl, options, index, scratch,
-            row_l[r], row_s[r], row_m[r], stop,
-        )  # fmt: skip
-    return row_l, row_s, row_m, counts
+    rows = row_buffers(q_stop - q_start, width)
+    marker = kind_marker(options.kind)
+    for_each_span(
+        indexed_rows, q_stop - q_start,
+        queries, library, q_start, l_start, l_stop, options, marker, index, rows, stop,
+    )  # fmt: skip
+    return rows

@@ -9,11 +9,12 @@ of :class:`HitTable`, so a precursor-sorted library gives the same top-N.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from engine.kernels.cancel import cancelled
-from engine.kernels.greedy import score_pair
+from engine.kernels.score_kinds import kind_marker, kind_score
 from engine.kernels.spectrum_set import longest_in_block, new_scratch, pair_allowed
+from engine.kernels.threads import for_each_span
 
 __all__ = [
     "better",
@@ -72,17 +73,17 @@ def sort_row(hs, hl, hm, n, index):  # pragma: no cover - numba
 
 @njit(cache=True)
 def _scan_row(
-    q, queries, library, l_start, l_stop, options, scratch, hl, hs, hm, stop
+    q, queries, library, l_start, l_stop, options, marker, scratch, hl, hs, hm, stop
 ):  # pragma: no cover
     """One query against library ``[l_start, l_stop)``: returns the number of hits written."""
     top_n = options.top_n
-    n = 0
+    n = np.int64(0)  # not the literal 0: callees would compile for it too
     for l in range(l_start, l_stop):
         if cancelled(stop):
             break
         if not pair_allowed(q, l, queries, library, options):
             continue
-        s, m = score_pair(q, l, queries, library, options.tolerance, options.kind, scratch)
+        s, m = kind_score(marker, q, l, queries, library, options.tolerance, scratch)
         if m < options.min_matches or not (s >= options.threshold):
             continue
         if top_n > 0:
@@ -102,27 +103,41 @@ def row_width(options, l_start: int, l_stop: int) -> int:
     return options.top_n if options.top_n > 0 else l_stop - l_start
 
 
-@njit(cache=True, parallel=True, nogil=True)  # nogil: the GUI thread runs meanwhile
-def scan_kernel(
-    queries, library, q_start, q_stop, l_start, l_stop, options, width, stop
+@njit(cache=True, nogil=True)  # nogil: run by several threads, the GUI thread meanwhile
+def scan_rows(
+    start, stop_row, queries, library, q_start, l_start, l_stop, options, marker, rows, stop
 ):  # pragma: no cover
-    """Score every pair of queries ``[q_start, q_stop)`` × library ``[l_start, l_stop)``.
+    """Rows ``[start, stop_row)`` of :func:`scan_kernel` into ``rows``.
 
-    Parallel over queries.  Returns per-row buffers ``(library position, score,
-    matches)`` of ``width`` columns and the hit count of each row.
+    ``marker``: :func:`~engine.kernels.score_kinds.kind_marker` of ``options.kind``.
     """
-    nq = q_stop - q_start
-    row_l, row_s, row_m, counts = row_buffers(nq, width)
-    longest = longest_in_block(queries, library, q_start, q_stop, l_start, l_stop)
-    for r in prange(nq):
+    row_l, row_s, row_m, counts = rows
+    q0, q1 = q_start + start, q_start + stop_row
+    longest = longest_in_block(queries, library, q0, q1, l_start, l_stop)
+    scratch = new_scratch(longest)
+    for r in range(start, stop_row):
         if cancelled(stop):
-            continue
-        scratch = new_scratch(longest)
+            return
         counts[r] = _scan_row(
-            q_start + r, queries, library, l_start, l_stop, options, scratch,
+            q_start + r, queries, library, l_start, l_stop, options, marker, scratch,
             row_l[r], row_s[r], row_m[r], stop,
         )  # fmt: skip
-    return row_l, row_s, row_m, counts
+
+
+def scan_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, width, stop):
+    """Score every pair of queries ``[q_start, q_stop)`` × library ``[l_start, l_stop)``.
+
+    Parallel over queries (:func:`~engine.kernels.threads.for_each_span`).  Returns
+    per-row buffers ``(library position, score, matches)`` of ``width`` columns and
+    the hit count of each row.
+    """
+    rows = row_buffers(q_stop - q_start, width)
+    marker = kind_marker(options.kind)
+    for_each_span(
+        scan_rows, q_stop - q_start,
+        queries, library, q_start, l_start, l_stop, options, marker, rows, stop,
+    )  # fmt: skip
+    return rows
 
 
 @njit(cache=True)

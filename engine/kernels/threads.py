@@ -14,11 +14,12 @@ of crashing.  With TBB or OpenMP the lock is never taken.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-__all__ = ["parallel_region", "threadsafe_layer"]
+__all__ = ["for_each_span", "parallel_region", "threadsafe_layer"]
 
 _log = logging.getLogger(__name__)
 _LOCK = threading.RLock()
@@ -70,3 +71,57 @@ def parallel_region() -> Iterator[None]:
         return
     with _LOCK:
         yield
+
+
+def for_each_span(kernel: Callable, n: int, *args, threads: int | None = None) -> None:
+    """Call ``kernel(start, stop, *args)`` over spans covering ``[0, n)``, on several threads.
+
+    The parallel kernels of a search are plain ``nogil`` numba functions over a
+    span of rows, run here by Python threads that take the next span as they
+    finish one (a shared counter), instead of ``parallel=True`` loops: numba's
+    parfor lowering costs many seconds of compilation per kernel on a fresh
+    install, and a thread per core balances uneven rows as well.  The calling
+    thread works too.
+
+    Parameters
+    ----------
+    kernel : callable
+        A ``nogil`` numba function writing its results for rows ``[start, stop)``
+        into arrays among ``args``.
+    n : int
+        Number of rows.
+    threads : int, optional
+        Threads to use (default: numba's setting for the calling thread, which
+        the CPU backend sets per search).
+    """
+    if n <= 0:
+        return
+    if threads is None:
+        import numba
+
+        threads = numba.get_num_threads()
+    threads = max(1, min(int(threads), n))
+    if threads == 1:
+        kernel(0, n, *args)
+        return
+    span = max(1, min(64, n // (threads * 8)))
+    starts = itertools.count(0, span)  # next() is atomic under the GIL
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for start in starts:
+                if start >= n or failures:
+                    return
+                kernel(start, min(n, start + span), *args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            failures.append(exc)
+
+    helpers = [threading.Thread(target=work, daemon=True) for _ in range(threads - 1)]
+    for helper in helpers:
+        helper.start()
+    work()
+    for helper in helpers:
+        helper.join()
+    if failures:
+        raise failures[0]
