@@ -216,7 +216,7 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
                     if left == 0:
                         break
         else:
-            s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, 1, cnt)
+            s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, np.int64(1), cnt)
             score += s_
             nm += n_
         i = k
@@ -280,7 +280,7 @@ def modified_core(
                 score += sp[r]
                 nm += 1
         return score, nm
-    return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, 2, cnt)
+    return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
 
 
 @njit(cache=True)

@@ -315,7 +315,7 @@ def match_by_heap(mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes):  # prag
     hs = np.empty(na, dtype=np.int64)
     hr = np.empty(na, dtype=np.int64)
     hc = np.empty(na, dtype=np.int64)
-    n = 0
+    n = np.int64(0)  # not the literal 0: callees would compile for it too
     for r in range(na):
         p, s, c = _best_of_peak(tree, size, lo, hi, r, wA[i0 + r], wB, j0, lefts, rights)
         if c >= 0:

@@ -30,10 +30,10 @@ turns vector loads into gathers, several times slower.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from engine.kernels.peak_window import GROUP, window_mask
-from engine.kernels.threads import parallel_region
+from engine.kernels.threads import for_each_span
 
 __all__ = [
     "KEEP_TOP_K",
@@ -250,11 +250,9 @@ def _scale(intensity, n, codes, stop, tops):  # pragma: no cover - numba
                 intensity[i] = intensity[i] / top
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _decide_chunks(
-    mz, intensity, offsets, precursor, codes, params, stop, n_tops, chunks
-):  # pragma: no cover - numba
-    """The first pass: which peaks stay; the keep mask, its chunks' bases, new offsets, divisors.
+@njit(cache=True)
+def _mask_layout(offsets, chunks, n_tops):  # pragma: no cover - numba
+    """Buffers of the first pass: the keep mask, its chunks' bases, new offsets, divisors.
 
     The keep mask holds one bit a peak, each chunk's bits from a byte of their
     own, at ``bases[c]`` (no byte is written by two threads); it is written and
@@ -268,9 +266,18 @@ def _decide_chunks(
     for c in range(n_chunks):
         bases[c + 1] = bases[c] + (offsets[chunks[c + 1]] - offsets[chunks[c]] + 7) // 8
     keep = np.empty(bases[n_chunks], dtype=np.uint8)
-    new_offsets = np.empty(n_spectra + 1, dtype=np.int64)  # first the counts kept, at s + 1
+    new_offsets = np.zeros(n_spectra + 1, dtype=np.int64)  # first the counts kept, at s + 1
     tops = np.empty((n_spectra, n_tops), dtype=np.float64)
-    for c in prange(n_chunks):
+    return keep, bases, new_offsets, tops
+
+
+@njit(cache=True, nogil=True)
+def _decide_span(
+    c0, c1, mz, intensity, offsets, precursor, codes, params, stop, chunks, layout
+):  # pragma: no cover - numba
+    """The first pass over chunks ``[c0, c1)``: which peaks stay, into ``layout``."""
+    keep, bases, new_offsets, tops = layout
+    for c in range(c0, c1):
         longest = 0
         for s in range(chunks[c], chunks[c + 1]):
             longest = max(longest, offsets[s + 1] - offsets[s])
@@ -303,19 +310,16 @@ def _decide_chunks(
                 for i in range(m):
                     b = a - first + pos[i]
                     bits[b >> 3] |= np.uint8(1 << (b & 7))
-    new_offsets[0] = 0
-    for s in range(n_spectra):
-        new_offsets[s + 1] += new_offsets[s]
-    return keep, bases, new_offsets, tops
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _write_chunks(
-    mz, intensity, offsets, codes, stop, chunks, keep, bases, new_offsets, tops, out_mz, out_int
+@njit(cache=True, nogil=True)
+def _write_span(
+    c0, c1, mz, intensity, offsets, codes, stop, chunks, layout, out_mz, out_int
 ):  # pragma: no cover - numba
-    """The second pass: each spectrum's kept peaks into its slice of ``out_mz``, ``out_int``."""
-    n_chunks = chunks.shape[0] - 1
-    for c in prange(n_chunks):
+    """The second pass over chunks ``[c0, c1)``: each spectrum's kept peaks into its
+    slice of ``out_mz``, ``out_int``."""
+    keep, bases, new_offsets, tops = layout
+    for c in range(c0, c1):
         bits = keep[bases[c] : bases[c + 1]]
         first = offsets[chunks[c]]
         for s in range(chunks[c], chunks[c + 1]):
@@ -407,33 +411,19 @@ def filter_peaks(
     mz = np.ascontiguousarray(mz, dtype=np.float64)
     intensity = np.ascontiguousarray(intensity, dtype=np.float64)
     chunks = _chunks(offsets)
-    with parallel_region():
-        keep, bases, new_offsets, tops = _decide_chunks(
-            mz,
-            intensity,
-            offsets,
-            np.ascontiguousarray(precursor_mz, dtype=np.float64),
-            codes,
-            np.ascontiguousarray(params, dtype=np.float64).reshape(-1, 2),
-            stop,
-            n_tops,
-            chunks,
-        )
-        # one block for both (numpy asks the kernel for huge pages from 4 MiB on: far
-        # fewer page faults on fresh memory); np.empty: the threads touch it first
-        out = np.empty((2, int(new_offsets[-1])), dtype=np.float64)
-        _write_chunks(
-            mz,
-            intensity,
-            offsets,
-            codes,
-            stop,
-            chunks,
-            keep,
-            bases,
-            new_offsets,
-            tops,
-            out[0],
-            out[1],
-        )
+    layout = _mask_layout(offsets, chunks, n_tops)
+    for_each_span(
+        _decide_span, chunks.shape[0] - 1,
+        mz, intensity, offsets, np.ascontiguousarray(precursor_mz, dtype=np.float64), codes,
+        np.ascontiguousarray(params, dtype=np.float64).reshape(-1, 2), stop, chunks, layout,
+    )  # fmt: skip
+    new_offsets = layout[2]
+    np.cumsum(new_offsets, out=new_offsets)  # counts kept -> offsets
+    # one block for both (numpy asks the kernel for huge pages from 4 MiB on: far
+    # fewer page faults on fresh memory); np.empty: the threads touch it first
+    out = np.empty((2, int(new_offsets[-1])), dtype=np.float64)
+    for_each_span(
+        _write_span, chunks.shape[0] - 1,
+        mz, intensity, offsets, codes, stop, chunks, layout, out[0], out[1],
+    )  # fmt: skip
     return out[0], out[1], new_offsets

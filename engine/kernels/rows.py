@@ -62,13 +62,45 @@ def insert_hit(hs, hl, hm, n, cap, s, l, m, index):  # pragma: no cover - numba
 
 @njit(cache=True)
 def sort_row(hs, hl, hm, n, index):  # pragma: no cover - numba
-    """Sort a row's first ``n`` hits: score descending, then library ``index`` ascending."""
-    if n > 1:
-        by_index = np.argsort(index[hl[:n]], kind="mergesort")
-        order = by_index[np.argsort(-hs[:n][by_index], kind="mergesort")]
-        hl[:n] = hl[:n][order]
-        hs[:n] = hs[:n][order]
-        hm[:n] = hm[:n][order]
+    """Sort a row's first ``n`` hits: score descending, then library ``index`` ascending.
+
+    A heapsort of the row's positions (the order is total: library indices are
+    unique); numba's ``argsort`` would compile a merge sort per key type.
+    """
+    if n < 2:
+        return
+    order = np.arange(n)
+    for top in range(n // 2 - 1, -1, -1):
+        _sift_down(order, top, n, hs, hl, index)
+    for end in range(n - 1, 0, -1):
+        first = order[0]
+        order[0] = order[end]
+        order[end] = first
+        _sift_down(order, 0, end, hs, hl, index)
+    hl[:n] = hl[:n][order]
+    hs[:n] = hs[:n][order]
+    hm[:n] = hm[:n][order]
+
+
+@njit(cache=True, inline="always")
+def _sift_down(order, top, end, hs, hl, index):  # pragma: no cover - numba
+    """Restore the heap below ``order[top]``: each parent sorts after its children."""
+    while True:
+        child = 2 * top + 1
+        if child >= end:
+            return
+        a = order[child]
+        if child + 1 < end:
+            b = order[child + 1]
+            if better(hs[a], index[hl[a]], hs[b], index[hl[b]]):
+                child += 1
+                a = b
+        parent = order[top]
+        if not better(hs[parent], index[hl[parent]], hs[a], index[hl[a]]):
+            return
+        order[top] = a
+        order[child] = parent
+        top = child
 
 
 @njit(cache=True)
