@@ -13,13 +13,13 @@ import dataclasses
 
 import numpy as np
 
-from engine.api import parameters_with, search
+from engine.api import parameters_with
 from engine.backends import Backend
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.qc.check import QC_DEFAULTS, compound_keys
-from engine.search import TIE_TOLERANCE
+from engine.search import TIE_TOLERANCE, SearchJob
 
 __all__ = ["IsomerCheck", "complete_ties"]
 
@@ -28,7 +28,8 @@ class IsomerCheck:
     """The isomers of library spectra, checked on demand and remembered.
 
     Call it with library rows; each row's value is ``""`` or the names of the
-    other compounds (different InChIKey first block, same formula) that have a
+    other compounds (a different InChIKey first block, as the library check's
+    conflicts, so stereoisomers are not flagged; the same formula) that have a
     spectrum near-identical to that row's spectrum, ``"; "``-joined
     alphabetically.  Only the rows asked for are checked (an exact search of
     those spectra against the library with :data:`QC_DEFAULTS`: cosine >= 0.95
@@ -83,7 +84,7 @@ class IsomerCheck:
 
     def _check(self, rows: np.ndarray) -> None:
         lib = self.library
-        hits = search(lib.subset(rows), lib, self.params, backend=self.backend)
+        hits = _search(lib.subset(rows), lib, self.params, self.backend)
         a, b = rows[hits.query_index], hits.library_index
         keys, formula = self._keys, self._formula
         isomer = (
@@ -99,10 +100,16 @@ class IsomerCheck:
         names = lib.metadata["name"]
         for spectrum in np.unique(a).tolist():
             others = b[a == spectrum]
-            _, first = np.unique(keys[others], return_index=True)
-            listed = sorted({str(names[o]) for o in others[first]}, key=str.casefold)
+            listed = sorted({str(names[o]) for o in others.tolist()}, key=str.casefold)
             self._names[spectrum] = "; ".join(listed)
         self._checked[rows] = True
+
+
+def _search(
+    queries: SpectrumLibrary, library: SpectrumLibrary, params: SearchParameters, backend
+) -> HitTable:
+    """Every hit of a small local search (run inside another search's output)."""
+    return SearchJob(queries, library, params, backend=backend).run()
 
 
 def complete_ties(
@@ -134,10 +141,9 @@ def complete_ties(
     cut = (n_tied >= top_n) & (n_rows == n_tied)
     if not cut.any():
         return hits
-    again = search(
-        queries.subset(groups[cut]), library, dataclasses.replace(params, top_n=0),
-        backend=backend,
-    )  # fmt: skip
+    again = _search(
+        queries.subset(groups[cut]), library, dataclasses.replace(params, top_n=0), backend
+    )
     again = HitTable(
         groups[cut][again.query_index], again.library_index, again.score, again.matches,
         context=hits.context,

@@ -53,25 +53,25 @@ IsomerNames = Callable[[np.ndarray], np.ndarray]
 
 
 def compound_key(library: SpectrumLibrary, rows: np.ndarray) -> np.ndarray:
-    """The compound of each of ``library``'s spectra at ``rows``: the InChIKey's first
-    block (upper case) where it has one, else ``"name:"`` and its name in lower case
-    (as :func:`engine.qc.compound_keys`)."""
+    """The compound of each of ``library``'s spectra at ``rows``: its whole InChIKey
+    (upper case; stereoisomers such as mesaconic and citraconic acid differ) where
+    it has a well-formed one, else ``"name:"`` and its name in lower case."""
     inchikey = library.metadata["inchikey"][rows]
     names = library.metadata["name"][rows]
     out = np.empty(len(rows), dtype=object)
     for k, (key, name) in enumerate(zip(inchikey.tolist(), names.tolist(), strict=True)):
-        block = str(key).strip().upper().split("-")[0]
-        by_name = "name:" + str(name).strip().lower()
-        out[k] = block if len(block) == 14 and block.isalpha() else by_name
+        key = str(key).strip().upper()
+        well_formed = len(key) == 27 and key[14] == "-" and key[25] == "-"
+        out[k] = key if well_formed else "name:" + str(name).strip().lower()
     return out
 
 
 def distinct_compounds(library: SpectrumLibrary, rows: np.ndarray) -> np.ndarray:
     """Positions in ``rows`` of the first spectrum of each distinct compound, in order.
 
-    Two spectra are of one compound when their InChIKeys' first blocks are equal,
-    or their names are, ignoring case (a record without an InChIKey is matched by
-    its name).
+    Two spectra are of one compound when their InChIKeys are equal, or their
+    names are, ignoring case (a record without an InChIKey is matched by its
+    name).  Stereoisomers are different compounds here.
     """
     rows = np.asarray(rows, dtype=np.int64)
     keys = compound_key(library, rows)
