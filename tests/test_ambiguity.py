@@ -208,3 +208,34 @@ def test_cli_writes_every_format_with_the_same_hits_and_every_query(tmp_path, da
         table = pd.read_csv(tmp_path / name, sep="\t")
         assert len(table) == 76 and set(table["status"]) == {"hits"}
     assert not (tmp_path / "hits.queries.tsv.part").exists()
+
+
+def test_order_ties_keeps_query_blocks_and_moves_only_tied_rows(massbank_search):
+    """Queries in any block order (a precursor window streams them so): each query's
+    block stays where it is, its untied rows stay in place, its tied best rows follow
+    the key (matches, reverse score, explained intensity, name, InChIKey, id)."""
+    queries, library, params, canonical = massbank_search
+    from engine.search import evidence
+
+    hits = canonical.sorted()  # back to library-position order inside ties
+    starts = np.flatnonzero(np.r_[True, hits.query_index[1:] != hits.query_index[:-1]])
+    bounds = np.r_[starts, len(hits)]
+    blocks = np.random.default_rng(7).permutation(len(starts))
+    shuffled = hits.take(np.concatenate([np.arange(bounds[b], bounds[b + 1]) for b in blocks]))
+    ordered = order_ties(shuffled, queries, library, params)
+    np.testing.assert_array_equal(ordered.query_index, shuffled.query_index)
+    flags = ambiguity_columns(ordered, library)
+    assert (flags["tied"] > 1).sum() > 20  # enough ties to test
+    reverse, explained = evidence(ordered, queries, library, params)
+    names = library.metadata["name"][ordered.library_index]
+    for q in np.unique(ordered.query_index):
+        rows = np.flatnonzero(ordered.query_index == q)
+        before = shuffled.take(np.flatnonzero(shuffled.query_index == q))
+        tied = rows[flags["tied"][rows] > 0]
+        untied = rows[flags["tied"][rows] == 0]
+        n = len(tied)
+        np.testing.assert_array_equal(ordered.library_index[untied], before.library_index[n:])
+        assert sorted(ordered.library_index[tied]) == sorted(before.library_index[:n])
+        keys = [(-ordered.matches[r], -reverse[r], -explained[r], str(names[r]).casefold())
+                for r in tied]  # fmt: skip
+        assert keys == sorted(keys)

@@ -12,9 +12,10 @@ A best hit a chemist cannot defend alone is flagged, never silently ranked:
 * **few peaks** - ``few_peaks`` is True where at most :data:`FEW_PEAKS` peaks
   matched: one or two shared fragments give a high score to many compounds of
   the same ion;
-* **isomers** - ``isomers`` names the other compounds of the same formula
-  whose library spectrum is near-identical to the hit's (the library check,
-  :mod:`engine.qc`); filled when a search is given an isomer check.
+* **isomers** - on best hits, ``isomers`` names the other compounds of the
+  same formula whose library spectrum is near-identical to the hit's (the
+  library check, :mod:`engine.qc`); filled when a search is given an isomer
+  check.
 """
 
 from __future__ import annotations
@@ -183,8 +184,9 @@ def ambiguity_columns(
         compounds among them (:func:`distinct_compounds`), ``"; "``-joined in
         row order, when there are two or more, else ``""``;
         ``few_peaks`` (bool): at most :data:`FEW_PEAKS` matched peaks;
-        ``isomers`` (str): from ``isomers`` (see :class:`engine.qc.IsomerCheck`),
-        ``""`` when there are none or no check was given.
+        ``isomers`` (str): on best hits, from ``isomers`` (see
+        :class:`engine.qc.IsomerCheck`); ``""`` when there are none, on the other
+        hits, or when no check was given.
     """
     n = len(hits)
     is_best, _ = best_rows(hits)
@@ -203,8 +205,8 @@ def ambiguity_columns(
                 names = library.metadata["name"][hits.library_index[rows[first]]]
                 tied_compounds[rows] = "; ".join(str(v) for v in names)
     isomer_names = np.full(n, "", dtype=object)
-    if isomers is not None and n:
-        isomer_names[:] = isomers(hits.library_index)
+    if isomers is not None and is_best.any():  # best hits only: the cost follows the queries
+        isomer_names[is_best] = isomers(hits.library_index[is_best])
     return {
         "tied": tied,
         "tied_compounds": tied_compounds,
