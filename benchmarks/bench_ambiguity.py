@@ -74,8 +74,11 @@ def held_out(queries, library) -> tuple:
 
 
 def min_matches_table(queries, library) -> None:
-    skeleton = np.array([str(k).split("-")[0] for k in library.metadata["inchikey"]], dtype=object)
-    q_skeleton = np.array([str(k).split("-")[0] for k in queries.metadata["inchikey"]], dtype=object)
+    def blocks(keys: np.ndarray) -> np.ndarray:
+        return np.array([str(k).split("-")[0] for k in keys], dtype=object)
+
+    skeleton = blocks(library.metadata["inchikey"])
+    q_skeleton = blocks(queries.metadata["inchikey"])
     for m in (1, 2, 3):
         params = SearchParameters(mode="identity", top_n=1, min_matches=m)
         hits = search(queries, library, params, backend="cpu")
@@ -90,7 +93,8 @@ def min_matches_table(queries, library) -> None:
         print(
             f"| {m} | {right.sum()} ({100 * right.sum() / len(queries):.1f} %) | "
             f"{(~right).sum()}/{len(best)} ({100 * (~right).sum() / max(len(best), 1):.1f} %) | "
-            + " | ".join(cells) + " |"
+            + " | ".join(cells)
+            + " |"
         )
 
 
