@@ -167,6 +167,8 @@ def test_gnps_tsv_reads_with_pandas(tmp_path, c5h6o4, massbank_library):
     np.testing.assert_allclose(frame["MZErrorPPM"].to_numpy(float), ppm, atol=1e-6)
     assert frame["SimMS_Tied"].tolist()[:3] == [3, 3, 3]
     assert frame["#Scan#"].tolist() == [1] * len(hits)
+    queries_table = pd.read_csv(tmp_path / "gnps.queries.tsv", sep="\t")
+    assert queries_table["status"].tolist() == ["hits"] and queries_table["tied"].tolist() == [3]
 
 
 def test_queries_table_lists_every_query_with_its_status(tmp_path, massbank_search):

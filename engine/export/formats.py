@@ -11,7 +11,6 @@ import numpy as np
 
 from engine.export.gnps import write_gnps
 from engine.export.mztab import write_mztab
-from engine.export.queries import QueryTally, queries_path, write_queries
 from engine.export.writer import HitWriter, check_output
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
@@ -73,14 +72,10 @@ class DocumentWriter:
                 isomers=self.isomers, status=status, incomplete=incomplete, complete=complete,
                 extra_provenance=extra,
             )  # fmt: skip
-        path = write_gnps(
-            self.target, hits, self.queries, self.library, self.params, isomers=self.isomers
-        )
-        if path is not None:
-            tally = QueryTally(self.queries, self.library)
-            tally.add(hits)
-            write_queries(queries_path(path), tally.columns(self.params, incomplete, status))
-        return path
+        return write_gnps(
+            self.target, hits, self.queries, self.library, self.params, isomers=self.isomers,
+            status=status, incomplete=incomplete,
+        )  # fmt: skip
 
     def abort(self) -> None:
         """Drop the hits kept; nothing is written."""

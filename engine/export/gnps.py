@@ -28,6 +28,7 @@ from engine.atomic import atomic_path
 from engine.collection import library_label
 from engine.export.cells import frame_for_writing
 from engine.export.columns import hit_columns
+from engine.export.queries import QueryTally, queries_path, write_queries
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
@@ -125,6 +126,8 @@ def write_gnps(
     params: SearchParameters,
     *,
     isomers: IsomerNames | None = None,
+    status: np.ndarray | None = None,
+    incomplete: np.ndarray | tuple = (),
 ) -> Path | None:
     """Write a search's hits as a GNPS-style library-match TSV, atomically.
 
@@ -136,18 +139,24 @@ def write_gnps(
         of :func:`engine.search.order_ties`.
     isomers : callable, optional
         Library rows to isomer names (:class:`engine.qc.IsomerCheck`).
+    status, incomplete
+        Each query's status, or the queries whose search did not finish, for the
+        queries table (see :meth:`engine.export.QueryTally.columns`).
 
     Returns
     -------
     Path or None
-        The file written (None for a stream).  The caller writes the queries
-        table (:func:`engine.export.write_queries`).
+        The file written (None for a stream).  A file gets its queries table
+        beside it, ``name.queries.tsv`` (:func:`engine.export.queries_path`).
     """
     hits = order_ties(hits, queries, library, params)
     frame = frame_for_writing(gnps_columns(hits, queries, library, params, isomers))
     if not isinstance(target, str | os.PathLike):
         frame.to_csv(target, sep="\t", index=False)
         return None
+    tally = QueryTally(queries, library)
+    tally.add(hits)
+    write_queries(queries_path(target), tally.columns(params, incomplete, status))
     with atomic_path(target, fsync=True) as tmp:
         frame.to_csv(tmp, sep="\t", index=False)
     return Path(target)
