@@ -3,7 +3,8 @@
 Layout (one file, tab-separated, ``null`` for missing values):
 
 * ``MTD`` - provenance: the software and every search parameter
-  (``software[1]-setting[k]``), the query file (``ms_run[1]``), the library
+  (``software[1]-setting[k]``), the query file (``ms_run[1]``; spectra are
+  referred to as ``ms_run[1]:index=N``, N from 0 in file order), the library
   files (``database[k]``, with their SHA-256), the scores as
   ``id_confidence_measure[k]``;
 * ``SML`` - one row per query with hits: its identification, the best hit; when
@@ -129,9 +130,10 @@ def mztab_lines(
     if has_q:
         measures.append("q-value")
     lines = _metadata(queries, library, params, measures, complete, extra_provenance)
-    lines += _evidence(hits, cols, queries, params, measures, has_q)
-    lines += _features(hits, table, queries)
-    lines += _small_molecules(hits, cols, library, measures)
+    # sections in the order mzTab-M requires: MTD, SML, SMF, SME (a blank line between)
+    lines += ["", *_small_molecules(hits, cols, library, measures)]
+    lines += ["", *_features(hits, table, queries)]
+    lines += ["", *_evidence(hits, cols, queries, params, measures, has_q)]
     return lines
 
 
@@ -156,8 +158,7 @@ def _metadata(queries, library, params, measures, complete, extra) -> list[str]:
         mtd("quantification_method", "[MS, MS:1001834, LC-MS label-free quantitation analysis, ]"),
         mtd("ms_run[1]-location", Path(query_path).absolute().as_uri() if query_path
             else "file:///in-memory"),
-        mtd("ms_run[1]-format", "[MS, MS:1001062, Mascot MGF format, ]"
-            if str(query_path).lower().endswith((".mgf", ".mgf.gz")) else None),
+        mtd("ms_run[1]-id_format", "[MS, MS:1000774, multiple peak list nativeID format, ]"),
         mtd("assay[1]", "query spectra"),
         mtd("assay[1]-ms_run_ref", "ms_run[1]"),
         mtd("study_variable[1]", "undefined"),
@@ -173,7 +174,7 @@ def _metadata(queries, library, params, measures, complete, extra) -> list[str]:
         lines += [
             mtd(f"database[{k}]", _param("spectral library", Path(path).name)),
             mtd(f"database[{k}]-prefix", None),
-            mtd(f"database[{k}]-version", f"sha256 {sha}" if sha else None),
+            mtd(f"database[{k}]-version", f"sha256 {sha}" if sha else "Unknown"),
             mtd(f"database[{k}]-uri", Path(path).absolute().as_uri() if path else None),
         ]
     lines += [
