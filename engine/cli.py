@@ -26,9 +26,10 @@ from engine.cli_progress import add_dask_options
 from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
 from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client, shutdown
-from engine.export import HitWriter, check_output
+from engine.export import check_output, open_writer
 from engine.io import LoadCancelled, load_library
 from engine.params import SearchParameters
+from engine.qc import IsomerCheck, complete_ties
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
 from engine.version import __version__
@@ -57,7 +58,22 @@ def build_parser() -> argparse.ArgumentParser:
         "searched as one library and each hit names its file (column library_file)",
     )
     s.add_argument(
-        "-o", "--output", help="hit list: .tsv, .csv or .parquet (default: TSV on stdout)"
+        "-o",
+        "--output",
+        help="hit list: .tsv, .csv, .parquet or .mztab (mzTab-M 2.0); a file also gets "
+        "NAME.queries.tsv (every query's status) beside it (default: TSV on stdout)",
+    )
+    s.add_argument(
+        "--format",
+        choices=["tsv", "csv", "parquet", "mztab", "gnps"],
+        help="output format [from the suffix]; gnps: GNPS library-search TSV columns",
+    )
+    s.add_argument(
+        "--isomer-check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="flag hits whose library spectrum is near-identical to another compound's of "
+        "the same formula (column isomers; the library check's definition) [yes]",
     )
     s.add_argument(
         "--mode",
@@ -185,7 +201,8 @@ def _search(args: argparse.Namespace) -> int:
     params = search_parameters(args)
     say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
     if args.output:
-        check_output(args.output)  # before any loading: a bad path never costs a search
+        # before any loading: a bad path never costs a search
+        check_output(args.output, args.format)
     client = None
     if args.dask or args.dask_local:
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
@@ -217,9 +234,10 @@ def _search(args: argparse.Namespace) -> int:
         stall_timeout=args.dask_stall_timeout,
     )  # fmt: skip
     backend, device = job.backend.name, job.backend.device
-    writer = HitWriter(
-        args.output or sys.stdout, queries, library, params, backend=backend, device=device,
-        extra_provenance=filters,
+    writer = open_writer(
+        args.output or sys.stdout, queries, library, params, format=args.format,
+        backend=backend, device=device, extra_provenance=filters,
+        **_ambiguity_options(args, queries, library, params),
     )  # fmt: skip
     say(f"searching {len(queries)} × {len(library)} spectra on {device}")
     seen = np.zeros(len(queries), dtype=bool)  # queries with a hit
@@ -235,14 +253,18 @@ def _search(args: argparse.Namespace) -> int:
         elif job.cancelled:
             cut = len(job.incomplete_queries)
             note = f"cancelled: partial hits; {cut} queries scanned only in part"
-        path = writer.close(complete=not note, note=note)
+        status = query_status(queries, library, params, seen, job.incomplete_queries)
+        path = writer.close(
+            complete=not note, note=note, incomplete=job.incomplete_queries, status=status
+        )
     p = job.progress
     say(
         f"{p.hits} hits from {p.pairs_done:.4g} pairs in {p.elapsed:.2f} s "
         f"({p.pairs_per_second:.3g} pairs/s)" + (f" -> {path}" if args.output else "")
     )
-    status = query_status(queries, library, params, seen, job.incomplete_queries)
     say(f"{len(queries)} queries: {status_summary(status)}")
+    if writer.rows > p.hits:
+        say(f"{writer.rows} rows written: ties at a query's best score are kept whole past --top")
     if error is not None:
         print(
             f"simms: error: {error}; the hits found before it are in the output, marked incomplete",
@@ -250,6 +272,16 @@ def _search(args: argparse.Namespace) -> int:
         )
         return 2
     return 130 if token.cancelled else 0
+
+
+def _ambiguity_options(args: argparse.Namespace, queries, library, params) -> dict:
+    """The writer's ambiguity helpers: ties kept whole past ``--top``, the isomer check."""
+
+    def whole_ties(hits):
+        return complete_ties(hits, queries, library, params, backend=args.backend)
+
+    isomers = IsomerCheck(library, backend=args.backend) if args.isomer_check else None
+    return {"adjust": whole_ties, "isomers": isomers}
 
 
 class _WriteFailed(Exception):

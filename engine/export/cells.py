@@ -11,7 +11,8 @@ from engine.export.columns import HIT_COLUMNS, MZ_COLUMNS, hit_columns
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import evidence
+from engine.search import ambiguity_columns, evidence
+from engine.search.ambiguity import IsomerNames
 
 if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
     import pandas as pd
@@ -36,6 +37,7 @@ def delimited_rows(
     library: SpectrumLibrary,
     sep: str,
     params: SearchParameters | None = None,
+    isomers: IsomerNames | None = None,
 ) -> str:
     """The TSV/CSV rows of one chunk, one line each.
 
@@ -53,6 +55,7 @@ def delimited_rows(
         reverse, explained = evidence(hits, queries, library, params)
     else:
         reverse = explained = np.full(len(hits), np.nan)
+    flags = ambiguity_columns(hits, library, isomers)
     fields: list[list[str]] = []
     for name in HIT_COLUMNS:
         if name == "query_index":
@@ -67,6 +70,9 @@ def delimited_rows(
             fields.append(floats(reverse))
         elif name == "library_explained":
             fields.append(floats(explained))
+        elif name in flags:
+            values = flags[name]
+            fields.append(integers(values) if values.dtype != object else quoted(values))
         elif name == "precursor_mz_delta":
             delta = (
                 library.precursor_mz[hits.library_index] - queries.precursor_mz[hits.query_index]

@@ -32,7 +32,9 @@ def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
     out: dict[str, np.ndarray] = {}
     for name in frame.columns:
         values = frame[name]
-        if name in _NUMERIC:
+        if name in _BOOLEAN:
+            out[name] = (values == "True").to_numpy()
+        elif name in _NUMERIC:
             values = pd.to_numeric(values.replace("", np.nan))
             out[name] = values.to_numpy(dtype=np.int64 if name in _INTEGER else np.float64)
         else:
@@ -41,5 +43,6 @@ def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
     return out, provenance
 
 
-_INTEGER = ("query_index", "library_index", "matches")
+_INTEGER = ("query_index", "library_index", "matches", "tied")
+_BOOLEAN = ("few_peaks",)
 _NUMERIC = (*_INTEGER, "score", *MZ_COLUMNS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -13,9 +13,12 @@ import numpy as np
 from engine.atomic import fsync_file, publish, temporary_beside
 from engine.export.cells import delimited_rows, frame_for_writing
 from engine.export.columns import HIT_COLUMNS, hit_columns, provenance_lines
+from engine.export.queries import QueryTally, queries_path, write_queries
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+from engine.search import order_ties
+from engine.search.ambiguity import IsomerNames
 
 if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
     import pandas as pd
@@ -30,6 +33,8 @@ _FORMATS = {
     "csv": "csv",
     "parquet": "parquet",
     "pq": "parquet",
+    "mztab": "mztab",
+    "gnps": "gnps",
 }
 
 #: Rows formatted at a time: bounds the writer's memory (about 1 KB a row while formatting).
@@ -45,8 +50,9 @@ def check_output(path: str | Path, format: str | None = None) -> tuple[Path, str
     ----------
     path : str or Path
         The file to write.
-    format : {"tsv", "csv", "parquet"}, optional
-        Taken from the suffix when omitted (no suffix: TSV).
+    format : {"tsv", "csv", "parquet", "mztab", "gnps"}, optional
+        Taken from the suffix when omitted (no suffix: TSV; ``.mztab``: mzTab-M;
+        the GNPS-style TSV only when asked for).
 
     Returns
     -------
@@ -65,8 +71,8 @@ def check_output(path: str | Path, format: str | None = None) -> tuple[Path, str
     name = (format or path.suffix.lstrip(".") or "tsv").lower()
     if name not in _FORMATS:
         raise ValueError(
-            f"{path}: unknown hit-list format {name!r} (use .tsv, .csv or .parquet; "
-            "spreadsheets open .csv and .tsv)"
+            f"{path}: unknown hit-list format {name!r} (use .tsv, .csv, .parquet or .mztab, "
+            "or format gnps; spreadsheets open .csv and .tsv)"
         )
     fmt = _FORMATS[name]
     if fmt == "parquet":
@@ -115,12 +121,22 @@ class HitWriter:
         Taken from the file's suffix when omitted.
     extra_provenance : mapping, optional
         More ``key: value`` provenance items.
+    isomers : callable, optional
+        Library rows to isomer names for the ``isomers`` column
+        (:class:`engine.qc.IsomerCheck`).
+    adjust : callable, optional
+        Applied to each chunk before it is written (e.g.
+        :func:`engine.qc.complete_ties`).
 
     Notes
     -----
     Rows are written in the order the chunks arrive: grouped by query, each
-    query's hits by score descending then library index.  Without a precursor
-    window queries come in ascending order; with one, in precursor order.
+    query's hits by score descending; hits tied at a query's best score in the
+    order of :func:`engine.search.order_ties` (never by library position), the
+    others by library index.  Each chunk must hold all hits of its queries (as a
+    search streams them).  Without a precursor window queries come in ascending
+    order; with one, in precursor order.  A file target gets the queries table
+    beside it (:func:`engine.export.queries_path`), written by :meth:`close`.
     """
 
     def __init__(
@@ -134,8 +150,12 @@ class HitWriter:
         device: str = "",
         format: str | None = None,
         extra_provenance: Mapping[str, object] | None = None,
+        isomers: IsomerNames | None = None,
+        adjust: Callable[[HitTable], HitTable] | None = None,
     ) -> None:
         self.queries, self.library, self.params = queries, library, params
+        self.isomers, self.adjust = isomers, adjust
+        self.tally = QueryTally(queries, library)
         self.rows = 0
         self._stream: IO[str] | None = None
         self._path: Path | None = None
@@ -148,6 +168,11 @@ class HitWriter:
         )
         if isinstance(target, str | os.PathLike):
             self._path, self.format = check_output(target, format)
+            if self.format in ("mztab", "gnps"):
+                raise ValueError(
+                    f"{target}: HitWriter writes TSV, CSV or Parquet; "
+                    f"engine.export.open_writer writes {self.format}"
+                )
         else:
             self._stream, self.format = target, (format or "tsv").lower()
             if self.format not in ("tsv", "csv"):
@@ -164,21 +189,32 @@ class HitWriter:
         """Append one chunk of hits (memory: this chunk's rows only)."""
         if len(hits) == 0:
             return
-        if len(hits) > _ROWS_AT_ONCE:  # a batch of all-hits search can hold millions
-            for start in range(0, len(hits), _ROWS_AT_ONCE):
-                stop = min(start + _ROWS_AT_ONCE, len(hits))
-                self.write(hits.take(np.arange(start, stop)))
-            return
-        if self.format == "parquet":
-            columns = hit_columns(hits, self.queries, self.library, self.params)
-            self._write_parquet(frame_for_writing(columns))
-        else:
-            self._emit_text(
-                delimited_rows(hits, self.queries, self.library, self._sep, self.params)
-            )
-        self.rows += len(hits)
+        if self.adjust is not None:
+            hits = self.adjust(hits)
+        hits = order_ties(hits, self.queries, self.library, self.params)
+        self.tally.add(hits)
+        # a batch of an all-hits search can hold millions: format it in pieces of
+        # whole queries (the ambiguity columns need each query's hits together)
+        for piece in _pieces(hits.query_index, _ROWS_AT_ONCE):
+            part = hits if len(piece) == len(hits) else hits.take(piece)
+            if self.format == "parquet":
+                columns = hit_columns(part, self.queries, self.library, self.params, self.isomers)
+                self._write_parquet(frame_for_writing(columns))
+            else:
+                self._emit_text(
+                    delimited_rows(part, self.queries, self.library, self._sep, self.params,
+                                   self.isomers)
+                )  # fmt: skip
+            self.rows += len(part)
 
-    def close(self, *, complete: bool = True, note: str = "") -> Path | None:
+    def close(
+        self,
+        *,
+        complete: bool = True,
+        note: str = "",
+        incomplete: np.ndarray | tuple = (),
+        status: np.ndarray | None = None,
+    ) -> Path | None:
         """Finish the file: mark it complete or not, flush it to disk, move it into place.
 
         Parameters
@@ -187,29 +223,36 @@ class HitWriter:
             Whether every hit of the search was written.
         note : str
             Why it is incomplete (one line), e.g. ``"cancelled"``.
+        incomplete : sequence of int
+            Queries whose search did not finish (for the queries table).
+        status : ndarray of str, optional
+            Each query's status (:func:`engine.search.query_status`), when the
+            caller has it; else computed from the hits written.
 
         Returns
         -------
         Path or None
             The file written (None for a stream).
         """
-        status = "yes" if complete else "no" + (f" ({_one_line(note)})" if note else "")
+        mark = "yes" if complete else "no" + (f" ({_one_line(note)})" if note else "")
         if self._path is None:
-            self._emit_text(f"# complete: {status}\n")
+            self._emit_text(f"# complete: {mark}\n")
             self._stream.flush()
             return None
         try:
+            table = self.tally.columns(self.params, incomplete, status)
+            write_queries(queries_path(self._path), table)
             if self.format == "parquet":
                 if self._parquet is None:
                     self._write_parquet(
                         frame_for_writing(hit_columns(HitTable.empty(), self.queries, self.library))
                     )
-                self._parquet.add_key_value_metadata({"simms_complete": status})
+                self._parquet.add_key_value_metadata({"simms_complete": mark})
                 self._parquet.close()
                 self._parquet = None
                 fsync_file(self._tmp)
             else:
-                line = f"# complete: {status}"[: _STATUS_WIDTH - 1]
+                line = f"# complete: {mark}"[: _STATUS_WIDTH - 1]
                 self._fh.seek(self._status_at)
                 self._fh.write(line.ljust(_STATUS_WIDTH - 1).encode("utf-8"))
                 self._fh.flush()
@@ -284,6 +327,21 @@ class HitWriter:
             schema = table.schema.with_metadata(meta)
             self._parquet = pq.ParquetWriter(self._tmp, schema)
         self._parquet.write_table(table.cast(self._parquet.schema))
+
+
+def _pieces(query: np.ndarray, rows: int) -> list[np.ndarray]:
+    """Row ranges of at most about ``rows`` rows each that never split a query's run
+    (a query with more rows than that is one piece)."""
+    if len(query) <= rows:
+        return [np.arange(len(query))]
+    starts = np.flatnonzero(np.concatenate(([True], query[1:] != query[:-1])))
+    bounds, previous = [0], 0
+    for s in [*starts[1:].tolist(), len(query)]:
+        if s - bounds[-1] > rows and previous > bounds[-1]:
+            bounds.append(previous)  # the piece ends before the query that overflows it
+        previous = s
+    bounds.append(len(query))
+    return [np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _one_line(text: str) -> str:

@@ -6,6 +6,7 @@ duplicates of one compound (grouped; :func:`deduplicate` keeps one per group)
 and conflicts (different compounds with near-identical spectra).
 """
 
+from engine.qc.ambiguity import IsomerCheck, complete_ties
 from engine.qc.check import (
     PAIR_KINDS,
     QC_DEFAULTS,
@@ -18,6 +19,8 @@ from engine.qc.check import (
 from engine.qc.report import pairs_frame, write_qc_report
 
 __all__ = [
+    "IsomerCheck",
+    "complete_ties",
     "PAIR_KINDS",
     "QC_DEFAULTS",
     "LibraryQC",

@@ -6,6 +6,13 @@ hit chunks as soon as they are final; :mod:`engine.distributed` builds on the sa
 """
 
 from engine.search.accounting import QUERY_STATUSES, query_status, status_summary
+from engine.search.ambiguity import (
+    AMBIGUITY_COLUMNS,
+    FEW_PEAKS,
+    TIE_TOLERANCE,
+    ambiguity_columns,
+    order_ties,
+)
 from engine.search.annotate import SearchContext, hit_columns
 from engine.search.evidence import evidence
 from engine.search.job import SearchJob
@@ -14,6 +21,11 @@ from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order
 
 __all__ = [
+    "AMBIGUITY_COLUMNS",
+    "FEW_PEAKS",
+    "TIE_TOLERANCE",
+    "ambiguity_columns",
+    "order_ties",
     "FIRST_QUERY_BLOCK",
     "QUERY_STATUSES",
     "CancelToken",

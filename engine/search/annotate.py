@@ -11,6 +11,7 @@ from engine.collection import LIBRARY_FILE_KEY, library_label
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
+from engine.search.ambiguity import AMBIGUITY_COLUMNS, IsomerNames, ambiguity_columns
 from engine.search.evidence import evidence
 
 __all__ = [
@@ -51,6 +52,7 @@ HIT_COLUMNS = (
     "library_license",
     "library_authors",
     "library_file",
+    *AMBIGUITY_COLUMNS,  # tied, tied_compounds, few_peaks, isomers (engine.search.ambiguity)
 )
 
 #: Metadata keys read for a column, the first present (files name them differently).
@@ -73,6 +75,7 @@ def hit_columns(
     queries: SpectrumLibrary,
     library: SpectrumLibrary,
     params: SearchParameters | None = None,
+    isomers: IsomerNames | None = None,
 ) -> dict[str, np.ndarray]:
     """The user-facing columns of ``hits``, in :data:`HIT_COLUMNS` order.
 
@@ -84,6 +87,10 @@ def hit_columns(
     params : SearchParameters, optional
         The search's parameters: with them the reverse score and the explained
         library intensity are computed (:func:`engine.search.evidence`), else NaN.
+    isomers : callable, optional
+        Library rows to isomer names (:class:`engine.qc.IsomerCheck`) for the
+        ``isomers`` column (else empty).  The ambiguity columns
+        (:func:`engine.search.ambiguity_columns`) need each query's hits all present.
 
     Returns
     -------
@@ -123,6 +130,7 @@ def hit_columns(
         columns["library_file"] = lm[LIBRARY_FILE_KEY][l]
     else:
         columns["library_file"] = np.full(len(l), library_label(library), dtype=object)
+    columns.update(ambiguity_columns(hits, library, isomers))
     return columns
 
 
@@ -145,7 +153,8 @@ class SearchContext:
     queries: SpectrumLibrary
     library: SpectrumLibrary
     params: SearchParameters
+    isomers: IsomerNames | None = None
 
     def columns(self, hits: HitTable) -> dict[str, np.ndarray]:
         """:func:`hit_columns` of ``hits`` in this context."""
-        return hit_columns(hits, self.queries, self.library, self.params)
+        return hit_columns(hits, self.queries, self.library, self.params, self.isomers)
