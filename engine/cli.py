@@ -28,7 +28,7 @@ from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client, shutdown
 from engine.export import HitWriter, check_output
 from engine.io import LoadCancelled, load_library
-from engine.params import SearchParameters
+from engine.params import DECOY_SCHEMES, SearchParameters
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
 from engine.version import __version__
@@ -92,6 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--min-matches", type=int, help="minimum matched peaks [mode's]")
     s.add_argument("--threshold", type=float, help="minimum score [mode's]")
     s.add_argument("--top", type=int, default=10, help="hits per query, 0 = all [10]")
+    s.add_argument(
+        "--fdr",
+        type=float,
+        metavar="Q",
+        help="estimate a q-value per hit (column q_value) and keep hits with q_value <= Q, "
+        "e.g. 0.05 (1 keeps all); decoys are searched in the same pass",
+    )
+    s.add_argument(
+        "--decoys",
+        choices=list(DECOY_SCHEMES),
+        default=DECOY_SCHEMES[0],
+        help="how --fdr estimates q-values: decoy spectra of library fragments, library "
+        "spectra with shifted precursors, or each query's second-best compound "
+        f"[{DECOY_SCHEMES[0]}]",
+    )
     s.add_argument(
         "--preprocess",
         metavar="SPEC",
@@ -161,7 +176,10 @@ def search_parameters(args: argparse.Namespace) -> SearchParameters:
         kwargs["precursor_tolerance"] = None
     if args.ppm:
         kwargs["precursor_unit"] = "ppm"
-    return SearchParameters(mode=args.mode, top_n=args.top, batch_size=args.batch_size, **kwargs)
+    return SearchParameters(
+        mode=args.mode, top_n=args.top, batch_size=args.batch_size, fdr=args.fdr,
+        decoys=args.decoys, **kwargs,
+    )  # fmt: skip
 
 
 def _load_inputs(args: argparse.Namespace, say, token: CancelToken) -> tuple:
@@ -219,7 +237,7 @@ def _search(args: argparse.Namespace) -> int:
     backend, device = job.backend.name, job.backend.device
     writer = HitWriter(
         args.output or sys.stdout, queries, library, params, backend=backend, device=device,
-        extra_provenance=filters,
+        extra_provenance=filters, q_values=getattr(job, "q_values", None),
     )  # fmt: skip
     say(f"searching {len(queries)} × {len(library)} spectra on {device}")
     seen = np.zeros(len(queries), dtype=bool)  # queries with a hit

@@ -36,6 +36,7 @@ def delimited_rows(
     library: SpectrumLibrary,
     sep: str,
     params: SearchParameters | None = None,
+    q_value: np.ndarray | None = None,
 ) -> str:
     """The TSV/CSV rows of one chunk, one line each.
 
@@ -61,6 +62,8 @@ def delimited_rows(
             fields.append(integers(hits.library_index))
         elif name == "score":
             fields.append(floats(hits.score))
+        elif name == "q_value":
+            fields.append(floats(np.full(len(hits), np.nan) if q_value is None else q_value))
         elif name == "matches":
             fields.append(integers(hits.matches))
         elif name == "reverse_score":

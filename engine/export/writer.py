@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -115,6 +115,8 @@ class HitWriter:
         Taken from the file's suffix when omitted.
     extra_provenance : mapping, optional
         More ``key: value`` provenance items.
+    q_values : callable, optional
+        The q-values of a chunk of hits (``FdrSearchJob.q_values``), column ``q_value``.
 
     Notes
     -----
@@ -134,8 +136,10 @@ class HitWriter:
         device: str = "",
         format: str | None = None,
         extra_provenance: Mapping[str, object] | None = None,
+        q_values: Callable[[HitTable], np.ndarray] | None = None,
     ) -> None:
         self.queries, self.library, self.params = queries, library, params
+        self.q_values = q_values
         self.rows = 0
         self._stream: IO[str] | None = None
         self._path: Path | None = None
@@ -169,12 +173,13 @@ class HitWriter:
                 stop = min(start + _ROWS_AT_ONCE, len(hits))
                 self.write(hits.take(np.arange(start, stop)))
             return
+        q = None if self.q_values is None else self.q_values(hits)
         if self.format == "parquet":
-            columns = hit_columns(hits, self.queries, self.library, self.params)
+            columns = hit_columns(hits, self.queries, self.library, self.params, q)
             self._write_parquet(frame_for_writing(columns))
         else:
             self._emit_text(
-                delimited_rows(hits, self.queries, self.library, self._sep, self.params)
+                delimited_rows(hits, self.queries, self.library, self._sep, self.params, q)
             )
         self.rows += len(hits)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,7 @@ HIT_COLUMNS = (
     "library_index",
     "library_id",
     "score",
+    "q_value",
     "matches",
     "reverse_score",
     "library_explained",
@@ -73,6 +74,7 @@ def hit_columns(
     queries: SpectrumLibrary,
     library: SpectrumLibrary,
     params: SearchParameters | None = None,
+    q_value: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The user-facing columns of ``hits``, in :data:`HIT_COLUMNS` order.
 
@@ -84,6 +86,8 @@ def hit_columns(
     params : SearchParameters, optional
         The search's parameters: with them the reverse score and the explained
         library intensity are computed (:func:`engine.search.evidence`), else NaN.
+    q_value : ndarray, optional
+        Each hit's q-value (:mod:`engine.search.fdr`), else NaN.
 
     Returns
     -------
@@ -102,6 +106,7 @@ def hit_columns(
         "library_index": l,
         "library_id": lm["id"][l],
         "score": hits.score,
+        "q_value": np.full(len(hits), np.nan) if q_value is None else q_value,
         "matches": hits.matches,
         "reverse_score": reverse,
         "library_explained": explained,
@@ -145,7 +150,10 @@ class SearchContext:
     queries: SpectrumLibrary
     library: SpectrumLibrary
     params: SearchParameters
+    #: q-values of hits (``FdrEstimate.hit_q_values``), when the search estimated them.
+    q_values: Callable[[HitTable], np.ndarray] | None = None
 
     def columns(self, hits: HitTable) -> dict[str, np.ndarray]:
         """:func:`hit_columns` of ``hits`` in this context."""
-        return hit_columns(hits, self.queries, self.library, self.params)
+        q = None if self.q_values is None else self.q_values(hits)
+        return hit_columns(hits, self.queries, self.library, self.params, q)
