@@ -103,9 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--decoys",
         choices=list(DECOY_SCHEMES),
         default=DECOY_SCHEMES[0],
-        help="how --fdr estimates q-values: decoy spectra of library fragments, library "
-        "spectra with shifted precursors, or each query's second-best compound "
-        f"[{DECOY_SCHEMES[0]}]",
+        help="how --fdr estimates q-values: second, each query's best hit of another "
+        "compound as its decoy; fragments or shifted, decoy spectra (library fragments, or "
+        f"shifted precursors) searched in the same pass [{DECOY_SCHEMES[0]}]",
     )
     s.add_argument(
         "--preprocess",

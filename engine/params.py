@@ -17,7 +17,9 @@ __all__ = ["DECOY_SCHEMES", "MODES", "SCORES", "SearchParameters"]
 SCORES = ("cosine", "modified_cosine", "entropy", "unweighted_entropy")
 
 #: How q-values are estimated (:mod:`engine.search.fdr`); the first is the default.
-DECOY_SCHEMES = ("fragments", "shifted", "second")
+#: ``second`` is the default: the best calibrated on MassBank
+#: (``benchmarks/bench_fdr_calibration.py``; decoy spectra underestimate the FDR).
+DECOY_SCHEMES = ("second", "fragments", "shifted")
 
 
 class _ModeDefault:
@@ -140,10 +142,11 @@ class SearchParameters:
         Estimate a q-value per hit (column ``q_value``) and keep only hits with
         ``q_value <= fdr`` (``1.0`` keeps all, with their q-values).  ``None``
         (default): no estimate, ``q_value`` is NaN.
-    decoys : {"fragments", "shifted", "second"}
-        How the q-values are estimated (:mod:`engine.search.fdr`): decoy spectra of
-        fragments drawn from the library, library spectra with their precursor
-        shifted, or each query's best hit of another compound.
+    decoys : {"second", "fragments", "shifted"}
+        How the q-values are estimated (:mod:`engine.search.fdr`): each query's best
+        hit of another compound as its decoy (default), or target-decoy competition
+        with decoy spectra of fragments drawn from the library, or with library
+        spectra whose precursor is shifted.
 
     Examples
     --------

@@ -115,7 +115,7 @@ def estimate_target_decoy(hits: HitTable, n_target: int, n_queries: int) -> FdrE
     return FdrEstimate("target-decoy", best_t[target_wins], best_d[decoy_wins], lost=decoy_wins)
 
 
-def estimate_second_best(hits: HitTable, compounds: np.ndarray, n_queries: int) -> FdrEstimate:
+def estimate_second_best(hits: HitTable, library: SpectrumLibrary, n_queries: int) -> FdrEstimate:
     """Second-best-hit estimate: best hits as targets, each query's best hit of another
     compound than its best hit's as a decoy.
 
@@ -123,25 +123,34 @@ def estimate_second_best(hits: HitTable, compounds: np.ndarray, n_queries: int) 
     ----------
     hits : HitTable
         Hits in canonical order (query, score descending).
-    compounds : ndarray
-        Compound key of each library spectrum (:func:`compound_keys`).
+    library : SpectrumLibrary
+        The library searched (compounds: :func:`compound_keys`).
     n_queries : int
     """
     q = hits.query_index
     first = np.ones(len(q), dtype=bool)
     first[1:] = q[1:] != q[:-1]
     top = np.maximum.accumulate(np.where(first, np.arange(len(q)), 0))  # row of the best hit
-    other = compounds[hits.library_index] != compounds[hits.library_index[top]]
+    rows, at = np.unique(hits.library_index, return_inverse=True)
+    compound = compound_keys(library, rows)[at.reshape(-1)]
+    other = compound != compound[top]
     best = _best(q[first], hits.score[first], n_queries)
     second = _best(q[other], hits.score[other], n_queries)
     return FdrEstimate("second-best", best[np.isfinite(best)], second[np.isfinite(second)])
 
 
-def compound_keys(library: SpectrumLibrary) -> np.ndarray:
-    """InChIKey first block of each spectrum, ``id:<library id>`` when it has none."""
-    keys = np.array([str(k).split("-")[0].strip().upper() for k in library.metadata["inchikey"]])
-    ids = np.array(["id:" + str(i) for i in library.metadata["id"]])
-    return np.where(keys != "", keys, ids)
+def compound_keys(library: SpectrumLibrary, rows: np.ndarray | None = None) -> np.ndarray:
+    """InChIKey first block of spectra ``rows`` (all by default); ``id:<library id>`` for
+    a spectrum without one."""
+    rows = np.arange(len(library)) if rows is None else np.asarray(rows, dtype=np.int64)
+    inchikeys, ids = library.metadata["inchikey"][rows], library.metadata["id"][rows]
+    return np.array(
+        [
+            str(k).split("-")[0].strip().upper() or f"id:{i}"
+            for k, i in zip(inchikeys, ids, strict=True)
+        ],
+        dtype=object,
+    )
 
 
 def _best(query: np.ndarray, score: np.ndarray, n: int) -> np.ndarray:
@@ -221,7 +230,7 @@ class FdrSearchJob(StreamingJob):
         self.incomplete_queries = self.inner.incomplete_queries
         hits, n_target, n = self.inner.hits, len(self.library), len(self.queries)
         if self.params.decoys == "second":
-            self.estimate = estimate_second_best(hits, compound_keys(self.library), n)
+            self.estimate = estimate_second_best(hits, self.library, n)
         else:
             self.estimate = estimate_target_decoy(hits, n_target, n)
             hits = hits.take(hits.library_index < n_target)
