@@ -62,10 +62,10 @@ def delimited_rows(
             fields.append(integers(hits.library_index))
         elif name == "score":
             fields.append(floats(hits.score))
-        elif name == "q_value":
-            fields.append(floats(np.full(len(hits), np.nan) if q_value is None else q_value))
         elif name == "matches":
             fields.append(integers(hits.matches))
+        elif name == "q_value":
+            fields.append(floats(np.full(len(hits), np.nan) if q_value is None else q_value))
         elif name == "reverse_score":
             fields.append(floats(reverse))
         elif name == "library_explained":
