@@ -81,12 +81,12 @@ def splits(library, queries, query_keys, seed: int):
     return out
 
 
-def run(queries, library, params, repeat: int = 4):
+def run(queries, library, params, repeat: int = 4, backend: str = "cpu"):
     """The job of the last of ``repeat`` searches, and each search's seconds."""
     seconds = []
     for _ in range(repeat):
         start = time.perf_counter()
-        job = search_job(queries, library, params, backend="cpu")
+        job = search_job(queries, library, params, backend=backend)
         hits = job.run()
         seconds.append(time.perf_counter() - start)
     return job, hits, seconds
@@ -113,10 +113,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sample", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--schemes", nargs="+", default=list(DECOY_SCHEMES))
+    ap.add_argument(
+        "--timing-queries", type=int, default=10000, help="queries of the cost table (0: none)"
+    )
+    ap.add_argument("--backend", default="cpu", help="backend of the cost table")
     a = ap.parse_args(argv)
     library = engine.load_library(DATA / "massbank_ms2.mgf.gz")
     queries, query_keys = queries_and_keys(library, a.sample, a.seed)
-    engine.warm_up("cpu")
+    engine.warm_up(a.backend)
     plain = engine.SearchParameters()
     print(f"{len(queries)} queries with an InChIKey; library {len(library)} spectra; CPU")
     table, timing = [], []

@@ -10,7 +10,7 @@ import engine
 from engine.cli import main
 from engine.export import read_hits
 from engine.search.decoys import DECOY_PREFIX, NEAR_PRECURSOR, decoy_library, target_decoy_library
-from engine.search.fdr import FdrEstimate
+from engine.search.fdr import SECOND_BEST_DEPTH, FdrEstimate
 
 
 # -- an independent reference: brute force over thresholds, in pandas ---------------------
@@ -74,7 +74,7 @@ def test_target_decoy_q_values_equal_a_pandas_recomputation(split, scheme):
 def test_second_best_q_values_equal_a_pandas_recomputation(split):
     queries, library = split
     hits = engine.search(queries, library, fdr=1.0, decoys="second", backend="cpu")
-    plain = engine.search(queries, library, top_n=20, backend="cpu").to_pandas()
+    plain = engine.search(queries, library, top_n=SECOND_BEST_DEPTH, backend="cpu").to_pandas()
     skeleton = plain.library_inchikey.str.split("-").str[0].str.strip().str.upper()
     plain["compound"] = np.where(skeleton != "", skeleton, "id:" + plain.library_id)
     plain["top"] = plain.groupby("query_index").compound.transform("first")

@@ -11,6 +11,11 @@ Schemes (:data:`engine.params.DECOY_SCHEMES`):
   best hit of another compound (InChIKey first block; the library id when a hit
   has none) as a decoy.
 
+``"second"`` is the default: on MassBank it was the only scheme whose estimate
+stayed within 2x of the true wrong rate (decoy spectra almost never beat the
+wrong library compounds that make the errors: they underestimated the FDR 3-30x;
+``benchmarks/bench_fdr_calibration.py``, ``benchmarks/RESULTS.md``).
+
 At a score threshold ``t``, FDR(t) = D(t) / T(t) (decoys / targets at or above
 ``t``, at most 1), and a hit's q-value is the least FDR(t) over all ``t`` at or
 below its score, so q-values never fall as the score falls.  Decoy hits are
@@ -32,6 +37,7 @@ from engine.search.decoys import target_decoy_library
 from engine.search.streaming import StreamingJob
 
 __all__ = [
+    "SECOND_BEST_DEPTH",
     "FdrEstimate",
     "FdrSearchJob",
     "compound_keys",
@@ -39,6 +45,10 @@ __all__ = [
     "estimate_target_decoy",
     "inner_search",
 ]
+
+#: The ``"second"`` scheme looks for a query's best hit of another compound among
+#: this many best hits (or its top-N, when larger).
+SECOND_BEST_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -166,12 +176,16 @@ def inner_search(
 ) -> tuple[SpectrumLibrary, SearchParameters]:
     """The library and parameters the one pass of an FDR search runs on.
 
-    With decoys, the target + decoy library; each query keeps twice its top-N, so
-    decoys seldom push a target out of it (the targets' top-N is cut afterwards).
+    With decoys: the target + decoy library, each query keeping twice its top-N so
+    that decoys seldom push a target out of it (the targets' top-N is cut
+    afterwards; the competition needs only each query's best hit and next best).
+    ``"second"``: the library itself, each query keeping at least
+    :data:`SECOND_BEST_DEPTH` hits to find its best hit of another compound in.
     """
-    inner = dataclasses.replace(params, fdr=None, top_n=2 * params.top_n)
     if params.decoys == "second":
-        return library, inner
+        depth = 0 if params.top_n == 0 else max(params.top_n, SECOND_BEST_DEPTH)
+        return library, dataclasses.replace(params, fdr=None, top_n=depth)
+    inner = dataclasses.replace(params, fdr=None, top_n=2 * params.top_n)
     return target_decoy_library(library, params.decoys), inner
 
 
