@@ -248,7 +248,8 @@ class FdrSearchJob(StreamingJob):
         else:
             self.estimate = estimate_target_decoy(hits, n_target, n)
             hits = hits.take(hits.library_index < n_target)
-        hits = hits.top_per_query(self.params.top_n)
+        if self.inner.params.top_n != self.params.top_n:  # hits come in canonical order
+            hits = hits.top_per_query(self.params.top_n)
         hits = hits.take(self.estimate.hit_q_values(hits) <= self.params.fdr)
         self._say(_summary(self.estimate, self.params.fdr, hits, n))
         self.progress.hits = 0
