@@ -174,3 +174,21 @@ def test_cli_fdr_filters_and_writes_q_values(tmp_path, data_dir, library_cache, 
     api = engine.search(path, path, fdr=0.05, decoys=scheme, backend="cpu")
     np.testing.assert_array_equal(api["library_index"], b["library_index"])
     np.testing.assert_allclose(api["q_value"], b["q_value"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scheme", ["second", "fragments"])
+def test_fdr_on_dask_equals_the_local_search(split, scheme):
+    from distributed import Client, LocalCluster
+
+    queries, library = split
+    local = engine.search(queries, library, fdr=0.1, decoys=scheme, backend="cpu")
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+        as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):  # fmt: skip
+        remote = engine.search(queries, library, fdr=0.1, decoys=scheme, client=client)
+    assert len(local) > 0
+    for name in ("query_index", "library_index", "score", "q_value"):
+        np.testing.assert_array_equal(remote[name], local[name])
