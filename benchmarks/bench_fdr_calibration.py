@@ -9,7 +9,9 @@ and confidence").  Two splits of the 54,390-spectrum MassBank library:
   queries' records at once: a query may still find other spectra of its compound);
 * ``held-out``: for a seeded half of the query compounds, every spectrum of the
   compound removed too; those queries are unknowns and any hit for them is wrong,
-  the other half still has its compound in the library.
+  the other half still has its compound in the library;
+* ``all-unknown``: every query compound removed (a stress test: every hit is
+  wrong, so an honest estimate accepts next to nothing).
 
 For each split and scheme the search runs once, in identity mode, with
 ``fdr=1.0`` (every hit kept with its q-value), on the CPU.  Printed: at q <= 0.01,
@@ -74,8 +76,10 @@ def splits(library, queries, query_keys, seed: int):
     held = rng.choice(compounds, len(compounds) // 2, replace=False)
     gone = own | np.isin(lib_keys, held)
     held_lib = library.subset(np.flatnonzero(~gone))
+    none_lib = library.subset(np.flatnonzero(~(own | np.isin(lib_keys, compounds))))
     out = []
-    for name, lib in (("leave-one-out", loo), ("held-out", held_lib)):
+    splits = (("leave-one-out", loo), ("held-out", held_lib), ("all-unknown", none_lib))
+    for name, lib in splits:
         present = set(skeleton(lib.metadata["inchikey"]))
         unknown = np.array([k not in present for k in query_keys])
         out.append((name, lib, unknown))
