@@ -20,6 +20,7 @@ from engine.io import load_library
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters, check_keywords
 from engine.search import CancelToken, SearchContext, SearchJob, SearchProgress
+from engine.search.fdr import FdrSearchJob, inner_search
 
 __all__ = ["as_library", "parameters_with", "score_matrix", "search", "search_job"]
 
@@ -107,8 +108,18 @@ def search_job(
 
     Returns
     -------
-    SearchJob or DaskSearchJob
+    SearchJob, DaskSearchJob or FdrSearchJob
+        With ``params.fdr`` set, an :class:`~engine.search.fdr.FdrSearchJob` around
+        one of the others (its hits come in one chunk at the end, with q-values).
     """
+    if params is not None and params.fdr is not None:
+        target_decoy, inner_params = inner_search(library, params)
+        inner = search_job(
+            queries, target_decoy, inner_params, client=client, backend=backend,
+            on_progress=on_progress, on_message=on_message, cancel_token=cancel_token,
+            cpu_threads=cpu_threads, own_client=own_client, stall_timeout=stall_timeout,
+        )  # fmt: skip
+        return FdrSearchJob(inner, queries, library, params, keep_hits=keep_hits)
     callbacks = {"on_progress": on_progress, "on_message": on_message, "cancel_token": cancel_token}
     if client is not None:
         return DaskSearchJob(
@@ -146,7 +157,9 @@ def search(
         Fields of :class:`SearchParameters` (``mode="analog"``,
         ``tolerance=0.02``, ``top_n=5``, ...).  Without ``params`` they make the
         parameters (a ``mode`` fills the fields not given); with ``params`` they
-        replace single fields of it.
+        replace single fields of it.  ``fdr=0.05`` estimates a q-value per hit
+        (column ``q_value``; ``decoys=`` picks the scheme) and keeps the hits with
+        ``q_value <= 0.05``.
 
     Raises
     ------
@@ -179,7 +192,9 @@ def search(
         queries, library, params, client=client, backend=backend, on_progress=on_progress,
         cancel_token=cancel_token, stall_timeout=stall_timeout,
     )  # fmt: skip
-    return job.run().with_context(SearchContext(queries, library, params))
+    hits = job.run()
+    q_values = job.estimate.hit_q_values if isinstance(job, FdrSearchJob) else None
+    return hits.with_context(SearchContext(queries, library, params, q_values=q_values))
 
 
 def score_matrix(

@@ -28,7 +28,7 @@ from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client, shutdown
 from engine.export import check_output, open_writer
 from engine.io import LoadCancelled, load_library
-from engine.params import SearchParameters
+from engine.params import DECOY_SCHEMES, SearchParameters
 from engine.qc import IsomerCheck, complete_ties
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
@@ -109,6 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threshold", type=float, help="minimum score [mode's]")
     s.add_argument("--top", type=int, default=10, help="hits per query, 0 = all [10]")
     s.add_argument(
+        "--fdr",
+        type=float,
+        metavar="Q",
+        help="estimate a q-value per hit (column q_value) and keep hits with q_value <= Q, "
+        "e.g. 0.05 (1 keeps all); decoys are searched in the same pass",
+    )
+    s.add_argument(
+        "--decoys",
+        choices=list(DECOY_SCHEMES),
+        default=DECOY_SCHEMES[0],
+        help="how --fdr estimates q-values: second, each query's best hit of another "
+        "compound as its decoy; fragments or shifted, decoy spectra (library fragments, or "
+        f"shifted precursors) searched in the same pass [{DECOY_SCHEMES[0]}]",
+    )
+    s.add_argument(
         "--preprocess",
         metavar="SPEC",
         help="preset (none, gnps, msas), a JSON pipeline spec, or @FILE.json holding one "
@@ -177,7 +192,10 @@ def search_parameters(args: argparse.Namespace) -> SearchParameters:
         kwargs["precursor_tolerance"] = None
     if args.ppm:
         kwargs["precursor_unit"] = "ppm"
-    return SearchParameters(mode=args.mode, top_n=args.top, batch_size=args.batch_size, **kwargs)
+    return SearchParameters(
+        mode=args.mode, top_n=args.top, batch_size=args.batch_size, fdr=args.fdr,
+        decoys=args.decoys, **kwargs,
+    )  # fmt: skip
 
 
 def _load_inputs(args: argparse.Namespace, say, token: CancelToken) -> tuple:
@@ -237,6 +255,7 @@ def _search(args: argparse.Namespace) -> int:
     writer = open_writer(
         args.output or sys.stdout, queries, library, params, format=args.format,
         backend=backend, device=device, extra_provenance=filters,
+        q_values=getattr(job, "q_values", None),
         **_ambiguity_options(args, queries, library, params),
     )  # fmt: skip
     say(f"searching {len(queries)} × {len(library)} spectra on {device}")

@@ -11,10 +11,15 @@ import numpy as np
 
 from engine.preprocess import pipeline_from_spec, pipeline_spec
 
-__all__ = ["MODES", "SCORES", "SearchParameters"]
+__all__ = ["DECOY_SCHEMES", "MODES", "SCORES", "SearchParameters"]
 
 #: Score names accepted by :class:`SearchParameters`.
 SCORES = ("cosine", "modified_cosine", "entropy", "unweighted_entropy")
+
+#: How q-values are estimated (:mod:`engine.search.fdr`); the first is the default.
+#: ``second`` is the default: the best calibrated on MassBank
+#: (``benchmarks/bench_fdr_calibration.py``; decoy spectra underestimate the FDR).
+DECOY_SCHEMES = ("second", "fragments", "shifted")
 
 
 class _ModeDefault:
@@ -136,6 +141,15 @@ class SearchParameters:
         as in the files, so scores equal matchms; ``"gnps"``, ``"msas"``) or a
         pipeline spec in JSON (:func:`engine.preprocess.pipeline_spec`).  A JSON
         spec is checked and stored in its canonical one-line form.
+    fdr : float or None
+        Estimate a q-value per hit (column ``q_value``) and keep only hits with
+        ``q_value <= fdr`` (``1.0`` keeps all, with their q-values).  ``None``
+        (default): no estimate, ``q_value`` is NaN.
+    decoys : {"second", "fragments", "shifted"}
+        How the q-values are estimated (:mod:`engine.search.fdr`): each query's best
+        hit of another compound as its decoy (default), or target-decoy competition
+        with decoy spectra of fragments drawn from the library, or with library
+        spectra whose precursor is shifted.
 
     Examples
     --------
@@ -160,6 +174,8 @@ class SearchParameters:
     top_n: int = 10
     batch_size: int = 2048
     preprocess: str = _MODE_DEFAULT
+    fdr: float | None = None
+    decoys: str = DECOY_SCHEMES[0]
 
     def __post_init__(self) -> None:
         mode = _MODE_ALIASES.get(str(self.mode), str(self.mode))
@@ -203,6 +219,14 @@ class SearchParameters:
             raise ValueError("batch_size must be >= 1")
         canonical = pipeline_spec(pipeline_from_spec(self.preprocess))
         object.__setattr__(self, "preprocess", canonical)
+        if self.fdr is not None:
+            object.__setattr__(self, "fdr", _real("fdr", self.fdr))
+            if not 0.0 < self.fdr <= 1.0:
+                raise ValueError(f"fdr must be in (0, 1] (or None for no q-values), not {self.fdr}")
+        if self.decoys not in DECOY_SCHEMES:
+            raise ValueError(
+                f"decoys must be one of {', '.join(DECOY_SCHEMES)}, not {self.decoys!r}"
+            )
 
     @property
     def modified(self) -> bool:

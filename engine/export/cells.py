@@ -38,6 +38,7 @@ def delimited_rows(
     sep: str,
     params: SearchParameters | None = None,
     isomers: IsomerNames | None = None,
+    q_value: np.ndarray | None = None,
 ) -> str:
     """The TSV/CSV rows of one chunk, one line each.
 
@@ -66,6 +67,8 @@ def delimited_rows(
             fields.append(floats(hits.score))
         elif name == "matches":
             fields.append(integers(hits.matches))
+        elif name == "q_value":
+            fields.append(floats(np.full(len(hits), np.nan) if q_value is None else q_value))
         elif name == "reverse_score":
             fields.append(floats(reverse))
         elif name == "library_explained":

@@ -39,8 +39,9 @@ class DocumentWriter:
         extra_provenance: Mapping[str, object] | None = None,
         isomers: IsomerNames | None = None,
         adjust: Callable[[HitTable], HitTable] | None = None,
+        q_values: Callable[[HitTable], np.ndarray] | None = None,
     ) -> None:
-        self.target, self.format = target, format
+        self.target, self.format, self.q_values = target, format, q_values
         self.queries, self.library, self.params = queries, library, params
         self.extra, self.isomers, self.adjust = dict(extra_provenance or {}), isomers, adjust
         self.rows = 0
@@ -70,11 +71,11 @@ class DocumentWriter:
             return write_mztab(
                 self.target, hits, self.queries, self.library, self.params,
                 isomers=self.isomers, status=status, incomplete=incomplete, complete=complete,
-                extra_provenance=extra,
+                extra_provenance=extra, q_values=self.q_values,
             )  # fmt: skip
         return write_gnps(
             self.target, hits, self.queries, self.library, self.params, isomers=self.isomers,
-            status=status, incomplete=incomplete,
+            status=status, incomplete=incomplete, q_values=self.q_values,
         )  # fmt: skip
 
     def abort(self) -> None:
@@ -94,13 +95,15 @@ def open_writer(
     extra_provenance: Mapping[str, object] | None = None,
     isomers: IsomerNames | None = None,
     adjust: Callable[[HitTable], HitTable] | None = None,
+    q_values: Callable[[HitTable], np.ndarray] | None = None,
 ) -> HitWriter | DocumentWriter:
     """A writer for ``target`` in any hit-list format (see :func:`check_output`).
 
     TSV, CSV and Parquet stream (:class:`HitWriter`); mzTab-M (``.mztab``) and
     the GNPS-style TSV (``format="gnps"``) are written whole at :meth:`close`.
     ``adjust`` is applied to each chunk before it is written (the CLI passes
-    :func:`engine.qc.complete_ties`); ``isomers`` fills the ``isomers`` column.
+    :func:`engine.qc.complete_ties`); ``isomers`` fills the ``isomers`` column and
+    ``q_values`` (``FdrSearchJob.q_values``) the ``q_value`` column.
     """
     if isinstance(target, str | os.PathLike):
         _, fmt = check_output(target, format)
@@ -111,9 +114,9 @@ def open_writer(
                       **(extra_provenance or {})}  # fmt: skip
         return DocumentWriter(
             target, queries, library, params, format=fmt, extra_provenance=provenance,
-            isomers=isomers, adjust=adjust,
+            isomers=isomers, adjust=adjust, q_values=q_values,
         )  # fmt: skip
     return HitWriter(
         target, queries, library, params, backend=backend, device=device, format=fmt,
-        extra_provenance=extra_provenance, isomers=isomers, adjust=adjust,
+        extra_provenance=extra_provenance, isomers=isomers, adjust=adjust, q_values=q_values,
     )  # fmt: skip

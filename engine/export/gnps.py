@@ -19,6 +19,7 @@ ambiguity flags ``SimMS_Tied``, ``SimMS_TiedCompounds``, ``SimMS_FewPeaks``,
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -82,9 +83,10 @@ def gnps_columns(
     library: SpectrumLibrary,
     params: SearchParameters | None = None,
     isomers: IsomerNames | None = None,
+    q_value: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The GNPS-named columns of ``hits`` (:data:`GNPS_COLUMNS`), as written."""
-    cols = hit_columns(hits, queries, library, params, isomers)
+    cols = hit_columns(hits, queries, library, params, isomers, q_value)
     q = hits.query_index
     scans = queries.metadata.get("scans")
     scan = (q + 1).astype(object)
@@ -113,7 +115,7 @@ def gnps_columns(
                 out[name] = np.round(delta / lib_mz * 1e6, 6)
     # q_value (engine.search.fdr): carried along when the hits have it (GNPS' own FDR
     # column is a different, per-search estimate, so the name stays ours)
-    if "q_value" in cols:
+    if q_value is not None:
         out["SimMS_QValue"] = cols["q_value"]
     return out
 
@@ -128,6 +130,7 @@ def write_gnps(
     isomers: IsomerNames | None = None,
     status: np.ndarray | None = None,
     incomplete: np.ndarray | tuple = (),
+    q_values: Callable[[HitTable], np.ndarray] | None = None,
 ) -> Path | None:
     """Write a search's hits as a GNPS-style library-match TSV, atomically.
 
@@ -142,6 +145,8 @@ def write_gnps(
     status, incomplete
         Each query's status, or the queries whose search did not finish, for the
         queries table (see :meth:`engine.export.QueryTally.columns`).
+    q_values : callable, optional
+        The hits' q-values (:mod:`engine.search.fdr`), column ``SimMS_QValue``.
 
     Returns
     -------
@@ -150,7 +155,8 @@ def write_gnps(
         beside it, ``name.queries.tsv`` (:func:`engine.export.queries_path`).
     """
     hits = order_ties(hits, queries, library, params)
-    frame = frame_for_writing(gnps_columns(hits, queries, library, params, isomers))
+    q = None if q_values is None else q_values(hits)
+    frame = frame_for_writing(gnps_columns(hits, queries, library, params, isomers, q))
     if not isinstance(target, str | os.PathLike):
         frame.to_csv(target, sep="\t", index=False)
         return None

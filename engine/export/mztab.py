@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -113,10 +113,12 @@ def mztab_lines(
     incomplete: np.ndarray | tuple = (),
     complete: bool = True,
     extra_provenance: Mapping[str, object] | None = None,
+    q_values: Callable[[HitTable], np.ndarray] | None = None,
 ) -> list[str]:
     """The lines of the mzTab-M file of a search (see :func:`write_mztab`)."""
     hits = order_ties(hits, queries, library, params)
-    cols = hit_columns(hits, queries, library, params, isomers)
+    q = None if q_values is None else q_values(hits)
+    cols = hit_columns(hits, queries, library, params, isomers, q)
     inchi = library.metadata.get("inchi")
     if inchi is not None:
         cols["library_inchi"] = inchi[hits.library_index]
@@ -126,7 +128,7 @@ def mztab_lines(
     measures = [_score_name(params), "matched peaks", "reverse score"]
     # q_value (engine.search.fdr): when the hit columns carry a q-value, it is one more
     # identification confidence measure, and SML's best_id_confidence stays the score.
-    has_q = "q_value" in cols
+    has_q = q is not None
     if has_q:
         measures.append("q-value")
     lines = _metadata(queries, library, params, measures, complete, extra_provenance)
@@ -302,7 +304,7 @@ def write_mztab(
         The search (each query's hits all present).
     **kwargs
         ``isomers``, ``status``, ``incomplete``, ``complete``,
-        ``extra_provenance``: see :func:`mztab_lines`.
+        ``extra_provenance``, ``q_values``: see :func:`mztab_lines`.
 
     Returns
     -------

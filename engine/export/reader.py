@@ -45,4 +45,4 @@ def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
 
 _INTEGER = ("query_index", "library_index", "matches", "tied")
 _BOOLEAN = ("few_peaks",)
-_NUMERIC = (*_INTEGER, "score", *MZ_COLUMNS)
+_NUMERIC = (*_INTEGER, "score", "q_value", *MZ_COLUMNS)

@@ -127,6 +127,8 @@ class HitWriter:
     adjust : callable, optional
         Applied to each chunk before it is written (e.g.
         :func:`engine.qc.complete_ties`).
+    q_values : callable, optional
+        The q-values of a chunk of hits (``FdrSearchJob.q_values``), column ``q_value``.
 
     Notes
     -----
@@ -152,9 +154,10 @@ class HitWriter:
         extra_provenance: Mapping[str, object] | None = None,
         isomers: IsomerNames | None = None,
         adjust: Callable[[HitTable], HitTable] | None = None,
+        q_values: Callable[[HitTable], np.ndarray] | None = None,
     ) -> None:
         self.queries, self.library, self.params = queries, library, params
-        self.isomers, self.adjust = isomers, adjust
+        self.isomers, self.adjust, self.q_values = isomers, adjust, q_values
         self.tally = QueryTally(queries, library)
         self.rows = 0
         self._stream: IO[str] | None = None
@@ -197,13 +200,16 @@ class HitWriter:
         # whole queries (the ambiguity columns need each query's hits together)
         for piece in _pieces(hits.query_index, _ROWS_AT_ONCE):
             part = hits if len(piece) == len(hits) else hits.take(piece)
+            q = None if self.q_values is None else self.q_values(part)
             if self.format == "parquet":
-                columns = hit_columns(part, self.queries, self.library, self.params, self.isomers)
+                columns = hit_columns(
+                    part, self.queries, self.library, self.params, self.isomers, q
+                )
                 self._write_parquet(frame_for_writing(columns))
             else:
                 self._emit_text(
                     delimited_rows(part, self.queries, self.library, self._sep, self.params,
-                                   self.isomers)
+                                   self.isomers, q)
                 )  # fmt: skip
             self.rows += len(part)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ HIT_COLUMNS = (
     "library_id",
     "score",
     "matches",
+    "q_value",
     "reverse_score",
     "library_explained",
     "query_precursor_mz",
@@ -76,6 +77,7 @@ def hit_columns(
     library: SpectrumLibrary,
     params: SearchParameters | None = None,
     isomers: IsomerNames | None = None,
+    q_value: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The user-facing columns of ``hits``, in :data:`HIT_COLUMNS` order.
 
@@ -91,6 +93,8 @@ def hit_columns(
         Library rows to isomer names (:class:`engine.qc.IsomerCheck`) for the
         ``isomers`` column (else empty).  The ambiguity columns
         (:func:`engine.search.ambiguity_columns`) need each query's hits all present.
+    q_value : ndarray, optional
+        Each hit's q-value (:mod:`engine.search.fdr`), else NaN.
 
     Returns
     -------
@@ -110,6 +114,7 @@ def hit_columns(
         "library_id": lm["id"][l],
         "score": hits.score,
         "matches": hits.matches,
+        "q_value": np.full(len(hits), np.nan) if q_value is None else q_value,
         "reverse_score": reverse,
         "library_explained": explained,
         "query_precursor_mz": q_prec,
@@ -154,7 +159,10 @@ class SearchContext:
     library: SpectrumLibrary
     params: SearchParameters
     isomers: IsomerNames | None = None
+    #: q-values of hits (``FdrEstimate.hit_q_values``), when the search estimated them.
+    q_values: Callable[[HitTable], np.ndarray] | None = None
 
     def columns(self, hits: HitTable) -> dict[str, np.ndarray]:
         """:func:`hit_columns` of ``hits`` in this context."""
-        return hit_columns(hits, self.queries, self.library, self.params, self.isomers)
+        q = None if self.q_values is None else self.q_values(hits)
+        return hit_columns(hits, self.queries, self.library, self.params, self.isomers, q)
