@@ -32,6 +32,7 @@ from engine.params import DECOY_SCHEMES, SearchParameters
 from engine.qc import IsomerCheck, complete_ties
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
+from engine.search.compile_ahead import compile_ahead
 from engine.version import __version__
 
 __all__ = ["main", "build_parser"]
@@ -221,6 +222,8 @@ def _search(args: argparse.Namespace) -> int:
     if args.output:
         # before any loading: a bad path never costs a search
         check_output(args.output, args.format)
+    if args.isomer_check:  # its kernels compile on another core while files load and search
+        compile_ahead("isomer-check")
     client = None
     if args.dask or args.dask_local:
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)

@@ -32,7 +32,9 @@ _stop = threading.Event()
 _first_ready = threading.Event()
 
 
-def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> float:
+def warm_up(
+    backend: str = "cpu", stop: Callable[[], bool] | None = None, *, first_only: bool = False
+) -> float:
     """Run every search kernel once on three tiny spectra.
 
     Parameters
@@ -42,6 +44,8 @@ def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> flo
         every backend falls back to them).
     stop : callable, optional
         Asked before each kernel; when it returns True the warm-up ends there.
+    first_only : bool
+        Only the default search's kernels (what a first Search needs).
 
     Returns
     -------
@@ -75,6 +79,8 @@ def warm_up(backend: str = "cpu", stop: Callable[[], bool] | None = None) -> flo
         step()
         if number == 0:  # the default search's kernels: what a first Search needs
             _first_ready.set()
+            if first_only:
+                break
     return time.perf_counter() - start
 
 
@@ -101,8 +107,17 @@ def warming_up() -> bool:
 
 
 def _quiet_warm_up(backend: str) -> None:
+    """The default search's kernels here; the rest in a child process on another core.
+
+    Compiling in this process holds the GIL for most of a minute on a fresh
+    install, which a window's first search would feel; a child does not.
+    """
+    from engine.search.compile_ahead import compile_ahead
+
     try:
-        warm_up(backend, stop=_stop.is_set)
+        warm_up(backend, stop=_stop.is_set, first_only=backend == "cpu")
+        if backend == "cpu" and not _stop.is_set():
+            compile_ahead("warm-up")
     except Exception:  # a failed warm-up only means the first search compiles instead
         pass
 

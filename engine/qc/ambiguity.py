@@ -20,6 +20,7 @@ from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.qc.check import QC_DEFAULTS, compound_keys
 from engine.search import TIE_TOLERANCE, SearchJob
+from engine.search.compile_ahead import wait_for
 
 __all__ = ["IsomerCheck", "complete_ties"]
 
@@ -84,8 +85,15 @@ class IsomerCheck:
 
     def _check(self, rows: np.ndarray) -> None:
         lib = self.library
-        hits = _search(lib.subset(rows), lib, self.params, self.backend)
-        a, b = rows[hits.query_index], hits.library_index
+        self._checked[rows] = True
+        # only spectra with another compound of their formula in the library can have
+        # isomers: the others need no search (and no kernels compiled for it)
+        rows, others = self._candidates(rows)
+        if not len(rows):
+            return
+        wait_for("isomer-check")  # kernels compiled ahead (engine.search.compile_ahead)
+        hits = _search(lib.subset(rows), lib.subset(others), self.params, self.backend)
+        a, b = rows[hits.query_index], others[hits.library_index]
         keys, formula = self._keys, self._formula
         isomer = (
             (a != b)
@@ -102,7 +110,23 @@ class IsomerCheck:
             others = b[a == spectrum]
             listed = sorted({str(names[o]) for o in others.tolist()}, key=str.casefold)
             self._names[spectrum] = "; ".join(listed)
-        self._checked[rows] = True
+
+    def _candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``rows`` that have same-formula spectra of other compounds, and those spectra."""
+        keys, formula, known = self._keys, self._formula, self._from_inchikey
+        usable = known & (formula != "")
+        rows = rows[usable[rows]]
+        if not len(rows):
+            return rows, rows
+        wanted = np.isin(formula, np.unique(formula[rows])) & usable
+        pool = np.flatnonzero(wanted)
+        # per formula, how many distinct compounds: a row needs one besides its own
+        pairs = np.unique(np.stack([formula[pool], keys[pool]]).astype(str), axis=1)
+        groups, compounds = np.unique(pairs[0], return_counts=True)
+        several = set(groups[compounds > 1].tolist())
+        rows = rows[[str(f) in several for f in formula[rows].tolist()]]
+        pool = pool[[str(f) in several for f in formula[pool].tolist()]]
+        return rows, pool
 
 
 def _search(

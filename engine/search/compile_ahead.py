@@ -1,0 +1,100 @@
+"""Kernels compiled ahead, in another process, while this one does something else.
+
+A fresh install compiles each kernel family on its first call.  Kernels a run
+will surely need later (the library check behind the isomer flags, the other
+search modes of the window) are compiled meanwhile by a child process on
+another core: numba writes what it compiles to its on-disk cache, and this
+process loads it from there when it gets to them.  A marker file per job and
+environment records that the job has run once, so later runs start no child.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+__all__ = ["JOBS", "compile_ahead", "wait_for"]
+
+#: What a child can compile: the job's name and what it runs.
+JOBS = ("isomer-check", "warm-up")
+
+_children: dict[str, subprocess.Popen] = {}
+_lock = threading.Lock()
+
+
+def _marker(job: str) -> Path:
+    import numba
+
+    from engine.io.cache import default_cache_dir
+    from engine.version import __version__
+
+    where = os.environ.get("NUMBA_CACHE_DIR", "") + "|" + str(Path(__file__).resolve().parent)
+    tag = f"{job}|{__version__}|{numba.__version__}|{sys.version_info[:2]}|{where}"
+    digest = hashlib.sha256(tag.encode()).hexdigest()[:16]
+    return default_cache_dir() / "kernels" / f"{job}-{digest}.done"
+
+
+def compile_ahead(job: str) -> bool:
+    """Start compiling ``job``'s kernels in a child process, unless done before.
+
+    Returns whether a child was started.  Never raises: without a child, the
+    kernels are compiled when first needed, as always.
+    """
+    if job not in JOBS:
+        raise ValueError(f"unknown compile job {job!r}; one of {JOBS}")
+    try:
+        if _marker(job).exists():
+            return False
+        with _lock:
+            if job in _children:
+                return False
+            _children[job] = subprocess.Popen(
+                [sys.executable, "-m", "engine.search.compile_ahead", job],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        return True
+    except Exception:  # noqa: BLE001 - an optimisation only
+        return False
+
+
+def wait_for(job: str, timeout: float | None = None) -> None:
+    """Wait for ``job``'s child, if one runs, so its kernels load from the cache."""
+    with _lock:
+        child = _children.get(job)
+    if child is not None:
+        try:
+            child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _run(job: str) -> None:
+    import dataclasses
+
+    from engine.search.job import SearchJob
+    from engine.search.prepare import tiny_library
+
+    if job == "isomer-check":
+        from engine.api import parameters_with
+        from engine.qc.check import QC_DEFAULTS
+
+        params = parameters_with(None, dict(QC_DEFAULTS), "isomer check")
+        tiny = tiny_library()
+        SearchJob(tiny, tiny, dataclasses.replace(params, top_n=0), backend="cpu").run()
+    else:
+        from engine.warmup import warm_up
+
+        warm_up("cpu")
+    marker = _marker(job)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a child
+    _run(sys.argv[1])
