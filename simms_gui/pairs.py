@@ -13,7 +13,14 @@ from engine import SearchParameters, SpectrumLibrary
 from engine.matching import PeakMatches, entropy_matches, greedy_matches
 from engine.preprocess import pipeline_from_spec
 
-__all__ = ["SpectrumPair", "compute_pair", "spectrum_label"]
+__all__ = [
+    "SpectrumPair",
+    "compute_pair",
+    "mirror_arguments",
+    "pair_title",
+    "spectrum_label",
+    "spectrum_name",
+]
 
 
 @dataclass(frozen=True)
@@ -29,13 +36,57 @@ class SpectrumPair:
     matches: PeakMatches
     query_label: str
     library_label: str
+    query_name: str = ""
+    library_name: str = ""
+
+
+def spectrum_name(spectra: SpectrumLibrary, index: int) -> str:
+    """The compound's name (else the title, the ID, ``spectrum N``)."""
+    meta = spectra.metadata
+    name = str(meta["name"][index]) or str(meta.get("title", meta["id"])[index])
+    return name or str(meta["id"][index]) or f"spectrum {index}"
 
 
 def spectrum_label(spectra: SpectrumLibrary, index: int) -> str:
+    """``name (ID)``, as captions and lists show a spectrum."""
     meta = spectra.metadata
     name = str(meta["name"][index]) or str(meta.get("title", meta["id"])[index])
     sid = str(meta["id"][index])
     return f"{name} ({sid})" if sid and sid != name else name or f"spectrum {index}"
+
+
+def pair_title(pair: SpectrumPair) -> str:
+    """What the mirror plot's title says after the score: the library compound.
+
+    The query is named by its caption; the title names what a chemist looks
+    for, the compound the hit proposes, and nothing before it to be cut.
+    """
+    return pair.library_name or pair.library_label
+
+
+def mirror_arguments(
+    pair: SpectrumPair,
+    params: SearchParameters,
+    *,
+    title: str | None = None,
+    sides: tuple[str, str] = ("query", "library"),
+) -> tuple[tuple, dict]:
+    """Arguments of ``MirrorFigure.set_pair`` for ``pair`` scored with ``params``.
+
+    The one place the window, its exports and ``simms_gui.mirror_figure`` get
+    their figure's texts from.
+    """
+    args = (pair.query_mz, pair.query_intensity, pair.library_mz, pair.library_intensity)
+    kwargs = dict(
+        title=pair_title(pair) if title is None else title,
+        query_label=pair.query_label,
+        library_label=pair.library_label,
+        score_name=params.score_label,
+        query_precursor_mz=pair.query_precursor,
+        library_precursor_mz=pair.library_precursor,
+        sides=sides,
+    )
+    return (*args, pair.matches), kwargs
 
 
 def compute_pair(
@@ -66,6 +117,7 @@ def compute_pair(
         return SpectrumPair(
             qmz, qint, lmz, lint, q_prec, l_prec, matches,
             spectrum_label(queries, query_index), spectrum_label(library, library_index),
+            spectrum_name(queries, query_index), spectrum_name(library, library_index),
         )  # fmt: skip
     matches = greedy_matches(
         qmz, qint, lmz, lint,
@@ -78,4 +130,5 @@ def compute_pair(
     return SpectrumPair(
         qmz, qint, lmz, lint, q_prec, l_prec, matches,
         spectrum_label(queries, query_index), spectrum_label(library, library_index),
+        spectrum_name(queries, query_index), spectrum_name(library, library_index),
     )  # fmt: skip

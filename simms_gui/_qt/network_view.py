@@ -297,7 +297,12 @@ class NetworkTab(QWidget):
         self.plot.select_edge(edge)
         a, b = (int(i) for i in net.edges[edge])
         pair = compute_pair(net.spectra, a, net.spectra, b, net.params)
-        self.pair_view.show_pair(pair, title=f"edge {a}–{b}", score_name=net.params.score_label)
+        request = self.session.network_request
+        side = "library" if request is not None and request.source == "library" else "query"
+        title = f"edge {a}–{b}: {pair.query_name} – {pair.library_name}"
+        self.pair_view.show_pair(
+            pair, net.params, title=title, sides=(f"{side} {a}", f"{side} {b}")
+        )
         self.info.setText(
             f"Edge {a}–{b}: {net.params.score_label} {net.score[edge]:.4f}, "
             f"{net.matches[edge]} matched peaks, Δ precursor m/z "
