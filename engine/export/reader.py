@@ -64,9 +64,9 @@ def read_hits_frame(path: str | Path):
     if path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path)
-        meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-        frame = table.to_pandas()
+        stored = pq.read_metadata(path).metadata or {}  # the file's key-value metadata
+        meta = {k.decode(): v.decode() for k, v in stored.items()}
+        frame = pq.read_table(path).to_pandas()
         lines = meta.get("simms_provenance", "").splitlines()
         lines.append(f"# complete: {meta.get('simms_complete', '')}")
     else:
