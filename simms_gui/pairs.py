@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import SearchParameters, SpectrumLibrary
+from engine import HitTable, SearchParameters, SpectrumLibrary
+from engine.export import hit_columns
 from engine.matching import PeakMatches, entropy_matches, greedy_matches
 from engine.preprocess import pipeline_from_spec
 
@@ -132,3 +133,23 @@ def compute_pair(
         spectrum_label(queries, query_index), spectrum_label(library, library_index),
         spectrum_name(queries, query_index), spectrum_name(library, library_index),
     )  # fmt: skip
+
+
+def pair_row(
+    queries: SpectrumLibrary,
+    query_index: int,
+    library: SpectrumLibrary,
+    library_index: int,
+    params: SearchParameters,
+    pair: SpectrumPair,
+) -> dict[str, object]:
+    """The hit-table row of a pair scored outside a search (a heatmap cell, a network edge).
+
+    The same columns as the table's (``engine.export.hit_columns``: names, IDs,
+    precursors, reverse score, the library record's metadata), so the hit pane
+    shows any pair as it shows a hit.
+    """
+    hits = HitTable.from_arrays(
+        [query_index], [library_index], [pair.matches.score], [pair.matches.matches]
+    )
+    return {k: v[0] for k, v in hit_columns(hits, queries, library, params).items()}

@@ -46,12 +46,20 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def detail_html(row: Mapping[str, object], *, stacked: bool = False) -> str:
+def detail_html(
+    row: Mapping[str, object],
+    *,
+    stacked: bool = False,
+    sides: tuple[str, str] = ("query", "library"),
+) -> str:
     """The pane's HTML for one hit row (fields missing from ``row`` are left out).
 
     Labels are never broken; ``stacked`` puts each value under its label (a
-    narrow pane), so IDs and names get the pane's whole width.
+    narrow pane), so IDs and names get the pane's whole width.  ``sides``
+    other than query and library (two queries of a network edge) name each
+    spectrum's fields after it.
     """
+    labels = {} if tuple(sides) == ("query", "library") else _side_labels(*sides)
     lines = []
     row = dict(row)
     if "precursor_mz_delta" in row and "query_precursor_mz" in row:
@@ -61,6 +69,7 @@ def detail_html(row: Mapping[str, object], *, stacked: bool = False) -> str:
     for key, label, fmt in DETAIL_FIELDS:
         if key not in row:
             continue
+        label = labels.get(key, label)
         value = row[key]
         if fmt:
             number = float(value)
@@ -75,6 +84,21 @@ def detail_html(row: Mapping[str, object], *, stacked: bool = False) -> str:
     return "<table cellspacing='2' width='100%'>" + "".join(lines) + "</table>"
 
 
+def _side_labels(upper: str, lower: str) -> dict[str, str]:
+    """Labels of the fields that belong to one spectrum, named after it."""
+    return {
+        "library_name": f"Compound ({lower})",
+        "library_id": f"ID ({lower})",
+        "query_name": f"Compound ({upper})",
+        "query_id": f"ID ({upper})",
+        "query_precursor_mz": f"m/z ({upper})",
+        "library_precursor_mz": f"m/z ({lower})",
+        "library_ion_mode": f"Ion mode ({lower})",
+        "query_ion_mode": f"Ion mode ({upper})",
+        "library_explained": f"Explained ({lower})",
+    }
+
+
 class HitDetails(QTextBrowser):
     """Read-only pane listing the selected hit's metadata, licence and authors."""
 
@@ -83,13 +107,16 @@ class HitDetails(QTextBrowser):
         self.setOpenExternalLinks(False)
         self.setPlaceholderText("Select a hit to see its compound, evidence and attribution")
         self.row: dict[str, object] = {}
+        self.sides: tuple[str, str] = ("query", "library")
         self._stacked = False
 
-    def show_row(self, row: Mapping[str, object]) -> None:
-        """Show one hit (a row of the hit columns)."""
-        self.row = dict(row)
+    def show_row(
+        self, row: Mapping[str, object], *, sides: tuple[str, str] = ("query", "library")
+    ) -> None:
+        """Show one hit (a row of the hit columns); ``sides`` name its two spectra."""
+        self.row, self.sides = dict(row), tuple(sides)
         self._stacked = self._narrow()
-        self.setHtml(detail_html(row, stacked=self._stacked))
+        self.setHtml(detail_html(row, stacked=self._stacked, sides=self.sides))
 
     def _narrow(self) -> bool:
         """Too narrow for labels beside values (an ID of 18 characters beside "Explained")."""
@@ -98,7 +125,7 @@ class HitDetails(QTextBrowser):
     def resizeEvent(self, event) -> None:  # noqa: N802  (Qt naming)
         super().resizeEvent(event)
         if self.row and self._narrow() != self._stacked:
-            self.show_row(self.row)
+            self.show_row(self.row, sides=self.sides)
 
     def clear_row(self) -> None:
         """Show nothing."""

@@ -19,7 +19,7 @@ from engine import HitTable
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
-from simms_gui.pairs import compute_pair, spectrum_label
+from simms_gui.pairs import compute_pair, pair_row, spectrum_label
 
 __all__ = ["HitViews"]
 
@@ -36,27 +36,34 @@ class HitViews:
 
     # ------------------------------------------------------------------ hits
     def show_hit(self, view_row: int) -> None:
-        """Show the mirror plot and matched peaks of visible row ``view_row``."""
+        """Show the mirror plot, hit details and matched peaks of visible row ``view_row``."""
         model = self.results.model
         s = self.session
         if view_row < 0 or view_row >= model.rowCount() or s.hits_queries is None:
             self.pair_view.clear()
             return
         row = model.row_of(view_row)
-        self.show_pair(int(row["query_index"]), int(row["library_index"]))
-        self.pair_view.details.show_row(row)
+        self.show_pair(int(row["query_index"]), int(row["library_index"]), row=row)
 
-    def show_pair(self, query_index: int, library_index: int) -> None:
-        """Mirror plot of query ``query_index`` against library spectrum ``library_index``."""
+    def show_pair(self, query_index: int, library_index: int, *, row=None) -> None:
+        """Mirror plot and details of a query against a library spectrum (their indices)."""
         s = self.session
         queries = s.hits_queries if s.hits_queries is not None else s.queries.spectra
         library = s.hits_library if s.hits_library is not None else s.library
         pair = compute_pair(queries, query_index, library, library_index, s.params)
-        self.pair_view.show_pair(pair, s.params)
+        if row is None:  # not a row of the table (a query's best hit, a script)
+            row = pair_row(queries, query_index, library, library_index, s.params, pair)
+        self.pair_view.show_pair(pair, s.params, row=row)
 
     def _show_heatmap_pair(self, rows, r: int, columns, c: int) -> None:
-        pair = compute_pair(rows, r, columns, c, self.session.params)
-        self.heatmap_pair_view.show_pair(pair, self.session.params)
+        params = self.session.params
+        pair = compute_pair(rows, r, columns, c, params)
+        request = self.heatmap_panel.request
+        sides = ("query", "library")
+        if request is not None and request.column_title == "query":  # all vs all queries
+            sides = (f"query {r}", f"query {c}")
+        row = pair_row(rows, r, columns, c, params, pair)
+        self.heatmap_pair_view.show_pair(pair, params, sides=sides, row=row)
 
     def _filter_to_query(self, row: int) -> None:
         spectra = self.session.queries.spectra if self.session.queries else None

@@ -102,3 +102,9 @@ class MirrorPlotWidget(QtWidgets.QWidget):
 
     def sizeHint(self) -> QtCore.QSize:  # noqa: N802  (Qt naming)
         return QtCore.QSize(800, 450)
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802  (Qt naming)
+        # title, captions, axis and legend take about 12 lines; the data keeps about 11
+        # more, so the y title ("relative intensity (%)") fits beside it, never over a caption
+        line = self.fontMetrics().height()
+        return QtCore.QSize(20 * line, 23 * line)

@@ -47,13 +47,17 @@ class PairView(QWidget):
         *,
         title: str | None = None,
         sides: tuple[str, str] = ("query", "library"),
+        row: dict[str, object] | None = None,
     ) -> None:
         """Draw ``pair`` (scored with ``params``) in the mirror plot and list its matched peaks.
 
         ``title`` follows the score (default: the library compound); ``sides``
-        name the upper and lower spectrum in the captions.
+        name the upper and lower spectrum in the captions; ``row`` (its hit
+        columns, :func:`simms_gui.pairs.pair_row`) fills the hit pane.
         """
         self.pair = pair
+        if row is not None:
+            self.details.show_row(row, sides=sides)
         args, kwargs = mirror_arguments(pair, params, title=title, sides=sides)
         self.mirror.set_pair(*args, **kwargs)
         self.peaks.set_matches(
