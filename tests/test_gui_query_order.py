@@ -44,3 +44,28 @@ def test_rows_stream_in_query_order(qtbot, window):
     first = model.row_of(0)
     assert int(first["query_index"]) == int(np.min(model.column("query_index")))
     assert len(rows) == len(window.session.hits)
+
+
+def test_chunks_cut_inside_a_query_merge_into_query_order(qtbot):
+    """Chunks in precursor order, some cut inside a query's hits: the view equals the rule."""
+    from simms_gui._qt.results_model import HitsTableModel
+
+    rng = np.random.default_rng(5)
+    n = 6000
+    query = np.sort(rng.integers(0, 300, n))
+    visit = rng.permutation(300)  # the order a precursor window visits the queries
+    order = np.argsort(visit[query], kind="stable")
+    cols = {
+        "query_index": query[order],
+        "library_index": rng.integers(0, 500, n),
+        "score": np.round(rng.random(n), 2),  # ties: broken by library, then arrival
+        "matches": rng.integers(1, 20, n).astype(np.int32),
+        "query_id": np.array([f"Q{i}" for i in query[order]], dtype=object),
+        "library_id": np.array(["L"] * n, dtype=object),
+    }
+    model = HitsTableModel()
+    for part in np.array_split(np.arange(n), 37):  # boundaries fall inside queries
+        model.append_columns({k: v[part] for k, v in cols.items()})
+    q, lib, score = cols["query_index"], cols["library_index"], cols["score"]
+    expected = sorted(range(n), key=lambda i: (q[i], -score[i], lib[i], i))
+    np.testing.assert_array_equal(model.view_rows, expected)

@@ -182,7 +182,7 @@ class HitsTableModel(QAbstractTableModel):
                 and first
                 and not self._follows(self._view[first - 1], keep[0])
             ):
-                self.sort(-1)  # a search visits queries in precursor order: back to query order
+                self._into_query_order(first)  # a search visits queries in precursor order
         self.countsChanged.emit(len(self._view), self._n)
 
     # -- Qt model API -----------------------------------------------------------------
@@ -402,6 +402,32 @@ class HitsTableModel(QAbstractTableModel):
             self._ranks[key] = (codes.version, table)
         return table[self._cols[source][rows]]
 
+    def _into_query_order(self, first: int) -> None:
+        """Move the rows appended from view row ``first`` on to their places in query order.
+
+        The new rows of queries not shown yet go in between (one merge); those
+        of a query already shown (a chunk boundary inside its hits) are sorted
+        into its rows.  Linear in the rows, never a sort of the whole view.
+        """
+        self.layoutAboutToBeChanged.emit()
+        old = self._view.copy()
+        shown, new = old[:first], old[first:]
+        q = self._cols["query_index"]
+        shown_q, new_q = q[shown], q[new]
+        at = np.searchsorted(shown_q, new_q, side="left")
+        known = at != np.searchsorted(shown_q, new_q, side="right")
+        view = np.insert(shown, at[~known], new[~known])
+        if known.any():
+            view_q = q[view]
+            for query in np.unique(new_q[known]):
+                lo, hi = np.searchsorted(view_q, [query, query + 1])
+                block = self._sorted(np.r_[view[lo:hi], new[new_q == query]])
+                view = np.r_[view[:lo], block, view[hi:]]
+                view_q = q[view]
+        self._view[:] = view
+        self._remap_persistent(old, self._view)
+        self.layoutChanged.emit()
+
     def _follows(self, a: int, b: int) -> bool:
         """Whether storage row ``b`` comes after row ``a`` in query order."""
         if not all(k in self._cols for k in _ORDER_KEYS):
@@ -414,7 +440,9 @@ class HitsTableModel(QAbstractTableModel):
             if len(rows) < 2 or not all(k in self._cols for k in _ORDER_KEYS):
                 return np.sort(rows)
             c = self._cols
-            rows = np.sort(rows)  # equal keys keep the order hits came in
+            stored = np.zeros(self._n, dtype=bool)  # storage order in linear time: equal
+            stored[rows] = True  # keys keep the order hits came in
+            rows = np.flatnonzero(stored)
             return rows[
                 top_n_order(c["query_index"][rows], c["library_index"][rows], c["score"][rows])
             ]
