@@ -74,7 +74,7 @@ def _plot_ok(mirror) -> None:
         assert not y_title.intersects(scene_rect(caption.item)), "the y title covers a caption"
 
 
-def test_network_pair_plot_is_readable_and_described(viewer, qtbot, data_dir):
+def test_network_pair_plot_is_readable_and_described(viewer, qtbot, data_dir, tmp_path):
     viewer.open_queries(data_dir / "pesticides.mgf")
     net = viewer.network(top_n=5, link_method="mutual", max_component_size=10, **SCORE)
     net = net.wait(timeout=120)
@@ -90,6 +90,9 @@ def test_network_pair_plot_is_readable_and_described(viewer, qtbot, data_dir):
     spectra = net.spectra
     assert str(spectra.ids[a]) in text and str(spectra.ids[b]) in text
     assert f"{net.score[0]:.4f}" in text
+    # File → Export mirror plot on the Network tab writes the edge shown there
+    out = viewer.window.export_mirror(tmp_path / "edge.svg")
+    assert f"edge {a}–{b}" in out.read_text(encoding="utf-8")
 
 
 def test_heatmap_pair_plot_is_readable_and_described(viewer, qtbot, data_dir):
