@@ -1,7 +1,7 @@
 """Mirror figures at publication size, off screen: PNG, SVG and PDF without a window.
 
 :func:`publication_figure` lays out a :class:`~simms_gui._qt.mirror_figure.MirrorFigure`
-at :data:`~simms_gui._qt.mirror_figure.FIGURE_SIZE_IN` inches (fonts at their
+at :data:`~simms_gui._qt.figure_export.FIGURE_SIZE_IN` inches (fonts at their
 point sizes) on a canvas never shown; :func:`export_mirror` writes it.  The
 window's exports and :func:`simms_gui.mirror_figure` both use them.
 """
