@@ -10,6 +10,7 @@ from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
 from engine.cluster import ClusterParameters, ClusterResult, cluster_spectra, search_clusters
 from engine.collection import combine_libraries, filter_library
+from engine.export.reader import read_hits_frame as read_hits
 from engine.hits import HitTable
 from engine.io import LoadCancelled, load_library, read_library
 from engine.kernels import cosine_greedy_pair, entropy_similarity_pair, modified_cosine_pair
@@ -19,6 +20,7 @@ from engine.params import MODES, SearchParameters
 from engine.qc import LibraryQC, deduplicate, library_qc
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.search import CancelToken, SearchJob, SearchProgress
+from engine.spectrum import Spectrum
 from engine.version import __version__
 from engine.warmup import warm_up
 
@@ -37,6 +39,7 @@ __all__ = [
     "SearchJob",
     "SearchParameters",
     "SearchProgress",
+    "Spectrum",
     "SpectrumFileError",
     "SpectrumLibrary",
     "SpectrumNetwork",
@@ -55,6 +58,7 @@ __all__ = [
     "modified_cosine_pair",
     "MODES",
     "network",
+    "read_hits",
     "read_library",
     "score_matrix",
     "search",

@@ -21,6 +21,7 @@ from engine.atomic import atomic_path
 from engine.kernels.checks import INTENSITY_INVALID, MZ_INVALID, UNSORTED, peak_problems
 from engine.npz_mapped import load_npz_mapped, save_npz_aligned
 from engine.report import ImportReport
+from engine.spectrum import Spectrum
 
 __all__ = ["LibrarySource", "SpectrumLibrary", "ION_MODE_CODES"]
 
@@ -211,6 +212,36 @@ class SpectrumLibrary:
             polarity[unknown] = sign
         self.__dict__["_polarity"] = polarity
         return polarity
+
+    def __getitem__(
+        self, key: int | slice | Sequence[int] | np.ndarray
+    ) -> Spectrum | SpectrumLibrary:
+        """``library[i]``: a :class:`~engine.Spectrum`; a slice, index array or mask: a library.
+
+        Raises
+        ------
+        IndexError
+            An index out of range.
+        TypeError
+            Another kind of key.
+        """
+        if isinstance(key, (int, np.integer)):
+            return Spectrum.of(self, int(key))
+        if isinstance(key, slice):
+            return self.subset(np.arange(len(self))[key])
+        if isinstance(key, (str, bytes)):
+            raise TypeError(f"spectra are indexed by position, not by {type(key).__name__}")
+        idx = np.asarray(key)
+        if idx.dtype == bool:
+            if idx.shape != (len(self),):
+                raise IndexError(f"boolean index of length {idx.size} for {len(self)} spectra")
+            idx = np.flatnonzero(idx)
+        elif idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"spectrum indices must be integers, not {idx.dtype}")
+        idx = idx.astype(np.int64).ravel()
+        if idx.size and (idx.min() < -len(self) or idx.max() >= len(self)):
+            raise IndexError(f"spectrum index out of range for {len(self)} spectra")
+        return self.subset(idx % max(len(self), 1))
 
     def peaks(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(mz, intensity)`` views of spectrum ``index``."""

@@ -3,13 +3,14 @@
 >>> import simms_gui                       # doctest: +SKIP
 >>> viewer = simms_gui.Viewer()            # doctest: +SKIP
 >>> simms_gui.run()                        # doctest: +SKIP
+>>> simms_gui.mirror_figure(queries[0], library[8750], path="m.pdf")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from simms_gui.version import __version__
 
-__all__ = ["Viewer", "__version__", "run"]
+__all__ = ["Viewer", "__version__", "mirror_figure", "run"]
 
 
 def __getattr__(name: str):
@@ -18,6 +19,10 @@ def __getattr__(name: str):
         from simms_gui.viewer import Viewer
 
         return Viewer
+    if name == "mirror_figure":
+        from simms_gui.figures import mirror_figure
+
+        return mirror_figure
     if name == "run":
         from simms_gui.app import run
 

@@ -41,6 +41,13 @@ def _columns(n: int, rng: np.random.Generator, n_queries: int = 1000, n_lib: int
     }
 
 
+def _query_order(cols, n: int | None = None) -> np.ndarray:
+    """The table's default order, by the rule: query, score descending, library, arrival."""
+    q, score, lib = cols["query_index"], cols["score"], cols["library_index"]
+    n = len(q) if n is None else n
+    return np.array(sorted(range(n), key=lambda i: (q[i], -score[i], lib[i], i)), dtype=np.int64)
+
+
 @pytest.fixture
 def small(qtbot):
     rng = np.random.default_rng(7)
@@ -81,15 +88,18 @@ def test_sort_matches_numpy_stable(small):
     np.testing.assert_array_equal(model.view_rows, np.argsort(-cols["score"], kind="stable"))
     first = model.index(0, COL["score"]).data()
     assert first == f"{cols['score'].max():.4f}"
-    # integer column, stable: ties keep the previous order (here: storage order)
+    # integer column, stable: ties keep the previous order (here: query order)
     model.sort(-1)
+    base = _query_order(cols)
+    np.testing.assert_array_equal(model.view_rows, base)
     model.sort(COL["matches"], Qt.SortOrder.AscendingOrder)
-    np.testing.assert_array_equal(model.view_rows, np.argsort(cols["matches"], kind="stable"))
+    expected = base[np.argsort(cols["matches"][base], kind="stable")]
+    np.testing.assert_array_equal(model.view_rows, expected)
     # text column sorts like Python's sorted() over the displayed (lower-case) text
     model.sort(-1)
     model.sort(COL["library_name"], Qt.SortOrder.AscendingOrder)
     names = [str(v).lower() for v in cols["library_name"]]
-    expected = sorted(range(len(names)), key=lambda i: names[i])
+    expected = sorted(base, key=lambda i: names[i])
     np.testing.assert_array_equal(model.view_rows, expected)
     # a second sort is stable over the first: score descending within equal names
     model.sort(COL["score"], Qt.SortOrder.DescendingOrder)
@@ -97,7 +107,7 @@ def test_sort_matches_numpy_stable(small):
     expected = sorted(range(len(names)), key=lambda i: (names[i], -cols["score"][i]))
     np.testing.assert_array_equal(model.view_rows, expected)
     model.sort(-1)
-    np.testing.assert_array_equal(model.view_rows, np.arange(len(cols["score"])))
+    np.testing.assert_array_equal(model.view_rows, base)
 
 
 def test_filters_are_numpy_masks(small):
@@ -156,7 +166,7 @@ def test_streamed_chunks_are_stored_without_copying_all_rows_each_time(qtbot):
     model.sort(COL["score"], Qt.SortOrder.DescendingOrder)
     np.testing.assert_array_equal(model.view_rows, np.argsort(-cols["score"], kind="stable"))
     model.sort(-1)
-    np.testing.assert_array_equal(model.view_rows, np.arange(60_000))
+    np.testing.assert_array_equal(model.view_rows, _query_order(cols))
     # dtypes widen when a later chunk needs it (an int column meeting floats)
     store = GrowableColumns()
     store.append({"a": np.array([1, 2], dtype=np.int32)})
@@ -226,13 +236,15 @@ def test_text_sort_follows_new_names_as_chunks_stream_in(qtbot):
             for order in (Qt.SortOrder.AscendingOrder, Qt.SortOrder.DescendingOrder):
                 model.sort(-1)
                 model.sort(COL[key], order)
-                values = cols[key][:seen]
+                base = _query_order(cols, seen)  # the order before the sort
+                values = cols[key][base]
                 if key == "library_name":
                     text = [str(v).lower() for v in values]
                     rank = np.unique(text, return_inverse=True)[1].ravel()
-                    expected = _argsort_reference(rank, order == Qt.SortOrder.DescendingOrder)
+                    expected = base[_argsort_reference(rank, order == Qt.SortOrder.DescendingOrder)]
                 else:
-                    expected = _argsort_reference(values, order == Qt.SortOrder.DescendingOrder)
+                    descending = order == Qt.SortOrder.DescendingOrder
+                    expected = base[_argsort_reference(values, descending)]
                 np.testing.assert_array_equal(model.view_rows, expected, err_msg=f"{key} {order}")
     # the sorted view is stable over the previous sort: names, then score descending
     model.sort(COL["score"], Qt.SortOrder.DescendingOrder)

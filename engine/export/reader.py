@@ -8,7 +8,7 @@ import numpy as np
 
 from engine.export.columns import HIT_COLUMNS, MZ_COLUMNS
 
-__all__ = ["read_hits"]
+__all__ = ["read_hits", "read_hits_frame"]
 
 
 def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -41,6 +41,49 @@ def read_hits(path: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
             guarded = values.str.match(r"^'[=+\-@\t\r]")
             out[name] = values.where(~guarded, values.str[1:]).to_numpy(dtype=object)
     return out, provenance
+
+
+def read_hits_frame(path: str | Path):
+    """Read a hit list (TSV, CSV or Parquet) as a :class:`pandas.DataFrame`; ``engine.read_hits``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file written by :func:`write_hits`, the ``simms`` CLI or the window.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per hit, numeric columns as numbers, text without spreadsheet
+        guards.  ``.attrs["provenance"]``: dict of the ``# key: value`` lines
+        (software, date, queries, library, parameters, backend, ...);
+        ``.attrs["complete"]``: whether the search ran to its end;
+        ``.attrs["path"]``: the file read.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        stored = pq.read_metadata(path).metadata or {}  # the file's key-value metadata
+        meta = {k.decode(): v.decode() for k, v in stored.items()}
+        frame = pq.read_table(path).to_pandas()
+        lines = meta.get("simms_provenance", "").splitlines()
+        lines.append(f"# complete: {meta.get('simms_complete', '')}")
+    else:
+        columns, lines = read_hits(path)
+        frame = pd.DataFrame(columns)
+        lines = [f"# {line}" for line in lines]
+    provenance = {}
+    for line in lines:
+        key, _, value = line.removeprefix("#").strip().partition(":")
+        if key:
+            provenance[key.strip()] = value.strip()
+    frame.attrs["provenance"] = provenance
+    frame.attrs["complete"] = provenance.get("complete", "").startswith("yes")
+    frame.attrs["path"] = str(path)
+    return frame
 
 
 _INTEGER = ("query_index", "library_index", "matches", "tied")

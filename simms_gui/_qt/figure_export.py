@@ -14,10 +14,12 @@ from pathlib import Path
 
 from PyQt6 import QtCore, QtGui, QtSvg, QtWidgets
 
-__all__ = ["CANVAS_DPI", "FIGURE_FORMATS", "write_figure"]
+__all__ = ["CANVAS_DPI", "FIGURE_FORMATS", "FIGURE_SIZE_IN", "write_figure"]
 
 #: Logical pixels per inch of the canvas the figure is laid out on.
 CANVAS_DPI = 96.0
+#: Size of exported mirror plots (inches): a two-column journal figure.
+FIGURE_SIZE_IN = (7.0, 4.2)
 #: Suffixes :func:`write_figure` writes.
 FIGURE_FORMATS = (".png", ".svg", ".pdf")
 
@@ -42,7 +44,7 @@ def write_figure(
         ``.png`` (raster at ``dpi``, with the resolution stored in the file),
         ``.svg`` (vector, text as text) or ``.pdf`` (vector, page of the figure's size).
     dpi : float, default 300
-        Resolution of a PNG.
+        Resolution of a PNG (SVG and PDF are vector graphics).
     title : str
         Document title of SVG and PDF files.
 
@@ -122,7 +124,10 @@ def _write_pdf(scene, source: QtCore.QRectF, path: str, *, dpi: float, title: st
     size = QtCore.QSizeF(source.width() / CANVAS_DPI * 72.0, source.height() / CANVAS_DPI * 72.0)
     writer.setPageSize(QtGui.QPageSize(size, QtGui.QPageSize.Unit.Point))
     writer.setPageMargins(QtCore.QMarginsF(0, 0, 0, 0))
-    writer.setResolution(round(dpi))
+    # the page in canvas units: pyqtgraph's axes replay a QPicture recorded at screen
+    # resolution, which a 300 dpi page would scale again (axis text ~5x, ticks off
+    # their peaks); vector output keeps every coordinate as a float anyway
+    writer.setResolution(round(CANVAS_DPI))
     painter = QtGui.QPainter(writer)
     try:
         viewport = painter.viewport()

@@ -1,4 +1,4 @@
-"""Pieces of figures: an axis reading absolute values, a caption that fits its width."""
+"""Pieces of figures: colours, an axis reading absolute values, a caption that fits its width."""
 
 from __future__ import annotations
 
@@ -7,7 +7,26 @@ import html
 import pyqtgraph as pg
 from PyQt6 import QtCore, QtGui, QtWidgets
 
-__all__ = ["AbsoluteAxis", "FitLabel", "hint_or_plot"]
+__all__ = ["COLORS", "LEGEND_NAMES", "AbsoluteAxis", "FitLabel", "hint_or_plot"]
+
+#: Colours of the mirror plot (colour-blind safe: blue / orange / grey / purple).
+COLORS = {
+    "matched": "#1f6fb4",
+    "shifted": "#e8710a",
+    "unmatched": "#9a9a9a",
+    "precursor": "#7b3294",
+    "label": "#333333",
+    "zero": "#555555",
+    "highlight": "#d62728",
+}
+
+#: Legend text of each kind of item, in legend order.
+LEGEND_NAMES = {
+    "matched": "matched peaks",
+    "shifted": "shifted matches",
+    "unmatched": "unmatched peaks",
+    "precursor": "precursor m/z",
+}
 
 
 class AbsoluteAxis(pg.AxisItem):
@@ -18,14 +37,18 @@ class AbsoluteAxis(pg.AxisItem):
 
 
 class FitLabel(pg.LabelItem):
-    """One line of text that shortens itself (…) to the width it is given.
+    """Text that wraps (up to ``lines`` lines) and shortens itself (…) to the width it is given.
 
     pyqtgraph's LabelItem asks for its text's full width, so a long spectrum
     name would widen the whole figure past the window; this one asks for no
-    width and elides its text to whatever the layout grants.
+    width, breaks its text after a " — " (else a space) when ``lines`` allows
+    a second line, and elides what still does not fit.
     """
 
-    def __init__(self, size_pt: float, *, bold: bool = False, justify: str = "left") -> None:
+    def __init__(
+        self, size_pt: float, *, bold: bool = False, justify: str = "left", lines: int = 1
+    ) -> None:
+        self._lines = lines
         super().__init__("", color="#222222", size=f"{size_pt}pt", justify=justify, bold=bold)
         self.full_text = ""
         self.item.document().setDocumentMargin(2.0)
@@ -41,11 +64,17 @@ class FitLabel(pg.LabelItem):
     def _fit(self) -> None:
         text = getattr(self, "full_text", "")  # resized while pyqtgraph builds it
         width = self.width()
+        shown = [text]
         if text and width > 20:
             metrics = QtGui.QFontMetricsF(self._font)
-            text = metrics.elidedText(text, QtCore.Qt.TextElideMode.ElideRight, width - 10)
-        if _escape(text) != self.text:
-            self.setText(_escape(text))
+            room = width - 10
+            if self._lines > 1 and metrics.horizontalAdvance(text) > room:
+                shown = _wrap(text, metrics, room)
+            elide = QtCore.Qt.TextElideMode.ElideRight
+            shown = [metrics.elidedText(line, elide, room) for line in shown]
+        markup = "<br>".join(_escape(line) for line in shown)
+        if markup != self.text:
+            self.setText(markup)
 
     def resizeEvent(self, ev) -> None:  # noqa: N802  (Qt naming)
         super().resizeEvent(ev)
@@ -64,6 +93,17 @@ class FitLabel(pg.LabelItem):
             hint.MinimumDescent: (0, 0),
         }
         self.updateGeometry()
+
+
+def _wrap(text: str, metrics: QtGui.QFontMetricsF, room: float) -> list[str]:
+    """Two lines: broken after " — " when the first part fits, else at the last space that fits."""
+    head, dash, tail = text.partition(" — ")
+    if dash and metrics.horizontalAdvance(head) <= room:
+        return [head, tail]
+    cut = len(text)
+    while cut > 0 and (text[cut - 1] != " " or metrics.horizontalAdvance(text[:cut]) > room):
+        cut -= 1
+    return [text[:cut].rstrip(), text[cut:]] if cut else [text]
 
 
 def _escape(text: str) -> str:

@@ -51,6 +51,7 @@ class HeatmapPanel(QWidget):
             "Select queries, then choose a heatmap. Click a cell for its mirror plot."
         )
         self.status.setStyleSheet("color: palette(mid);")
+        self.status.setWordWrap(True)  # on two lines rather than widening the window
         bar = QHBoxLayout()
         bar.addWidget(self.top_button)
         bar.addWidget(self.selection_button)

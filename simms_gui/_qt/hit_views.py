@@ -15,11 +15,11 @@ from PyQt6.QtWidgets import (
     QMessageBox,
 )
 
-from engine import HitTable, SearchParameters
+from engine import HitTable
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
-from simms_gui.pairs import compute_pair, spectrum_label
+from simms_gui.pairs import compute_pair, pair_row, spectrum_label
 
 __all__ = ["HitViews"]
 
@@ -36,29 +36,34 @@ class HitViews:
 
     # ------------------------------------------------------------------ hits
     def show_hit(self, view_row: int) -> None:
-        """Show the mirror plot and matched peaks of visible row ``view_row``."""
+        """Show the mirror plot, hit details and matched peaks of visible row ``view_row``."""
         model = self.results.model
         s = self.session
         if view_row < 0 or view_row >= model.rowCount() or s.hits_queries is None:
             self.pair_view.clear()
             return
         row = model.row_of(view_row)
-        self.show_pair(int(row["query_index"]), int(row["library_index"]))
-        self.pair_view.details.show_row(row)
+        self.show_pair(int(row["query_index"]), int(row["library_index"]), row=row)
 
-    def show_pair(self, query_index: int, library_index: int) -> None:
-        """Mirror plot of query ``query_index`` against library spectrum ``library_index``."""
+    def show_pair(self, query_index: int, library_index: int, *, row=None) -> None:
+        """Mirror plot and details of a query against a library spectrum (their indices)."""
         s = self.session
         queries = s.hits_queries if s.hits_queries is not None else s.queries.spectra
         library = s.hits_library if s.hits_library is not None else s.library
         pair = compute_pair(queries, query_index, library, library_index, s.params)
-        self.pair_view.show_pair(pair, title=pair_title(pair), score_name=score_name(s.params))
+        if row is None:  # not a row of the table (a query's best hit, a script)
+            row = pair_row(queries, query_index, library, library_index, s.params, pair)
+        self.pair_view.show_pair(pair, s.params, row=row)
 
     def _show_heatmap_pair(self, rows, r: int, columns, c: int) -> None:
-        pair = compute_pair(rows, r, columns, c, self.session.params)
-        self.heatmap_pair_view.show_pair(
-            pair, title=pair_title(pair), score_name=score_name(self.session.params)
-        )
+        params = self.session.params
+        pair = compute_pair(rows, r, columns, c, params)
+        request = self.heatmap_panel.request
+        sides = ("query", "library")
+        if request is not None and request.column_title == "query":  # all vs all queries
+            sides = (f"query {r}", f"query {c}")
+        row = pair_row(rows, r, columns, c, params, pair)
+        self.heatmap_pair_view.show_pair(pair, params, sides=sides, row=row)
 
     def _filter_to_query(self, row: int) -> None:
         spectra = self.session.queries.spectra if self.session.queries else None
@@ -125,9 +130,14 @@ class HitViews:
         self.log(f"Wrote {which} hits to {out}")
         return out
 
+    def current_pair_view(self):
+        """The pair view of the tab shown: hit table, heatmap or network."""
+        views = {1: self.heatmap_pair_view, 2: self.network_tab.pair_view}
+        return views.get(self.tabs.currentIndex(), self.pair_view)
+
     def export_mirror(self, path: str | Path | None = None) -> Path | None:
         """Write the current mirror plot at publication size to PNG (300 dpi), SVG or PDF."""
-        view = self.heatmap_pair_view if self.tabs.currentIndex() == 1 else self.pair_view
+        view = self.current_pair_view()
         if view.pair is None:
             QMessageBox.information(self, "No mirror plot", "Select a hit first.")
             return None
@@ -230,18 +240,3 @@ def hits_filter() -> str:
     if parquet_writable():
         return HITS_FILTER
     return ";;".join(f for f in HITS_FILTER.split(";;") if "parquet" not in f)
-
-
-def score_name(params: SearchParameters) -> str:
-    """The score's name in words, for plot labels."""
-    return params.score_label
-
-
-def pair_title(pair) -> str:
-    """``query name vs library name`` (names without IDs, each at most 40 characters)."""
-
-    def short(label: str) -> str:
-        name = label.split(" (")[0]
-        return name if len(name) <= 40 else name[:39] + "…"
-
-    return f"{short(pair.query_label)} vs {short(pair.library_label)}"

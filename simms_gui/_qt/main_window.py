@@ -114,6 +114,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.heatmap_splitter.addWidget(self.heatmap_panel)
         self.heatmap_splitter.addWidget(self.heatmap_pair_view)
         self.heatmap_splitter.setSizes([560, 340])
+        for splitter in (self.results_splitter, self.heatmap_splitter):
+            splitter.setCollapsible(1, False)  # the mirror plot keeps its minimum height
 
         self.tabs = QTabWidget()
         self.tabs.addTab(self.results_splitter, "Results")
@@ -198,16 +200,33 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
 
         Without this a 1366 x 768 laptop (or a window manager that does not
         shrink new windows) gets a window whose status bar and hit pane lie
-        off screen.
+        off screen.  The frame (title bar, borders) counts: until a window
+        manager has framed the window its size is unknown, so the fit is made
+        again once the window is shown.
         """
         screen = self.screen() or QGuiApplication.primaryScreen()
         if screen is None:
             self.resize(width, height)
             return
         free = screen.availableGeometry()
-        self.resize(min(width, free.width()), min(height, free.height()))
-        if width > free.width() or height > free.height():
-            self.move(free.topLeft())
+        frame, inner = self.frameGeometry(), self.geometry()
+        extra_w, extra_h = frame.width() - inner.width(), frame.height() - inner.height()
+        self.resize(min(width, free.width() - extra_w), min(height, free.height() - extra_h))
+        if width + extra_w > free.width() or height + extra_h > free.height():
+            self.move(free.topLeft())  # moves the frame: the title bar on screen
+        self._fit_when_framed = (extra_w, extra_h) == (0, 0) and not self.isVisible()
+
+    def showEvent(self, event) -> None:  # noqa: N802  (Qt naming)
+        super().showEvent(event)
+        if getattr(self, "_fit_when_framed", False):
+            self._fit_when_framed = False
+            QTimer.singleShot(300, self.keep_on_screen)  # once the window manager framed it
+
+    def keep_on_screen(self) -> None:
+        """Shrink and move the window so that its frame lies in the screen's free area."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is not None and not screen.availableGeometry().contains(self.frameGeometry()):
+            self.fit_to_screen(self.width(), self.height())
 
     def arrange_docks(self, compact: bool | None = None) -> None:
         """Lay the side panels out for the screen: stacked, or Spectra/Queries tabbed.

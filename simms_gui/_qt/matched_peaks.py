@@ -10,24 +10,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from PyQt6 import QtCore, QtWidgets
+from PyQt6 import QtCore, QtGui, QtWidgets
 from PyQt6.QtCore import Qt
 
 from engine.matching import PeakMatches
 
-__all__ = ["COLUMNS", "MatchedPeaksModel", "MatchedPeaksView"]
+__all__ = ["COLUMNS", "SHIFTED_TEXT", "MatchedPeaksModel", "MatchedPeaksView"]
 
 #: Column keys, in display order.
 COLUMNS = (
     "query_mz",
     "library_mz",
+    "shifted",
     "delta_mda",
     "delta_ppm",
     "query_intensity",
     "library_intensity",
     "contribution",
-    "shifted",
 )
+
+#: Text colour of shifted pairs: the mirror plot's orange, darkened to read on white.
+SHIFTED_TEXT = "#b35500"
 
 _HEADERS = {
     "query_mz": ("query m/z", "m/z of the query peak"),
@@ -40,7 +43,7 @@ _HEADERS = {
     "query_intensity": ("query int.", "query peak intensity (% of the strongest peak)"),
     "library_intensity": ("library int.", "library peak intensity (% of the strongest peak)"),
     "contribution": ("contribution", "the pair's share of the score; the column sums to the score"),
-    "shifted": ("shifted", "matched across the precursor m/z difference (modified cosine)"),
+    "shifted": ("", "shifted: matched across the precursor m/z difference (modified cosine)"),
 }
 
 _FORMATS: dict[str, Callable[[object], str]] = {
@@ -51,7 +54,7 @@ _FORMATS: dict[str, Callable[[object], str]] = {
     "query_intensity": lambda v: f"{v:.1f}",
     "library_intensity": lambda v: f"{v:.1f}",
     "contribution": lambda v: f"{v:.4f}",
-    "shifted": lambda v: "yes" if v else "",
+    "shifted": lambda v: "shifted" if v else "",
 }
 
 
@@ -172,6 +175,8 @@ class MatchedPeaksModel(QtCore.QAbstractTableModel):
             if key == "shifted":
                 return Qt.AlignmentFlag.AlignCenter
             return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        if role == Qt.ItemDataRole.ForegroundRole and self.columns["shifted"][index.row()]:
+            return QtGui.QBrush(QtGui.QColor(SHIFTED_TEXT))  # as the mirror plot colours it
         if role == Qt.ItemDataRole.ToolTipRole and key != "shifted":
             return f"{float(value):.6g}"
         return None

@@ -32,7 +32,7 @@ from simms_gui._qt.spectrum_view import PairView
 from simms_gui._qt.worker import BackgroundTask
 from simms_gui.network_layout import network_layout
 from simms_gui.network_session import NetworkRequest
-from simms_gui.pairs import compute_pair
+from simms_gui.pairs import compute_pair, pair_row
 from simms_gui.session import Session
 
 __all__ = ["NetworkTab"]
@@ -84,6 +84,7 @@ class NetworkTab(QWidget):
         splitter.addWidget(self.plot)
         splitter.addWidget(self.pair_view)
         splitter.setSizes([560, 340])
+        splitter.setCollapsible(1, False)  # the mirror plot keeps its minimum height
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(self.bar)
@@ -297,7 +298,12 @@ class NetworkTab(QWidget):
         self.plot.select_edge(edge)
         a, b = (int(i) for i in net.edges[edge])
         pair = compute_pair(net.spectra, a, net.spectra, b, net.params)
-        self.pair_view.show_pair(pair, title=f"edge {a}–{b}", score_name=net.params.score_label)
+        request = self.session.network_request
+        side = "library" if request is not None and request.source == "library" else "query"
+        title = f"edge {a}–{b}: {pair.query_name} – {pair.library_name}"
+        row = pair_row(net.spectra, a, net.spectra, b, net.params, pair)
+        sides = (f"{side} {a}", f"{side} {b}")
+        self.pair_view.show_pair(pair, net.params, title=title, sides=sides, row=row)
         self.info.setText(
             f"Edge {a}–{b}: {net.params.score_label} {net.score[edge]:.4f}, "
             f"{net.matches[edge]} matched peaks, Δ precursor m/z "

@@ -39,6 +39,9 @@ class Column:
     tip: str = ""
 
 
+#: Columns of the default (query) order: query, score descending, library.
+_ORDER_KEYS = ("query_index", "score", "library_index")
+
 #: Columns shown, in order.
 COLUMNS: tuple[Column, ...] = (
     Column("query_index", "Q #", "d", "Position of the query in the query file"),
@@ -167,11 +170,19 @@ class HitsTableModel(QAbstractTableModel):
             self.apply()
             return
         keep = new_rows[self._mask(new_rows)]
+        if self._sort_column < 0:
+            keep = self._sorted(keep)
         if len(keep):
             first = len(self._view)
             self.beginInsertRows(QModelIndex(), first, first + len(keep) - 1)
             self._view = self._view_store.extend(self._view, keep)
             self.endInsertRows()
+            if (
+                self._sort_column < 0
+                and first
+                and not self._follows(self._view[first - 1], keep[0])
+            ):
+                self._into_query_order(first)  # a search visits queries in precursor order
         self.countsChanged.emit(len(self._view), self._n)
 
     # -- Qt model API -----------------------------------------------------------------
@@ -210,7 +221,7 @@ class HitsTableModel(QAbstractTableModel):
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        """Sort the visible rows by ``column`` (-1: storage order); stable."""
+        """Sort the visible rows by ``column`` (-1: query order, best hits first); stable."""
         self._sort_column, self._sort_order = column, order
         self.layoutAboutToBeChanged.emit()
         old = self._view
@@ -391,9 +402,52 @@ class HitsTableModel(QAbstractTableModel):
             self._ranks[key] = (codes.version, table)
         return table[self._cols[source][rows]]
 
+    def _into_query_order(self, first: int) -> None:
+        """Move the rows appended from view row ``first`` on to their places in query order.
+
+        The new rows of queries not shown yet go in between (one merge); those
+        of a query already shown (a chunk boundary inside its hits) are sorted
+        into its rows.  Linear in the rows, never a sort of the whole view.
+        """
+        self.layoutAboutToBeChanged.emit()
+        old = self._view.copy()
+        shown, new = old[:first], old[first:]
+        q = self._cols["query_index"]
+        shown_q, new_q = q[shown], q[new]
+        at = np.searchsorted(shown_q, new_q, side="left")
+        known = at != np.searchsorted(shown_q, new_q, side="right")
+        view = np.insert(shown, at[~known], new[~known])
+        if known.any():
+            view_q = q[view]
+            for query in np.unique(new_q[known]):
+                lo, hi = np.searchsorted(view_q, [query, query + 1])
+                block = self._sorted(np.r_[view[lo:hi], new[new_q == query]])
+                view = np.r_[view[:lo], block, view[hi:]]
+                view_q = q[view]
+        self._view[:] = view
+        self._remap_persistent(old, self._view)
+        self.layoutChanged.emit()
+
+    def _follows(self, a: int, b: int) -> bool:
+        """Whether storage row ``b`` comes after row ``a`` in query order."""
+        if not all(k in self._cols for k in _ORDER_KEYS):
+            return True
+        q, score, lib = (self._cols[k] for k in _ORDER_KEYS)
+        return (q[a], -score[a], lib[a]) <= (q[b], -score[b], lib[b])
+
     def _sorted(self, rows: np.ndarray) -> np.ndarray:
-        if self._sort_column < 0 or not self._cols or len(rows) < 2:
-            return np.sort(rows) if self._sort_column < 0 else rows
+        if self._sort_column < 0:  # query order: query, score descending, library (as exports)
+            if len(rows) < 2 or not all(k in self._cols for k in _ORDER_KEYS):
+                return np.sort(rows)
+            c = self._cols
+            stored = np.zeros(self._n, dtype=bool)  # storage order in linear time: equal
+            stored[rows] = True  # keys keep the order hits came in
+            rows = np.flatnonzero(stored)
+            return rows[
+                top_n_order(c["query_index"][rows], c["library_index"][rows], c["score"][rows])
+            ]
+        if not self._cols or len(rows) < 2:
+            return rows
         key = self._sort_key(COLUMNS[self._sort_column].key, rows)
         descending = self._sort_order == Qt.SortOrder.DescendingOrder
         return rows[stable_order(key, descending=descending)]

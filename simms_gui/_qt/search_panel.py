@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PyQt6.QtCore import Qt, pyqtSignal
+from PyQt6.QtCore import QSize, Qt, pyqtSignal
 from PyQt6.QtGui import QStandardItemModel
 from PyQt6.QtWidgets import (
     QCheckBox,
@@ -184,7 +184,7 @@ class SearchPanel(QWidget):
         # and the progress stay in view below it
         form_widget = QWidget()
         form_widget.setLayout(form)
-        self.form_scroll = QScrollArea()
+        self.form_scroll = _FormScroll()
         self.form_scroll.setWidget(form_widget)
         self.form_scroll.setWidgetResizable(True)
         self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -458,3 +458,20 @@ def _select(combo: QComboBox, data: object) -> None:
     index = combo.findData(data)
     if index >= 0:
         combo.setCurrentIndex(index)
+
+
+class _FormScroll(QScrollArea):
+    """Scrolls the form up and down only: never narrower than the form and its scroll bar.
+
+    With the horizontal scroll bar off, a narrower area would cut the fields'
+    right edge (a 400-pixel dock at 1366 x 768); the dock widens instead.
+    """
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802  (Qt naming)
+        hint = super().minimumSizeHint()
+        form = self.widget()
+        if form is None:
+            return hint
+        bar = self.verticalScrollBar().sizeHint().width()
+        width = form.minimumSizeHint().width() + bar + 2 * self.frameWidth()
+        return QSize(max(hint.width(), width), hint.height())

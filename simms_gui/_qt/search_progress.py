@@ -96,6 +96,9 @@ class SearchProgressView(QWidget):
         """Final state of the progress bar; a stopped search says what it kept."""
         self._running = False
         self.bar.setFormat(text)
+        # an ended search leaves no chunk edge inside its words ("stopped · 11█ hits"):
+        # full when done, empty otherwise (the line below says how far it got)
+        self.bar.setValue(self.bar.maximum() if state == "done" else self.bar.minimum())
         last = self._last_progress
         if state == "stopped" and hits is not None:
             done = (

@@ -199,7 +199,9 @@ class SessionActions:
             self._fill_restored(s.hit_list().columns, library.name)
         if s.hits_queries is not None:
             state = "stopped" if s.cancelled else "done"
-            self.search_panel.show_done(f"{state} · {len(s.hits):,} hits (from the session)")
+            self.search_panel.show_done(
+                f"{state} · {len(s.hits):,} hits (from the session)", state=state
+            )
         else:
             self.search_panel.show_done("idle")
         self._show_params_to_session()

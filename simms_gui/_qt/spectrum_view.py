@@ -7,10 +7,11 @@ from pathlib import Path
 from PyQt6.QtCore import Qt
 from PyQt6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from engine import SearchParameters
 from simms_gui._qt.hit_details import HitDetails
 from simms_gui._qt.matched_peaks import MatchedPeaksView
 from simms_gui._qt.mirror_plot import MirrorPlotWidget
-from simms_gui.pairs import SpectrumPair
+from simms_gui.pairs import SpectrumPair, mirror_arguments
 
 __all__ = ["PairView"]
 
@@ -39,15 +40,26 @@ class PairView(QWidget):
         self.pair: SpectrumPair | None = None
         self.peaks.matchSelected.connect(self._highlight)
 
-    def show_pair(self, pair: SpectrumPair, *, title: str = "", score_name: str = "cosine") -> None:
-        """Draw ``pair`` in the mirror plot and list its matched peaks."""
+    def show_pair(
+        self,
+        pair: SpectrumPair,
+        params: SearchParameters,
+        *,
+        title: str | None = None,
+        sides: tuple[str, str] = ("query", "library"),
+        row: dict[str, object] | None = None,
+    ) -> None:
+        """Draw ``pair`` (scored with ``params``) in the mirror plot and list its matched peaks.
+
+        ``title`` follows the score (default: the library compound); ``sides``
+        name the upper and lower spectrum in the captions; ``row`` (its hit
+        columns, :func:`simms_gui.pairs.pair_row`) fills the hit pane.
+        """
         self.pair = pair
-        self.mirror.set_pair(
-            pair.query_mz, pair.query_intensity, pair.library_mz, pair.library_intensity,
-            pair.matches, title=title, query_label=pair.query_label,
-            library_label=pair.library_label, score_name=score_name,
-            query_precursor_mz=pair.query_precursor, library_precursor_mz=pair.library_precursor,
-        )  # fmt: skip
+        if row is not None:
+            self.details.show_row(row, sides=sides)
+        args, kwargs = mirror_arguments(pair, params, title=title, sides=sides)
+        self.mirror.set_pair(*args, **kwargs)
         self.peaks.set_matches(
             pair.query_mz, pair.query_intensity, pair.library_mz, pair.library_intensity,
             pair.matches, query_precursor_mz=pair.query_precursor,
@@ -61,9 +73,9 @@ class PairView(QWidget):
         self.peaks.clear()
         self.details.clear_row()
 
-    def export_image(self, path: str | Path) -> Path:
-        """Write the mirror plot at publication size to PNG (300 dpi), SVG or PDF."""
-        return self.mirror.export_image(path)
+    def export_image(self, path: str | Path, *, dpi: float = 300.0) -> Path:
+        """Write the mirror plot at publication size to PNG (``dpi``), SVG or PDF."""
+        return self.mirror.export_image(path, dpi=dpi)
 
     def _highlight(self, index: int) -> None:
         self.mirror.highlight_match(None if index < 0 else index)
