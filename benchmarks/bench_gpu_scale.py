@@ -100,6 +100,10 @@ def main() -> None:
         help="first time one search with the flagged pairs scored on the GPU (CudaBackend."
         "pairs_on_gpu, v8) beside the default (the host's rescoring)",
     )
+    ap.add_argument(
+        "--repeat", type=int, default=1,
+        help="time the search this many times (the first after warm_up against the next)",
+    )  # fmt: skip
     args = ap.parse_args()
 
     from engine.backends import gpu_status
@@ -155,16 +159,19 @@ def main() -> None:
             flush=True,
         )
         be.pairs_on_gpu, be.rescored_pairs = False, 0
-    be.gpu_scored_pairs = be.floored_pairs = 0
-    t, cpu = time.perf_counter(), time.process_time()
-    job = SearchJob(queries, library, params, backend=be)
-    chunks, first = [], None
-    for chunk in job:
-        if first is None and len(chunk):
-            first = time.perf_counter() - t
-        chunks.append(chunk)
-    seconds = time.perf_counter() - t
-    cpu_s = time.process_time() - cpu
+    for repeat in range(args.repeat):  # the first one: the first large search after warm_up
+        be.gpu_scored_pairs = be.floored_pairs = be.rescored_pairs = 0
+        t, cpu = time.perf_counter(), time.process_time()
+        job = SearchJob(queries, library, params, backend=be)
+        chunks, first = [], None
+        for chunk in job:
+            if first is None and len(chunk):
+                first = time.perf_counter() - t
+            chunks.append(chunk)
+        seconds = time.perf_counter() - t
+        cpu_s = time.process_time() - cpu
+        if args.repeat > 1:
+            print(f"search {repeat + 1} of {args.repeat}: {seconds:.2f} s", flush=True)
     hits = HitTable.concat(chunks)
     pairs = len(queries) * len(library)
     print(

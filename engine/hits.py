@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import numba
 import numpy as np
 
-from engine.kernels.threads import parallel_region
+from engine.kernels.threads import for_each_span
 
 __all__ = ["HitContext", "HitTable"]
 
@@ -270,8 +270,9 @@ def _in_order(rows, library, score):  # pragma: no cover - numba
     return True
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
-def _top_n_order(query, library, score, top_n, q_lo, n_groups):  # pragma: no cover - numba
+@numba.njit(cache=True, nogil=True)
+def _grouped_by_query(query, q_lo, n_groups):  # pragma: no cover - numba
+    """Rows grouped by query (a stable counting sort) and each group's start."""
     n = len(query)
     starts = np.zeros(n_groups + 1, dtype=np.int64)
     for k in range(n):
@@ -280,25 +281,42 @@ def _top_n_order(query, library, score, top_n, q_lo, n_groups):  # pragma: no co
         starts[g + 1] += starts[g]
     grouped = np.empty(n, dtype=np.int64)
     fill = starts[:-1].copy()
-    for k in range(n):  # counting sort by query, stable
+    for k in range(n):
         g = query[k] - q_lo
         grouped[fill[g]] = k
         fill[g] += 1
-    kept = np.empty(n_groups, dtype=np.int64)
-    for g in numba.prange(n_groups):
+    return grouped, starts
+
+
+@numba.njit(cache=True, nogil=True)
+def _order_groups(g0, g1, grouped, starts, library, score, top_n, kept):  # pragma: no cover
+    """Sort query groups ``[g0, g1)`` in place (score descending, then library), sizes kept."""
+    for g in range(g0, g1):
         a, b = starts[g], starts[g + 1]
         if b - a > 1 and not _in_order(grouped[a:b], library, score):
             rows = grouped[a:b]
             by_library = rows[np.argsort(library[rows], kind="mergesort")]
             grouped[a:b] = by_library[np.argsort(-score[by_library], kind="mergesort")]
         kept[g] = min(b - a, top_n) if top_n > 0 else b - a
+
+
+@numba.njit(cache=True, nogil=True)
+def _kept_rows(grouped, starts, kept):  # pragma: no cover - numba
+    n_groups = kept.shape[0]
     out_start = np.zeros(n_groups + 1, dtype=np.int64)
     for g in range(n_groups):
         out_start[g + 1] = out_start[g] + kept[g]
     out = np.empty(out_start[n_groups], dtype=np.int64)
-    for g in numba.prange(n_groups):
+    for g in range(n_groups):
         out[out_start[g] : out_start[g + 1]] = grouped[starts[g] : starts[g] + kept[g]]
     return out
+
+
+def _top_n_order(query, library, score, top_n, q_lo, n_groups):
+    grouped, starts = _grouped_by_query(query, q_lo, n_groups)
+    kept = np.empty(n_groups, dtype=np.int64)
+    for_each_span(_order_groups, n_groups, grouped, starts, library, score, top_n, kept)
+    return _kept_rows(grouped, starts, kept)
 
 
 #: Up to this many rows are ordered by numpy in this thread: a parallel kernel's
@@ -347,12 +365,11 @@ def top_n_order(
     if len(query) <= SMALL_ORDER_ROWS:
         return _top_n_order_small(query, library, score, int(top_n))
     q_lo, q_hi = int(query.min()), int(query.max())
-    with parallel_region():
-        return _top_n_order(
-            np.ascontiguousarray(query, dtype=np.int64),
-            np.ascontiguousarray(library, dtype=np.int64),
-            np.ascontiguousarray(score, dtype=np.float64),
-            int(top_n),
-            q_lo,
-            q_hi - q_lo + 1,
-        )
+    return _top_n_order(
+        np.ascontiguousarray(query, dtype=np.int64),
+        np.ascontiguousarray(library, dtype=np.int64),
+        np.ascontiguousarray(score, dtype=np.float64),
+        int(top_n),
+        q_lo,
+        q_hi - q_lo + 1,
+    )

@@ -22,7 +22,7 @@ from engine.qc.check import QC_DEFAULTS, compound_keys
 from engine.search import TIE_TOLERANCE, SearchJob
 from engine.search.compile_ahead import wait_for
 
-__all__ = ["IsomerCheck", "complete_ties"]
+__all__ = ["IsomerCheck", "compile_isomer_check", "complete_ties"]
 
 
 class IsomerCheck:
@@ -127,6 +127,15 @@ class IsomerCheck:
         rows = rows[[str(f) in several for f in formula[rows].tolist()]]
         pool = pool[[str(f) in several for f in formula[pool].tolist()]]
         return rows, pool
+
+
+def compile_isomer_check() -> None:
+    """Compile (or load) the kernels of :class:`IsomerCheck`'s search, on tiny spectra."""
+    from engine.search.prepare import tiny_library
+
+    tiny = tiny_library()
+    params = parameters_with(None, dict(QC_DEFAULTS), "IsomerCheck")
+    _search(tiny, tiny, dataclasses.replace(params, top_n=0), "cpu")
 
 
 def _search(

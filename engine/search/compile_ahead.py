@@ -11,6 +11,7 @@ environment records that the job has run once, so later runs start no child.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import subprocess
 import sys
@@ -19,8 +20,12 @@ from pathlib import Path
 
 __all__ = ["JOBS", "compile_ahead", "wait_for"]
 
-#: What a child can compile: the job's name and what it runs.
-JOBS = ("isomer-check", "warm-up")
+#: What a child can compile: each job's name and the function it runs (by name, so
+#: this module stays below the layers whose kernels it compiles).
+JOBS = {
+    "isomer-check": "engine.qc.ambiguity:compile_isomer_check",
+    "warm-up": "engine.warmup:warm_up",
+}
 
 _children: dict[str, subprocess.Popen] = {}
 _lock = threading.Lock()
@@ -45,7 +50,7 @@ def compile_ahead(job: str) -> bool:
     kernels are compiled when first needed, as always.
     """
     if job not in JOBS:
-        raise ValueError(f"unknown compile job {job!r}; one of {JOBS}")
+        raise ValueError(f"unknown compile job {job!r}; one of {tuple(JOBS)}")
     try:
         if _marker(job).exists():
             return False
@@ -75,22 +80,8 @@ def wait_for(job: str, timeout: float | None = None) -> None:
 
 
 def _run(job: str) -> None:
-    import dataclasses
-
-    from engine.search.job import SearchJob
-    from engine.search.prepare import tiny_library
-
-    if job == "isomer-check":
-        from engine.api import parameters_with
-        from engine.qc.check import QC_DEFAULTS
-
-        params = parameters_with(None, dict(QC_DEFAULTS), "isomer check")
-        tiny = tiny_library()
-        SearchJob(tiny, tiny, dataclasses.replace(params, top_n=0), backend="cpu").run()
-    else:
-        from engine.warmup import warm_up
-
-        warm_up("cpu")
+    module, _, function = JOBS[job].partition(":")
+    getattr(importlib.import_module(module), function)()
     marker = _marker(job)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.touch()

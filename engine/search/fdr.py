@@ -46,6 +46,16 @@ __all__ = [
     "inner_search",
 ]
 
+#: Scores are compared to 9 decimals here: backends add a score's products in
+#: different orders (the CPU and the GPU differ in the last bits, ~1e-16), and a tie
+#: between a target and a decoy must not depend on which one ran.
+SCORE_DECIMALS = 9
+
+
+def _snapped(scores) -> np.ndarray:
+    return np.round(np.asarray(scores, dtype=np.float64), SCORE_DECIMALS)
+
+
 #: The ``"second"`` scheme looks for a query's best hit of another compound among
 #: this many best hits (or its top-N, when larger).
 SECOND_BEST_DEPTH = 10
@@ -72,8 +82,8 @@ class FdrEstimate:
     lost: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        t = np.sort(np.asarray(self.targets, dtype=np.float64))
-        d = np.sort(np.asarray(self.decoys, dtype=np.float64))
+        t = np.sort(_snapped(self.targets))
+        d = np.sort(_snapped(self.decoys))
         object.__setattr__(self, "targets", t)
         object.__setattr__(self, "decoys", d)
         # the least FDR at each target score and every target score below it
@@ -81,7 +91,7 @@ class FdrEstimate:
 
     def fdr(self, threshold: np.ndarray | float) -> np.ndarray:
         """Estimated FDR among the targets scoring at least ``threshold`` (1 when none)."""
-        s = np.atleast_1d(np.asarray(threshold, dtype=np.float64))
+        s = np.atleast_1d(_snapped(threshold))
         n_t = len(self.targets) - np.searchsorted(self.targets, s, side="left")
         n_d = len(self.decoys) - np.searchsorted(self.decoys, s, side="left")
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -89,7 +99,7 @@ class FdrEstimate:
 
     def q_value(self, scores: np.ndarray) -> np.ndarray:
         """q-value of each score: the least :meth:`fdr` over thresholds at or below it."""
-        s = np.asarray(scores, dtype=np.float64)
+        s = _snapped(scores)
         q = self.fdr(s)
         below = np.searchsorted(self.targets, s, side="right") - 1  # last target score <= s
         has = below >= 0
@@ -118,8 +128,9 @@ def estimate_target_decoy(hits: HitTable, n_target: int, n_queries: int) -> FdrE
         Number of queries.
     """
     decoy = hits.library_index >= n_target
-    best_t = _best(hits.query_index[~decoy], hits.score[~decoy], n_queries)
-    best_d = _best(hits.query_index[decoy], hits.score[decoy], n_queries)
+    score = _snapped(hits.score)
+    best_t = _best(hits.query_index[~decoy], score[~decoy], n_queries)
+    best_d = _best(hits.query_index[decoy], score[decoy], n_queries)
     target_wins = np.isfinite(best_t) & ~(best_d >= best_t)  # a tie goes to the decoy
     decoy_wins = np.isfinite(best_d) & ~target_wins
     return FdrEstimate("target-decoy", best_t[target_wins], best_d[decoy_wins], lost=decoy_wins)
