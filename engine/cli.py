@@ -29,10 +29,9 @@ from engine.distributed import open_client, shutdown
 from engine.export import check_output, open_writer
 from engine.io import LoadCancelled, load_library
 from engine.params import DECOY_SCHEMES, SearchParameters
-from engine.qc import IsomerCheck, complete_ties
+from engine.qc import IsomerCheck, complete_ties, isomer_parameters
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
-from engine.search.compile_ahead import compile_ahead
 from engine.version import __version__
 
 __all__ = ["main", "build_parser"]
@@ -222,8 +221,6 @@ def _search(args: argparse.Namespace) -> int:
     if args.output:
         # before any loading: a bad path never costs a search
         check_output(args.output, args.format)
-    if args.isomer_check:  # its kernels compile on another core while files load and search
-        compile_ahead("isomer-check")
     client = None
     if args.dask or args.dask_local:
         client = open_client(args.dask, n_local=args.dask_local, timeout=args.dask_timeout)
@@ -302,7 +299,11 @@ def _ambiguity_options(args: argparse.Namespace, queries, library, params) -> di
     def whole_ties(hits):
         return complete_ties(hits, queries, library, params, backend=args.backend)
 
-    isomers = IsomerCheck(library, backend=args.backend) if args.isomer_check else None
+    isomers = (
+        IsomerCheck(library, isomer_parameters(params), backend=args.backend)
+        if args.isomer_check
+        else None
+    )
     return {"adjust": whole_ties, "isomers": isomers}
 
 

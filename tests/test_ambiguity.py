@@ -14,7 +14,7 @@ from engine.export import (
     write_hits,
     write_mztab,
 )
-from engine.qc import IsomerCheck, complete_ties, library_qc
+from engine.qc import IsomerCheck, complete_ties, isomer_parameters, library_qc
 from engine.search import ambiguity_columns, order_ties, query_status
 
 ACIDS = ("Citraconic acid", "Itaconic acid", "Mesaconic acid")  # all C5H6O4, [M-H]- 129.0188
@@ -73,14 +73,17 @@ def test_a_tie_cut_by_the_top_n_is_kept_whole(c5h6o4):
     assert sorted(library.metadata["name"][whole.library_index]) == list(ACIDS)
 
 
-def test_isomer_check_is_the_library_checks_conflicts_of_one_formula(massbank_library):
+@pytest.mark.parametrize("searched", [None, "identity"])
+def test_isomer_check_is_the_library_checks_conflicts_of_one_formula(massbank_library, searched):
     """Near a known conflict (triamcinolone acetonide / dexamethasone-21-acetate, both
     C24H31FO6, cosine 1.0): the isomers flagged are exactly the library check's
-    conflicting pairs whose formulas agree."""
+    conflicting pairs whose formulas agree, with the library check's own definition
+    and with a search's (its score, as ``simms search`` checks)."""
+    params = None if searched is None else isomer_parameters(SearchParameters(mode=searched))
     lib = massbank_library
     a = int(np.flatnonzero(lib.metadata["id"] == "MSBNK-Athens_Univ-AU282606")[0])
     near = lib.subset(np.flatnonzero(np.abs(lib.precursor_mz - lib.precursor_mz[a]) < 0.05))
-    qc = library_qc(near, backend="cpu")
+    qc = library_qc(near, params, backend="cpu")
     formula = np.array([f.strip() for f in near.metadata["formula"]], dtype=object)
     names = near.metadata["name"]
     expected = {i: set() for i in range(len(near))}
@@ -88,7 +91,7 @@ def test_isomer_check_is_the_library_checks_conflicts_of_one_formula(massbank_li
         if kind == "conflict" and formula[i] == formula[j] and formula[i]:
             expected[i].add(names[j])
             expected[j].add(names[i])
-    check = IsomerCheck(near, backend="cpu")
+    check = IsomerCheck(near, params, backend="cpu")
     got = check(np.arange(len(near)))
     assert any(expected.values())
     for i in range(len(near)):

@@ -6,7 +6,7 @@ duplicates of one compound (grouped; :func:`deduplicate` keeps one per group)
 and conflicts (different compounds with near-identical spectra).
 """
 
-from engine.qc.ambiguity import IsomerCheck, complete_ties
+from engine.qc.ambiguity import IsomerCheck, complete_ties, isomer_parameters
 from engine.qc.check import (
     PAIR_KINDS,
     QC_DEFAULTS,
@@ -21,6 +21,7 @@ from engine.qc.report import pairs_frame, write_qc_report
 __all__ = [
     "IsomerCheck",
     "complete_ties",
+    "isomer_parameters",
     "PAIR_KINDS",
     "QC_DEFAULTS",
     "LibraryQC",

@@ -20,9 +20,8 @@ from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.qc.check import QC_DEFAULTS, compound_keys
 from engine.search import TIE_TOLERANCE, SearchJob
-from engine.search.compile_ahead import wait_for
 
-__all__ = ["IsomerCheck", "compile_isomer_check", "complete_ties"]
+__all__ = ["IsomerCheck", "complete_ties", "isomer_parameters"]
 
 
 class IsomerCheck:
@@ -91,7 +90,6 @@ class IsomerCheck:
         rows, others = self._candidates(rows)
         if not len(rows):
             return
-        wait_for("isomer-check")  # kernels compiled ahead (engine.search.compile_ahead)
         hits = _search(lib.subset(rows), lib.subset(others), self.params, self.backend)
         a, b = rows[hits.query_index], others[hits.library_index]
         keys, formula = self._keys, self._formula
@@ -129,13 +127,27 @@ class IsomerCheck:
         return rows, pool
 
 
-def compile_isomer_check() -> None:
-    """Compile (or load) the kernels of :class:`IsomerCheck`'s search, on tiny spectra."""
-    from engine.search.prepare import tiny_library
+def isomer_parameters(params: SearchParameters) -> SearchParameters:
+    """The isomer check of a search: "near-identical" in the search's own score.
 
-    tiny = tiny_library()
-    params = parameters_with(None, dict(QC_DEFAULTS), "IsomerCheck")
-    _search(tiny, tiny, dataclasses.replace(params, top_n=0), "cpu")
+    The library check's thresholds (:data:`QC_DEFAULTS`: score >= 0.95, >= 3
+    matched peaks, precursors within 0.01 Da, same ion mode, every pair) on the
+    search's score, tolerance and preprocessing: a flagged hit's compound has a
+    same-formula spectrum of another compound that *this search* cannot tell
+    apart from the hit's, and the check runs on the kernels the search has
+    compiled already (the library check's own cosine would compile a second
+    family on a first run).
+    """
+    return dataclasses.replace(
+        params,
+        threshold=float(QC_DEFAULTS["threshold"]),
+        min_matches=int(QC_DEFAULTS["min_matches"]),
+        precursor_tolerance=float(QC_DEFAULTS["precursor_tolerance"]),
+        precursor_unit=str(QC_DEFAULTS["precursor_unit"]),
+        match_ion_mode=True,
+        top_n=0,
+        fdr=None,
+    )
 
 
 def _search(

@@ -1,11 +1,11 @@
 """Kernels compiled ahead, in another process, while this one does something else.
 
 A fresh install compiles each kernel family on its first call.  Kernels a run
-will surely need later (the library check behind the isomer flags, the other
-search modes of the window) are compiled meanwhile by a child process on
-another core: numba writes what it compiles to its on-disk cache, and this
-process loads it from there when it gets to them.  A marker file per job and
-environment records that the job has run once, so later runs start no child.
+will likely need later (the other search modes of the window) are compiled
+meanwhile by a child process on another core: numba writes what it compiles
+to its on-disk cache, and this process loads it from there when it gets to
+them.  A marker file per job and environment records that the job has run
+once, so later runs start no child.
 """
 
 from __future__ import annotations
@@ -22,10 +22,7 @@ __all__ = ["JOBS", "compile_ahead", "wait_for"]
 
 #: What a child can compile: each job's name and the function it runs (by name, so
 #: this module stays below the layers whose kernels it compiles).
-JOBS = {
-    "isomer-check": "engine.qc.ambiguity:compile_isomer_check",
-    "warm-up": "engine.warmup:warm_up",
-}
+JOBS = {"warm-up": "engine.warmup:warm_up"}
 
 _children: dict[str, subprocess.Popen] = {}
 _lock = threading.Lock()
