@@ -61,16 +61,18 @@ def child(shots: Path | None, limit: float) -> None:
                 times["hits"] = model.rowCount()
                 if shots:
                     window.grab().save(str(shots / "3-hits.png"))
-                app.quit()
+                finish()
         if now > limit:
-            app.quit()
+            finish()
+
+    def finish() -> None:
+        for name, value in times.items():
+            print(f"{name}\t{value}", flush=True)
+        os._exit(0)  # the background warm-up may still be compiling: no wait at exit
 
     timer = QTimer(interval=50, timeout=poll)
     timer.start()
     app.exec()
-    for name, value in times.items():
-        print(f"{name}\t{value}", flush=True)
-    os._exit(0)  # the background warm-up may still be compiling: no wait at exit
 
 
 def main() -> None:

@@ -23,15 +23,17 @@ import numpy as np
 
 from engine.api import score_matrix, search
 from engine.params import SearchParameters
-from engine.search.prepare import tiny_library
+from engine.search.prepare import on_kernels_ready, tiny_library
 
 __all__ = ["stop_warm_up", "warm_up", "warm_up_in_background", "warming_up"]
 
 _started = threading.Lock()
 _thread: threading.Thread | None = None
 _stop = threading.Event()
-#: Set once the kernels of a default search are ready (the rest follow quietly).
+#: Set once the kernels of a default search are ready (the rest follow quietly), or
+#: once any search has readied its own: the window's "compiling" note ends there.
 _first_ready = threading.Event()
+on_kernels_ready(_first_ready.set)
 
 
 def warm_up(

@@ -109,3 +109,27 @@ def test_warm_up_stops_between_kernels_when_asked():
 
     warm_up(stop=stop)  # asked before the first kernel: nothing compiled or run
     assert asked == [True]
+
+
+def test_the_compiling_note_ends_when_a_search_has_its_kernels(monkeypatch):
+    """The window's "compiling" note (``warming_up()``) ends once any search has readied
+    its kernels, even while the background warm-up is still busy with its own."""
+    import importlib
+    import threading
+
+    from engine import warmup
+
+    prepare = importlib.import_module("engine.search.prepare")
+
+    busy = threading.Event()
+    thread = threading.Thread(target=busy.wait, daemon=True)
+    thread.start()
+    monkeypatch.setattr(warmup, "_thread", thread)
+    monkeypatch.setattr(warmup, "_first_ready", threading.Event())
+    monkeypatch.setattr(prepare, "_listeners", [warmup._first_ready.set])
+    try:
+        assert warmup.warming_up()
+        prepare.prepare_kernels(("a test search", object()), lambda tiny: None, lambda _: None)
+        assert not warmup.warming_up()
+    finally:
+        busy.set()

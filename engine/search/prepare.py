@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.library import SpectrumLibrary
 
-__all__ = ["COMPILING", "prepare_kernels", "tiny_library"]
+__all__ = ["COMPILING", "on_kernels_ready", "prepare_kernels", "tiny_library"]
 
 #: What a search says when its kernels take a while to be ready.
 COMPILING = "compiling the search kernels for these settings (first run only)…"
@@ -27,6 +27,12 @@ SAY_AFTER = 1.0
 
 _ready: set[object] = set()
 _lock = threading.Lock()
+_listeners: list[Callable[[], None]] = []
+
+
+def on_kernels_ready(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` each time a search has its kernels ready (compiled or loaded)."""
+    _listeners.append(listener)
 
 
 def tiny_library() -> SpectrumLibrary:
@@ -72,6 +78,8 @@ def prepare_kernels(
         raise
     finally:
         timer.cancel()
+    for listener in list(_listeners):
+        listener()
     seconds = time.perf_counter() - start
     if seconds > SAY_AFTER:
         say(f"search kernels ready in {seconds:.0f} s (compiled once, cached for later runs)")
