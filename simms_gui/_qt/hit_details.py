@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 from PyQt6.QtWidgets import QTextBrowser, QWidget
 
+from simms_gui.answers import flag_lines
+
 __all__ = ["DETAIL_FIELDS", "HitDetails"]
 
 #: (hit column, label, number format) shown in the pane, in order.
@@ -17,6 +19,7 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("query_name", "Query", ""),
     ("query_id", "Query ID", ""),
     ("score", "Score", ".4f"),
+    ("q_value", "q-value", ".4f"),
     ("reverse_score", "Reverse score", ".4f"),
     ("matches", "Matched peaks", "d"),
     ("library_explained", "Explained (library)", ".0%"),
@@ -42,7 +45,8 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
 
 
 def detail_html(row: Mapping[str, object]) -> str:
-    """The pane's HTML for one hit row (fields missing from ``row`` are left out)."""
+    """The pane's HTML for one hit row (fields missing from ``row`` are left out),
+    under its ambiguity warnings (:func:`simms_gui.answers.flag_lines`)."""
     lines = []
     row = dict(row)
     if "precursor_mz_delta" in row and "query_precursor_mz" in row:
@@ -63,7 +67,10 @@ def detail_html(row: Mapping[str, object]) -> str:
             lines.append(
                 f"<tr><th align='left' valign='top'>{label}</th><td>{html.escape(text)}</td></tr>"
             )
-    return "<table cellspacing='2' width='100%'>" + "".join(lines) + "</table>"
+    warnings = "".join(
+        f"<p style='color:#b35900; margin:0'>⚠ {html.escape(line)}</p>" for line in flag_lines(row)
+    )
+    return warnings + "<table cellspacing='2' width='100%'>" + "".join(lines) + "</table>"
 
 
 class HitDetails(QTextBrowser):

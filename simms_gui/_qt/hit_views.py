@@ -6,7 +6,6 @@ widgets, session and signals).
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import HitTable, SearchParameters
+from simms_gui._qt.hit_export import format_of, hits_filter, parquet_writable
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
@@ -23,7 +23,6 @@ from simms_gui.pairs import compute_pair, spectrum_label
 
 __all__ = ["HitViews"]
 
-HITS_FILTER = "Tab-separated (*.tsv);;Comma-separated (*.csv);;Parquet (*.parquet)"
 #: Why Parquet is not offered when it cannot be written.
 PARQUET_MISSING = "Parquet export needs pyarrow: pip install 'simms-desktop[parquet]'"
 IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg)"
@@ -106,19 +105,31 @@ class HitViews:
         self._remember_dir(path)
         return Path(path)
 
-    def export_hits(self, path: str | Path | None = None, which: str = "all") -> Path | None:
-        """Write hits (``which``: all, filtered or best) to TSV/CSV/Parquet with provenance."""
+    def export_hits(
+        self, path: str | Path | None = None, which: str = "all", format: str | None = None
+    ) -> Path | None:
+        """Write hits (``which``: all, filtered or best) with provenance and q-values.
+
+        ``format``: ``"tsv"``, ``"csv"``, ``"parquet"``, ``"mztab"`` (mzTab-M) or
+        ``"gnps"`` (GNPS-style TSV); default by the suffix, or the dialog's file type.
+        """
         if self.session.hits_queries is None:
             QMessageBox.information(self, "No hits", "Run a search first.")
             return None
         if path is None:
             if not parquet_writable():
                 self.log(PARQUET_MISSING, status=True)
-            path = self._save_path("Export hits", f"hits_{which}.tsv", hits_filter())
-            if path is None:
+            folder = Path(str(settings().value("last_dir", str(Path.home()))))
+            start = folder / f"hits_{which}.tsv"
+            chosen, kind = QFileDialog.getSaveFileName(
+                self, "Export hits", str(start), hits_filter()
+            )
+            if not chosen:
                 return None
+            self._remember_dir(chosen)
+            path, format = format_of(chosen, kind)
         try:
-            out = self.session.export(path, self.hits_for_export(which))
+            out = self.session.export(path, self.hits_for_export(which), format)
         except Exception as exc:
             self._error("Export failed", f"{path}: {exc}")
             return None
@@ -218,18 +229,6 @@ class HitViews:
             self._error("Heatmap failed", f"{type(exc).__name__}: {exc}")
 
         self._start_task(lambda: request.compute(params, backend), done, failed)
-
-
-def parquet_writable() -> bool:
-    """True when pyarrow can be imported (pandas writes Parquet with it)."""
-    return importlib.util.find_spec("pyarrow") is not None
-
-
-def hits_filter() -> str:
-    """File types of the hit export dialog: Parquet only where it can be written."""
-    if parquet_writable():
-        return HITS_FILTER
-    return ";;".join(f for f in HITS_FILTER.split(";;") if "parquet" not in f)
 
 
 def score_name(params: SearchParameters) -> str:

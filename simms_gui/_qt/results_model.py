@@ -20,13 +20,25 @@ from dataclasses import dataclass
 
 import numpy as np
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
+from PyQt6.QtGui import QColor
 
 from engine import HitTable
 from engine.hits import top_n_order
 from simms_gui._qt.growable import GrowableColumns, GrowableRows
 from simms_gui._qt.sort_order import SourceCodes, stable_order
+from simms_gui.answers import flag_lines, flags_column
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
+
+
+#: Header tips of the answer columns (:mod:`simms_gui.answers`).
+Q_VALUE_TIP = (
+    "Estimated false discovery rate at this hit's score (empty: the search ran without FDR)"
+)
+FLAGS_TIP = (
+    "Why the best hit alone may not decide: tied (other compounds score the same), "
+    "few peaks (at most 2 matched), isomers (same formula, near-identical library spectra)"
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +57,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("query_id", "Query ID"),
     Column("query_name", "Query"),
     Column("library_name", "Hit"),
+    Column("flags", "Flags", "", FLAGS_TIP),
     Column("score", "Score", ".4f", "The search's score (entropy similarity or cosine)"),
+    Column("q_value", "q-value", ".4f", Q_VALUE_TIP),
     Column(
         "reverse_score",
         "Reverse",
@@ -82,6 +96,7 @@ BEST_FIRST = frozenset({"score", "reverse_score", "matches", "library_explained"
 TEXT_FILTER_KEYS = ("query_id", "query_name", "library_name", "library_id", "library_inchikey")
 
 _NUMERIC_ALIGN = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+_FLAG_COLOUR = QColor("#b35900")
 
 
 class HitsTableModel(QAbstractTableModel):
@@ -145,6 +160,10 @@ class HitsTableModel(QAbstractTableModel):
         if n_new == 0:
             return
         columns = dict(columns)
+        if "flags" not in columns:  # columns made without simms_gui.answers.display_columns
+            columns["flags"] = flags_column(columns)
+        if "q_value" not in columns:
+            columns["q_value"] = np.full(n_new, np.nan)
         if "library" not in columns:
             named = columns.get("library_file")
             if named is not None and len(named) and all(named[[0, -1]] != ""):
@@ -199,6 +218,10 @@ class HitsTableModel(QAbstractTableModel):
         if not index.isValid() or not self._cols:
             return None
         col = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole and col.key == "flags":
+            return "\n".join(flag_lines(self.row_of(index.row()))) or None
+        if role == Qt.ItemDataRole.ForegroundRole and col.key == "flags":
+            return _FLAG_COLOUR
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             value = self._cols[col.key][self._view[index.row()]]
             return _format(value, col.fmt)

@@ -165,6 +165,11 @@ class SearchControl:
         s = self.session
         name, device = controller.backend_device if controller is not None else ("", "")
         error = controller.error if controller is not None else None
+        job = controller.job if controller is not None else None
+        if job is not None:  # q-values, isomers and cut queries for exports and the queries table
+            s.set_answers(
+                getattr(job, "q_values", None), controller.isomers, job.incomplete_queries
+            )
         s.finish_search(name, device, cancelled=cancelled, error=error)
         model = self.results.model
         if model._sort_column >= 0:

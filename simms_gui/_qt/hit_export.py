@@ -1,0 +1,43 @@
+"""The hit export's file types: TSV, CSV, Parquet, mzTab-M and the GNPS-style TSV."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+__all__ = ["HIT_FORMATS", "format_of", "hits_filter", "parquet_writable"]
+
+#: (format of ``engine.export.open_writer``, file-dialog filter, suffix), in the dialog's order.
+HIT_FORMATS: tuple[tuple[str, str, str], ...] = (
+    ("tsv", "Tab-separated (*.tsv)", ".tsv"),
+    ("csv", "Comma-separated (*.csv)", ".csv"),
+    ("parquet", "Parquet (*.parquet)", ".parquet"),
+    ("mztab", "mzTab-M 2.0 (*.mztab)", ".mztab"),
+    ("gnps", "GNPS library-search TSV (*.tsv)", ".tsv"),
+)
+
+
+def parquet_writable() -> bool:
+    """True when pyarrow can be imported (pandas writes Parquet with it)."""
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def hits_filter() -> str:
+    """File types of the hit export dialog: Parquet only where it can be written."""
+    return ";;".join(text for fmt, text, _ in HIT_FORMATS if fmt != "parquet" or parquet_writable())
+
+
+def format_of(path: str | Path, selected_filter: str = "") -> tuple[Path, str | None]:
+    """The file and format a save dialog answered (``selected_filter`` its filter text).
+
+    The filter decides (the GNPS TSV and the plain TSV share ``.tsv``), and a
+    suffix the format needs is added; without a known filter the suffix decides
+    (format None).
+    """
+    path = Path(path)
+    for fmt, text, suffix in HIT_FORMATS:
+        if selected_filter == text:
+            if path.suffix.lower() != suffix:
+                path = path.with_name(path.name + suffix)
+            return path, fmt
+    return path, None

@@ -1,0 +1,78 @@
+"""Network node labels: the best library hit's name, only where it passes the label floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PyQt6 import QtGui
+
+from engine import SpectrumNetwork
+
+__all__ = ["MAX_LABELS", "NodeLabels", "library_labels"]
+
+#: At most this many labels are drawn (the most confident hits); more hide the network.
+MAX_LABELS = 300
+#: Longer names are cut (the full name is the label's tooltip).
+MAX_CHARS = 28
+
+
+def library_labels(net: SpectrumNetwork) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes to label and their labels: each node whose best library hit reaches
+    ``net.label_floor`` (score and matched peaks; GNPS: 0.7 and 6) is labelled with
+    that hit's compound name; other nodes get none.  At most :data:`MAX_LABELS`
+    (the highest-scoring hits), in node order.
+    """
+    empty = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+    if net.library is None or net.library_hits is None or not len(net):
+        return empty
+    columns = net.node_columns()
+    score_floor, matches_floor = net.label_floor
+    score = columns["library_score"]
+    passing = (
+        (columns["library_index"] >= 0)
+        & (columns["library_name"] != "")
+        & (np.nan_to_num(score, nan=-np.inf) >= score_floor)
+        & (columns["library_matches"] >= matches_floor)
+    )
+    nodes = np.flatnonzero(passing)
+    if len(nodes) > MAX_LABELS:
+        nodes = np.sort(nodes[np.argsort(-score[nodes], kind="stable")[:MAX_LABELS]])
+    return nodes, columns["library_name"][nodes]
+
+
+class NodeLabels:
+    """Text items beside the nodes of a network plot."""
+
+    def __init__(self, plot_item: pg.PlotItem) -> None:
+        self.plot_item = plot_item
+        self.items: list[pg.TextItem] = []
+        self.nodes = np.empty(0, dtype=np.int64)
+
+    @property
+    def texts(self) -> list[str]:
+        """The labels drawn, in node order."""
+        return [item.toPlainText() for item in self.items]
+
+    def show(self, net: SpectrumNetwork, positions: np.ndarray) -> None:
+        """Label ``net``'s nodes drawn at ``positions`` (see :func:`library_labels`)."""
+        self.clear()
+        self.nodes, names = library_labels(net)
+        font = QtGui.QFont()
+        font.setPointSizeF(max(font.pointSizeF() - 1.5, 6.5))
+        for node, name in zip(self.nodes.tolist(), names.tolist(), strict=True):
+            name = str(name)
+            text = name if len(name) <= MAX_CHARS else name[: MAX_CHARS - 1] + "…"
+            item = pg.TextItem(text, color="#202020", anchor=(0.5, 1.25))
+            item.setFont(font)
+            item.setToolTip(name)
+            item.setPos(float(positions[node, 0]), float(positions[node, 1]))
+            item.setZValue(5)
+            self.plot_item.addItem(item)
+            self.items.append(item)
+
+    def clear(self) -> None:
+        """Remove every label."""
+        for item in self.items:
+            self.plot_item.removeItem(item)
+        self.items = []
+        self.nodes = np.empty(0, dtype=np.int64)
