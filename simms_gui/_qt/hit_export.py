@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-__all__ = ["HIT_FORMATS", "format_of", "hits_filter", "parquet_writable"]
+__all__ = ["HITS_FILTER", "HIT_FORMATS", "format_of"]
 
 #: (format of ``engine.export.open_writer``, file-dialog filter, suffix), in the dialog's order.
 HIT_FORMATS: tuple[tuple[str, str, str], ...] = (
@@ -17,14 +16,8 @@ HIT_FORMATS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def parquet_writable() -> bool:
-    """True when pyarrow can be imported (pandas writes Parquet with it)."""
-    return importlib.util.find_spec("pyarrow") is not None
-
-
-def hits_filter() -> str:
-    """File types of the hit export dialog: Parquet only where it can be written."""
-    return ";;".join(text for fmt, text, _ in HIT_FORMATS if fmt != "parquet" or parquet_writable())
+#: The filters of the hit export dialog (``hit_views.hits_filter`` drops Parquet without pyarrow).
+HITS_FILTER = ";;".join(text for _fmt, text, _suffix in HIT_FORMATS)
 
 
 def format_of(path: str | Path, selected_filter: str = "") -> tuple[Path, str | None]:

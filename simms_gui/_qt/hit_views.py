@@ -6,6 +6,7 @@ widgets, session and signals).
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import HitTable, SearchParameters
-from simms_gui._qt.hit_export import format_of, hits_filter, parquet_writable
+from simms_gui._qt.hit_export import HITS_FILTER, format_of
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
@@ -229,6 +230,18 @@ class HitViews:
             self._error("Heatmap failed", f"{type(exc).__name__}: {exc}")
 
         self._start_task(lambda: request.compute(params, backend), done, failed)
+
+
+def parquet_writable() -> bool:
+    """True when pyarrow can be imported (pandas writes Parquet with it)."""
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def hits_filter() -> str:
+    """File types of the hit export dialog: Parquet only where it can be written."""
+    if parquet_writable():
+        return HITS_FILTER
+    return ";;".join(f for f in HITS_FILTER.split(";;") if "parquet" not in f)
 
 
 def score_name(params: SearchParameters) -> str:
