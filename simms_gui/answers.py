@@ -42,15 +42,20 @@ Isomers = Callable[[np.ndarray], np.ndarray]
 
 
 def flags_column(columns: dict[str, np.ndarray]) -> np.ndarray:
-    """Per hit, its ambiguity flags in a few words (``"tied ×3; few peaks; isomers"``)."""
+    """Per hit, its ambiguity flags in a few words (``"tied ×3; few peaks; isomers"``).
+
+    ``tied`` only where the best hits tied are of two or more compounds.
+    """
     n = len(columns["score"])
     tied = columns.get("tied", np.zeros(n, dtype=np.int64))
+    compounds = columns.get("tied_compounds", np.full(n, "", dtype=object))
     few = columns.get("few_peaks", np.zeros(n, dtype=bool))
     isomers = columns.get("isomers", np.full(n, "", dtype=object))
     out = np.full(n, "", dtype=object)
-    for k in np.flatnonzero((tied > 1) | few | (isomers != "")).tolist():
+    other = compounds != ""  # a tie between spectra of one compound leaves no doubt
+    for k in np.flatnonzero(other | few | (isomers != "")).tolist():
         words = []
-        if tied[k] > 1:
+        if other[k]:
             words.append(f"tied ×{int(tied[k])}")
         if few[k]:
             words.append("few peaks")
@@ -88,25 +93,19 @@ def _plural(n: int, word: str) -> str:
 def flag_lines(row: dict[str, object]) -> list[str]:
     """The warnings a chemist must see beside one hit (a row of the hit columns).
 
-    ``"tied with 2 other compounds: A; B"``, ``"tied with 1 other spectrum of the
-    same compound"``, ``"only 1 matched peak"``, ``"isomers in library: C"``.
+    ``"tied with 2 other compounds at the best score: A; B"`` (a tie between
+    spectra of one compound is no doubt, and not listed), ``"only 1 matched
+    peak"``, ``"isomers in library: C"``.
     """
     lines = []
-    tied = int(row.get("tied", 0) or 0)
-    if tied > 1:
-        others = [c for c in str(row.get("tied_compounds", "")).split("; ") if c]
-        mine = str(row.get("library_name", "")).casefold()
-        named = [c for c in others if c.casefold() != mine]
-        if named:
-            lines.append(
-                f"tied with {_plural(len(named), 'other compound')} at the best score: "
-                + "; ".join(named)
-            )
-        else:
-            lines.append(
-                f"tied with {_plural(tied - 1, 'other spectrum')} of the same compound "
-                "at the best score"
-            )
+    compounds = [c for c in str(row.get("tied_compounds", "") or "").split("; ") if c]
+    mine = str(row.get("library_name", "")).casefold()
+    named = [c for c in compounds if c.casefold() != mine]
+    if len(compounds) > 1 and named:
+        lines.append(
+            f"tied with {_plural(len(named), 'other compound')} at the best score: "
+            + "; ".join(named)
+        )
     if bool(row.get("few_peaks", False)):
         lines.append(f"only {_plural(int(row.get('matches', 0)), 'matched peak')}")
     if row.get("isomers"):

@@ -13,7 +13,7 @@ __all__ = ["MAX_LABELS", "NodeLabels", "library_labels"]
 #: At most this many labels are drawn (the most confident hits); more hide the network.
 MAX_LABELS = 300
 #: Longer names are cut (the full name is the label's tooltip).
-MAX_CHARS = 28
+MAX_CHARS = 22
 
 
 def library_labels(net: SpectrumNetwork) -> tuple[np.ndarray, np.ndarray]:
@@ -59,10 +59,12 @@ class NodeLabels:
         self.nodes, names = library_labels(net)
         font = QtGui.QFont()
         font.setPointSizeF(max(font.pointSizeF() - 1.5, 6.5))
-        for node, name in zip(self.nodes.tolist(), names.tolist(), strict=True):
+        for k, (node, name) in enumerate(zip(self.nodes.tolist(), names.tolist(), strict=True)):
             name = str(name)
             text = name if len(name) <= MAX_CHARS else name[: MAX_CHARS - 1] + "…"
-            item = pg.TextItem(text, color="#202020", anchor=(0.5, 1.25))
+            # neighbours' labels alternate above and below their nodes: fewer overlaps
+            anchor = (0.5, 1.2) if k % 2 == 0 else (0.5, -0.2)
+            item = pg.TextItem(text, color="#202020", anchor=anchor)
             item.setFont(font)
             item.setToolTip(name)
             item.setPos(float(positions[node, 0]), float(positions[node, 1]))

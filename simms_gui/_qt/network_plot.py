@@ -95,7 +95,8 @@ class NetworkPlot(QtWidgets.QWidget):
         )  # fmt: skip
         self.select_node(None)
         self.labels.show(net, self.positions)
-        self.plot_item.getViewBox().autoRange(padding=0.05, items=[self.graph_item])
+        padding = 0.1 if self.labels.items else 0.05  # room for the labels at the edges
+        self.plot_item.getViewBox().autoRange(padding=padding, items=[self.graph_item])
 
     def clear(self) -> None:
         """Show nothing."""

@@ -16,15 +16,15 @@ __all__ = ["QUERY_SHEET_COLUMNS", "QueryStatusModel", "QueryStatusPanel"]
 #: (queries-table column, header, number format), in order.
 QUERY_SHEET_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("query_index", "Q #", "d"),
-    ("query_id", "Query ID", ""),
     ("query_name", "Query", ""),
-    ("query_precursor_mz", "Query m/z", ".4f"),
     ("status", "Status", ""),
     ("hits", "Hits", "d"),
     ("best_score", "Best score", ".4f"),
     ("best_matches", "Matches", "d"),
     ("best_library_name", "Best hit", ""),
     ("flags", "Flags", ""),
+    ("query_precursor_mz", "Query m/z", ".4f"),
+    ("query_id", "Query ID", ""),
 )
 _NO_HIT = QColor("#8a8a8a")
 _FLAGGED = QColor("#b35900")
@@ -124,11 +124,12 @@ class QueryStatusPanel(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
         char = self.fontMetrics().horizontalAdvance("0")
         for k, (key, title, _fmt) in enumerate(QUERY_SHEET_COLUMNS):
-            width = {"query_name": 26, "best_library_name": 26, "status": 34, "query_id": 18}
+            width = {"query_name": 24, "best_library_name": 24, "status": 28, "flags": 30}
             self.table.setColumnWidth(k, width.get(key, len(title) + 5) * char)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -161,6 +162,10 @@ class QueryStatusPanel(QWidget):
         limit = f" at q ≤ {fdr:g}" if fdr is not None else ""
         self.summary.setText(
             f"{n:,} queries{limit}: {status_summary(columns['status'])}"
-            + (f"; {flagged:,} best hits flagged (tied, few peaks)" if flagged else "")
+            + (
+                f"; {flagged:,} best hits flagged (tied with other compounds, few peaks)"
+                if flagged
+                else ""
+            )
             + ". Double-click a query to list its hits."
         )
