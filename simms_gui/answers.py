@@ -28,6 +28,7 @@ __all__ = [
     "AnswersMixin",
     "HitList",
     "QValues",
+    "SavedQValues",
     "display_columns",
     "flag_lines",
     "flags_column",
@@ -182,6 +183,33 @@ class HitList:
         import pandas as pd
 
         return pd.DataFrame(self.columns)
+
+
+class SavedQValues:
+    """The q-values of a saved hit list, looked up by (query, library) index.
+
+    Parameters
+    ----------
+    hits : HitTable
+    q_value : ndarray
+        One per row of ``hits``.
+    """
+
+    def __init__(self, hits: HitTable, q_value: np.ndarray) -> None:
+        self._keys = self._key(hits)
+        order = np.argsort(self._keys, kind="stable")
+        self._keys, self._q = self._keys[order], np.asarray(q_value, dtype=np.float64)[order]
+
+    @staticmethod
+    def _key(hits: HitTable) -> np.ndarray:
+        return (hits.query_index.astype(np.int64) << 32) | hits.library_index.astype(np.int64)
+
+    def __call__(self, hits: HitTable) -> np.ndarray:
+        """q-values of ``hits`` (NaN for a hit not in the saved list)."""
+        keys = self._key(hits)
+        at = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
+        found = (self._keys[at] == keys) if len(self._keys) else np.zeros(len(keys), dtype=bool)
+        return np.where(found, self._q[at] if len(self._q) else np.nan, np.nan)
 
 
 class AnswersMixin:

@@ -20,7 +20,7 @@ from engine import (
     search_job,
 )
 from engine.export import open_writer
-from simms_gui.answers import AnswersMixin, HitList
+from simms_gui.answers import AnswersMixin, HitList, QValues
 from simms_gui.cluster_session import ClusterSessionMixin
 from simms_gui.dask_connection import normalize_dask_address
 from simms_gui.files import SUPPORTED_SUFFIXES, LoadProgress, is_spectrum_file
@@ -365,10 +365,12 @@ class Session(AnswersMixin, ClusterSessionMixin, NetworkSessionMixin):
         backend: str = "",
         device: str = "",
         cancelled: bool = False,
+        q_values: QValues | None = None,
     ) -> None:
         """Take the parameters and hits of a saved session (``"restored"``).
 
-        ``hits`` (None: no search was saved) refer to the spectra of ``hits_files``.
+        ``hits`` (None: no search was saved) refer to the spectra of ``hits_files``;
+        ``q_values`` gives their saved q-values (:class:`~simms_gui.answers.SavedQValues`).
         """
         self.params = params
         self._shown_params = None
@@ -381,7 +383,7 @@ class Session(AnswersMixin, ClusterSessionMixin, NetworkSessionMixin):
         self.hits_library = None if library is None else library.spectra
         self._chunks, self._hits = [hits], hits
         self.unsaved = False
-        self.set_answers(None)
+        self.set_answers(q_values if len(hits) else None)
         self._emit("restored")
 
     # -- what the user looks at and what changed since the search -----------------------

@@ -243,3 +243,29 @@ def _tooltip():
     from PyQt6.QtCore import Qt
 
     return Qt.ItemDataRole.ToolTipRole
+
+
+@pytest.mark.slow
+def test_q_values_survive_a_session_file(tmp_path):
+    from simms_gui.session import Session
+    from simms_gui.session_file import open_session, save_session
+
+    s = Session()
+    s.open(demo_library_path(), "library")
+    s.open(demo_queries_path(), "queries")
+    s.run_search(engine.SearchParameters(fdr=0.1), "cpu")
+    ref = engine.search(s.queries.spectra, s.library, fdr=0.1, backend="cpu").to_pandas()
+    saved = s.hit_list().to_pandas()
+    assert saved.q_value.notna().all() and len(saved) == len(ref)
+    path = save_session(s, tmp_path / "fdr.simms")
+    again = Session()
+    assert open_session(again, path) == []
+    got = again.hit_list().to_pandas()
+    key = ["query_index", "library_index"]
+    merged = got.merge(ref[[*key, "q_value"]], on=key, suffixes=("", "_ref"))
+    assert len(merged) == len(ref)
+    np.testing.assert_array_equal(merged.q_value, merged.q_value_ref)
+    # a search without FDR saves none
+    s.run_search(engine.SearchParameters(), "cpu")
+    path = save_session(s, tmp_path / "plain.simms")
+    assert open_session(again, path) == [] and again.hit_list().to_pandas().q_value.isna().all()
