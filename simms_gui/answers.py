@@ -240,6 +240,14 @@ class AnswersMixin:
         self.q_values, self.isomers = q_values, isomers
         self.incomplete = np.asarray(incomplete, dtype=np.int64)
 
+    def isomer_check(self, backend: str = "cpu") -> Isomers | None:
+        """A new isomer check of the hits' library (None before any search)."""
+        if self.hits_library is None:
+            return None
+        from engine.qc import IsomerCheck
+
+        return IsomerCheck(self.hits_library, backend=backend)
+
     def query_columns(self) -> dict[str, np.ndarray] | None:
         """The queries table of the last search (None before any search)."""
         if self.hits_queries is None or self.hits_library is None:

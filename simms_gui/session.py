@@ -350,7 +350,8 @@ class Session(AnswersMixin, ClusterSessionMixin, NetworkSessionMixin):
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            self.set_answers(getattr(job, "q_values", None), None, job.incomplete_queries)
+            isomers = self.isomer_check("auto" if client is not None else backend)
+            self.set_answers(getattr(job, "q_values", None), isomers, job.incomplete_queries)
             self.finish_search(
                 job.backend.name, job.backend.device, cancelled=job.cancelled, error=error
             )
@@ -383,7 +384,10 @@ class Session(AnswersMixin, ClusterSessionMixin, NetworkSessionMixin):
         self.hits_library = None if library is None else library.spectra
         self._chunks, self._hits = [hits], hits
         self.unsaved = False
-        self.set_answers(q_values if len(hits) else None)
+        if len(hits):
+            self.set_answers(q_values, self.isomer_check())
+        else:
+            self.set_answers(None)
         self._emit("restored")
 
     # -- what the user looks at and what changed since the search -----------------------

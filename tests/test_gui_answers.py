@@ -269,3 +269,20 @@ def test_q_values_survive_a_session_file(tmp_path):
     s.run_search(engine.SearchParameters(), "cpu")
     path = save_session(s, tmp_path / "plain.simms")
     assert open_session(again, path) == [] and again.hit_list().to_pandas().q_value.isna().all()
+
+
+@pytest.mark.slow
+def test_headless_session_checks_isomers_like_the_window(massbank_library):
+    from simms_gui.session import Session
+
+    lib = massbank_library
+    a = int(np.flatnonzero(lib.metadata["id"] == "MSBNK-Athens_Univ-AU282606")[0])
+    close = lib.subset(np.flatnonzero(np.abs(lib.precursor_mz - lib.precursor_mz[a]) < 0.05))
+    s = Session()
+    s.add_library("close.mgf", close)
+    s.set_queries("q.mgf", lib.subset([a]))
+    s.run_search(engine.SearchParameters(), "cpu")
+    listed = s.hit_list()
+    best = listed.table.library_index[0]
+    expected = engine.qc.IsomerCheck(close, backend="cpu")(np.array([best]))[0]
+    assert expected and listed["isomers"][0] == expected and "isomers" in listed["flags"][0]
