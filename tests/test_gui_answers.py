@@ -220,6 +220,15 @@ def test_network_labels_only_library_hits_past_the_floor(qtbot, window, demo):
     assert [item.toolTip() for item in plot.labels.items] == [expected[k] for k in sorted(expected)]
     x, y = plot.positions[plot.labels.nodes[0]]
     assert (plot.labels.items[0].pos().x(), plot.labels.items[0].pos().y()) == (x, y)
+    # many lone spectra: only the surest are labelled (all spectra are alone here)
+    assert (s.network.component_size == 1).all()
+    from simms_gui._qt import network_labels
+
+    score = dict(zip(ref.query_index.tolist(), ref.score.tolist(), strict=True))
+    surest = sorted(sorted(expected, key=lambda k: (-score[k], k))[:5])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(network_labels, "MAX_SINGLE_LABELS", 5)
+        assert network_labels.library_labels(s.network)[0].tolist() == surest
     # without the check box: no labels
     tab.label_library.setChecked(False)
     with qtbot.waitSignal(tab.networkShown, timeout=180_000):

@@ -8,10 +8,12 @@ from PyQt6 import QtGui
 
 from engine import SpectrumNetwork
 
-__all__ = ["MAX_LABELS", "NodeLabels", "library_labels"]
+__all__ = ["MAX_LABELS", "MAX_SINGLE_LABELS", "NodeLabels", "library_labels"]
 
 #: At most this many labels are drawn (the most confident hits); more hide the network.
 MAX_LABELS = 300
+#: At most this many spectra without an edge are labelled (they lie in a tight grid).
+MAX_SINGLE_LABELS = 40
 #: Longer names are cut (the full name is the label's tooltip).
 MAX_CHARS = 22
 
@@ -19,8 +21,9 @@ MAX_CHARS = 22
 def library_labels(net: SpectrumNetwork) -> tuple[np.ndarray, np.ndarray]:
     """The nodes to label and their labels: each node whose best library hit reaches
     ``net.label_floor`` (score and matched peaks; GNPS: 0.7 and 6) is labelled with
-    that hit's compound name; other nodes get none.  At most :data:`MAX_LABELS`
-    (the highest-scoring hits), in node order.
+    that hit's compound name; other nodes get none.  Of the spectra alone (no
+    edge), at most :data:`MAX_SINGLE_LABELS` are labelled, and of all at most
+    :data:`MAX_LABELS`, the highest-scoring hits first; in node order.
     """
     empty = np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
     if net.library is None or net.library_hits is None or not len(net):
@@ -35,6 +38,11 @@ def library_labels(net: SpectrumNetwork) -> tuple[np.ndarray, np.ndarray]:
         & (columns["library_matches"] >= matches_floor)
     )
     nodes = np.flatnonzero(passing)
+    alone = net.component_size[nodes] < 2
+    if alone.sum() > MAX_SINGLE_LABELS:  # a grid of lone spectra: only the surest named
+        singles = nodes[alone]
+        singles = singles[np.argsort(-score[singles], kind="stable")[:MAX_SINGLE_LABELS]]
+        nodes = np.sort(np.concatenate([nodes[~alone], singles]))
     if len(nodes) > MAX_LABELS:
         nodes = np.sort(nodes[np.argsort(-score[nodes], kind="stable")[:MAX_LABELS]])
     return nodes, columns["library_name"][nodes]
