@@ -23,13 +23,16 @@ import numpy as np
 from engine import HitTable, SearchParameters, SpectrumLibrary
 from engine.export import QueryTally, hit_columns
 from engine.search import order_ties, query_status, status_summary
+from engine.search.ambiguity import best_rows
 
 __all__ = [
     "AnswersMixin",
     "HitList",
     "QValues",
     "SavedQValues",
+    "best_hits",
     "display_columns",
+    "first_best",
     "flag_lines",
     "flags_column",
     "query_columns",
@@ -87,6 +90,33 @@ def display_columns(
     return hits, columns
 
 
+def first_best(query_index: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Positions of each query's first best hit as listed (query order of first appearance).
+
+    A query's best hits are those within :data:`engine.search.TIE_TOLERANCE` of
+    its best score; listed in :func:`engine.search.order_ties`'s order, the first
+    is the tie order's choice, never the library position's.
+    """
+    zeros = np.zeros(len(query_index), dtype=np.int64)
+    is_best, _ = best_rows(HitTable.from_arrays(query_index, zeros, score, zeros))
+    rows = np.flatnonzero(is_best)
+    _, first = np.unique(np.asarray(query_index)[rows], return_index=True)
+    return np.sort(rows[first])
+
+
+def best_hits(
+    hits: HitTable,
+    queries: SpectrumLibrary | None,
+    library: SpectrumLibrary | None,
+    params: SearchParameters | None,
+) -> HitTable:
+    """The best hit of each query, a tie decided by :func:`engine.search.order_ties`."""
+    if queries is None or library is None or not len(hits):
+        return hits.best_per_query()
+    ordered = order_ties(hits, queries, library, params)
+    return ordered.take(first_best(ordered.query_index, ordered.score))
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -127,7 +157,8 @@ def query_columns(
     ``Session.hits``; ``incomplete`` the queries whose search did not finish.
     """
     tally = QueryTally(queries, library)
-    tally.add(hits)
+    if len(hits):  # the best hit of a tie: order_ties' first, as in the exports
+        tally.add(order_ties(hits, queries, library, params))
     status = query_status(queries, library, params, tally.hits > 0, incomplete)
     return tally.columns(params, incomplete, status)
 

@@ -20,7 +20,7 @@ from engine import (
     search_job,
 )
 from engine.export import open_writer
-from simms_gui.answers import AnswersMixin, HitList, QValues
+from simms_gui.answers import AnswersMixin, HitList, QValues, best_hits
 from simms_gui.cluster_session import ClusterSessionMixin
 from simms_gui.dask_connection import normalize_dask_address
 from simms_gui.files import SUPPORTED_SUFFIXES, LoadProgress, is_spectrum_file
@@ -438,8 +438,8 @@ class Session(AnswersMixin, ClusterSessionMixin, NetworkSessionMixin):
         """``"all"`` hits, or the ``"best"`` hit of each query."""
         if which == "all":
             return self.hits
-        if which == "best":
-            return self.hits.best_per_query()
+        if which == "best":  # a tie decided by order_ties, never by library position
+            return best_hits(self.hits, self.hits_queries, self.hits_library, self.params)
         raise ValueError(f"which must be 'all' or 'best', not {which!r}")
 
     def hit_list(self, hits: HitTable | None = None) -> HitList:

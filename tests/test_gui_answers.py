@@ -180,8 +180,16 @@ def test_tied_best_hits_in_tie_order_with_flags_in_table_pane_and_sheet(
     pane = window.pair_view.details.toPlainText()
     assert "tied with 2 other compounds at the best score: Citraconic acid; Mesaconic acid" in pane
     assert "only 1 matched peak" in pane
+    # the best hit per query (table toggle, "best" export): the tie order's first
+    assert names_of(library, plain.best_per_query().library_index) != [ACIDS[0]]
+    window.results.best_check.setChecked(True)
+    assert [str(v) for v in model.column("library_name")] == [ACIDS[0]]
+    assert model.column("flags").tolist() == ["tied ×3; few peaks"]
+    window.results.best_check.setChecked(False)
+    assert names_of(library, window.session.select_hits("best").library_index) == [ACIDS[0]]
     sheet = window.query_status.model
     assert sheet.columns["tied"].tolist() == [3]
+    assert sheet.columns["best_library_name"].tolist() == [ACIDS[0]]
     assert "tied with 2 other compounds" in sheet.columns["flags"][0]
 
     # an isomer the library cannot tell apart (triamcinolone acetonide / dexamethasone acetate)

@@ -23,10 +23,9 @@ from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
 from PyQt6.QtGui import QColor
 
 from engine import HitTable
-from engine.hits import top_n_order
 from simms_gui._qt.growable import GrowableColumns, GrowableRows
 from simms_gui._qt.sort_order import SourceCodes, stable_order
-from simms_gui.answers import flag_lines, flags_column
+from simms_gui.answers import first_best, flag_lines, flags_column
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
 
@@ -359,9 +358,10 @@ class HitsTableModel(QAbstractTableModel):
         return mask
 
     def _best_rows(self) -> np.ndarray:
-        """Boolean over storage rows: the best hit of each query (canonical tie-break)."""
+        """Boolean over storage rows: the best hit of each query (the first of a tie as
+        stored: ``order_ties``' order, :func:`simms_gui.answers.first_best`)."""
         c = self._cols
-        rows = top_n_order(c["query_index"], c["library_index"], c["score"], top_n=1)
+        rows = first_best(c["query_index"], c["score"])
         best = np.zeros(self._n, dtype=bool)
         best[rows] = True
         return best
