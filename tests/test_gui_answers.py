@@ -190,6 +190,9 @@ def test_tied_best_hits_in_tie_order_with_flags_in_table_pane_and_sheet(
     sheet = window.query_status.model
     assert sheet.columns["tied"].tolist() == [3]
     assert sheet.columns["best_library_name"].tolist() == [ACIDS[0]]
+    window.results.select_row(2)
+    window.show_query(0)  # a query picked in the query list: its best hit, in tie order
+    assert window.results.model.row_of(window.results.current_row())["library_name"] == ACIDS[0]
     assert "tied with 2 other compounds" in sheet.columns["flags"][0]
 
     # an isomer the library cannot tell apart (triamcinolone acetonide / dexamethasone acetate)

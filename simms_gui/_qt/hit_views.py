@@ -19,6 +19,7 @@ from engine import HitTable, SearchParameters
 from simms_gui._qt.hit_export import HITS_FILTER, format_of
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
+from simms_gui.answers import best_hits
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
 from simms_gui.pairs import compute_pair, spectrum_label
 
@@ -82,8 +83,9 @@ class HitViews:
                 + ("" if hits is not None else ": run a search first")
             )
             return
-        best = int(mine[np.argmax(hits.score[mine])])
-        library_index = int(hits.library_index[best])
+        # a tie decided as in the table (order_ties), never by library position
+        best = best_hits(hits.take(mine), s.hits_queries, s.hits_library, s.params)
+        library_index = int(best.library_index[0])
         self.tabs.setCurrentIndex(0)
         view_row = self.results.model.find_row(row, library_index)
         if view_row >= 0:
