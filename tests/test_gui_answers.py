@@ -86,6 +86,7 @@ def test_fdr_search_shows_q_values_queries_sheet_and_exports(qtbot, window, demo
     # the reference: the engine's own FDR search, independent of the window
     ref = engine.search(queries, library, params, backend="cpu").to_pandas()
     assert model.rowCount() == len(ref) > 0
+    assert "top 10, q ≤ 0.05)" in window.log_view.toPlainText()
     shown = _shown(model, "q_value")
     expected = dict(
         zip(zip(ref.query_index, ref.library_index, strict=True), ref.q_value, strict=True)

@@ -106,7 +106,9 @@ class SearchControl:
             where = f" on the Dask cluster at {address}" + ("" if connected else " (connecting…)")
         self.log(
             f"Searching {len(s.queries.spectra):,} queries against {len(s.library):,} spectra "
-            f"({params.score}, tolerance {params.tolerance} Da, top {params.top_n or 'all'}){where}"
+            f"({params.score}, tolerance {params.tolerance} Da, top {params.top_n or 'all'}"
+            + (f", q ≤ {params.fdr:g}" if params.fdr is not None else "")
+            + f"){where}"
         )
         controller.start()
         self.searchStarted.emit()
