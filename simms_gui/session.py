@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from engine import (
     ClusterResult,
     HitTable,
@@ -21,7 +19,8 @@ from engine import (
     load_library,
     search_job,
 )
-from engine.export import hit_columns, write_hits
+from engine.export import open_writer
+from simms_gui.answers import AnswersMixin, HitList, QValues, best_hits
 from simms_gui.cluster_session import ClusterSessionMixin
 from simms_gui.dask_connection import normalize_dask_address
 from simms_gui.files import SUPPORTED_SUFFIXES, LoadProgress, is_spectrum_file
@@ -64,51 +63,6 @@ class LoadedFile:
         return self.spectra.report
 
 
-class HitList:
-    """Hits of a search as user-facing columns (``engine.export.hit_columns``).
-
-    Parameters
-    ----------
-    table : HitTable
-        The hits.
-    queries, library : SpectrumLibrary
-        The spectra the hit indexes refer to.
-
-    Attributes
-    ----------
-    table : HitTable
-    columns : dict of str to ndarray
-    """
-
-    def __init__(
-        self,
-        table: HitTable,
-        queries: SpectrumLibrary | None,
-        library: SpectrumLibrary | None,
-        params: SearchParameters | None = None,
-    ) -> None:
-        self.table = table
-        if queries is None or library is None:
-            self.columns: dict[str, np.ndarray] = dict(table.to_dict())
-        else:
-            self.columns = hit_columns(table, queries, library, params)
-
-    def __len__(self) -> int:
-        return len(self.table)
-
-    def __repr__(self) -> str:
-        return f"<HitList of {len(self)} hits>"
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.columns[name]
-
-    def to_pandas(self):
-        """The columns as a :class:`pandas.DataFrame` (needs pandas)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.columns)
-
-
 @dataclass(frozen=True)
 class SearchRequest:
     """A search asked for through :meth:`Session.search`, for whoever runs searches.
@@ -127,7 +81,7 @@ class SearchRequest:
     dask_address: str | None = None
 
 
-class Session(ClusterSessionMixin, NetworkSessionMixin):
+class Session(AnswersMixin, ClusterSessionMixin, NetworkSessionMixin):
     """Everything the user has loaded and searched: the model the window observes.
 
     No Qt: scripts and notebooks use a session directly; the desktop window
@@ -199,6 +153,7 @@ class Session(ClusterSessionMixin, NetworkSessionMixin):
         self._chunks: list[HitTable] = []
         self._hits: HitTable | None = HitTable.empty()
         self._init_network()
+        self._init_answers()
         self.clusters: ClusterResult | None = None
 
     # -- events -----------------------------------------------------------------------
@@ -343,6 +298,7 @@ class Session(ClusterSessionMixin, NetworkSessionMixin):
         self.state = "running"
         self.cancelled, self.error = False, None
         self._chunks, self._hits = [], HitTable.empty()
+        self.set_answers(None)
         self.hits_queries = self.queries.spectra if self.queries else None
         self.hits_library = self.library
         self.hits_files = (self.queries, self.library_file)
@@ -394,6 +350,8 @@ class Session(ClusterSessionMixin, NetworkSessionMixin):
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
+            isomers = self.isomer_check("auto" if client is not None else backend)
+            self.set_answers(getattr(job, "q_values", None), isomers, job.incomplete_queries)
             self.finish_search(
                 job.backend.name, job.backend.device, cancelled=job.cancelled, error=error
             )
@@ -408,10 +366,12 @@ class Session(ClusterSessionMixin, NetworkSessionMixin):
         backend: str = "",
         device: str = "",
         cancelled: bool = False,
+        q_values: QValues | None = None,
     ) -> None:
         """Take the parameters and hits of a saved session (``"restored"``).
 
-        ``hits`` (None: no search was saved) refer to the spectra of ``hits_files``.
+        ``hits`` (None: no search was saved) refer to the spectra of ``hits_files``;
+        ``q_values`` gives their saved q-values (:class:`~simms_gui.answers.SavedQValues`).
         """
         self.params = params
         self._shown_params = None
@@ -424,6 +384,10 @@ class Session(ClusterSessionMixin, NetworkSessionMixin):
         self.hits_library = None if library is None else library.spectra
         self._chunks, self._hits = [hits], hits
         self.unsaved = False
+        if len(hits):
+            self.set_answers(q_values, self.isomer_check())
+        else:
+            self.set_answers(None)
         self._emit("restored")
 
     # -- what the user looks at and what changed since the search -----------------------
@@ -474,28 +438,41 @@ class Session(ClusterSessionMixin, NetworkSessionMixin):
         """``"all"`` hits, or the ``"best"`` hit of each query."""
         if which == "all":
             return self.hits
-        if which == "best":
-            return self.hits.best_per_query()
+        if which == "best":  # a tie decided by order_ties, never by library position
+            return best_hits(self.hits, self.hits_queries, self.hits_library, self.params)
         raise ValueError(f"which must be 'all' or 'best', not {which!r}")
 
     def hit_list(self, hits: HitTable | None = None) -> HitList:
         """``hits`` (default: all current hits) as a :class:`HitList`."""
         return HitList(
-            self.hits if hits is None else hits, self.hits_queries, self.hits_library, self.params
-        )
+            self.hits if hits is None else hits, self.hits_queries, self.hits_library, self.params,
+            self.q_values, self.isomers,
+        )  # fmt: skip
 
-    def export(self, path: str | Path, hits: HitTable | str | None = None) -> Path:
-        """Write hits with provenance via ``engine.export.write_hits``.
+    def export(
+        self, path: str | Path, hits: HitTable | str | None = None, format: str | None = None
+    ) -> Path:
+        """Write hits with provenance (``engine.export.open_writer``), the queries table beside.
 
         ``hits`` is a :class:`~engine.HitTable`, ``"all"``/``"best"``
-        (:meth:`select_hits`), or None for all.
+        (:meth:`select_hits`), or None for all; ``format`` ``"tsv"``, ``"csv"``,
+        ``"parquet"``, ``"mztab"`` or ``"gnps"`` (default: by the suffix).  The
+        q-values and isomers of the search go with the hits.
         """
         if self.hits_queries is None or self.hits_library is None:
             raise RuntimeError("no search has been run yet")
         table = self.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
-        out = write_hits(
-            path, table, self.hits_queries, self.hits_library, self.params,
-            backend=self.backend, device=self.device,
+        writer = open_writer(
+            path, self.hits_queries, self.hits_library, self.params, format=format,
+            backend=self.backend, device=self.device, isomers=self.isomers,
+            q_values=self.q_values,
         )  # fmt: skip
+        try:
+            writer.write(table)
+        except BaseException:
+            writer.abort()
+            raise
+        note = "the search was stopped" if self.cancelled else ""
+        out = writer.close(complete=not note, note=note, incomplete=self.incomplete)
         self.unsaved = False
         return out

@@ -29,6 +29,7 @@ import pandas as pd
 
 from engine import HitTable, SearchParameters, SpectrumLibrary
 from engine.atomic import atomic_path
+from simms_gui.answers import SavedQValues
 from simms_gui.session import LoadedFile, Session
 from simms_gui.version import __version__
 
@@ -50,6 +51,8 @@ FORMAT, VERSION = "simms-session", 1
 #: File name ending of session files.
 SUFFIX = ".simms"
 _HIT_COLUMNS = ("query_index", "library_index", "score", "matches")
+#: The hits' q-values (a search with FDR), row by row with ``hits.tsv``.
+Q_VALUES = "q_values.tsv"
 
 
 class SessionFileError(ValueError):
@@ -137,6 +140,8 @@ def save_session(session: Session, path: str | Path) -> Path:
             z.writestr("manifest.json", json.dumps(manifest, indent=2))
             if search is not None:
                 z.writestr("hits.tsv", _hits_tsv(session.hits))
+                if session.q_values is not None:  # a search with FDR: its q-values, row by row
+                    z.writestr(Q_VALUES, _q_values_tsv(session.q_values(session.hits)))
     session.unsaved = False
     return path
 
@@ -145,6 +150,21 @@ def _hits_tsv(hits: HitTable) -> str:
     frame = pd.DataFrame({name: getattr(hits, name) for name in _HIT_COLUMNS})
     # 17 significant digits read back to the same float64: the hits reopen bit for bit
     return frame.to_csv(sep="\t", index=False, float_format="%.17g", lineterminator="\n")
+
+
+def _q_values_tsv(q_value: np.ndarray) -> str:
+    frame = pd.DataFrame({"q_value": q_value})
+    return frame.to_csv(sep="\t", index=False, float_format="%.17g", lineterminator="\n")
+
+
+def _read_q_values(data: bytes, name: str, rows: int) -> np.ndarray:
+    try:
+        q_value = pd.read_csv(io.BytesIO(data), sep="\t")["q_value"].to_numpy(np.float64)
+    except (ValueError, KeyError, pd.errors.ParserError) as exc:
+        raise SessionFileError(f"{name}: {Q_VALUES} is unreadable ({exc})") from None
+    if len(q_value) != rows:
+        raise SessionFileError(f"{name}: {Q_VALUES} has {len(q_value)} rows for {rows} hits")
+    return q_value
 
 
 def _read_hits(data: bytes, name: str) -> HitTable:
@@ -187,6 +207,8 @@ class OpenedSession:
     hit_queries: LoadedFile | None = None
     hits: HitTable | None = None
     problems: list[str] = field(default_factory=list)
+    #: The hits' saved q-values (a search with FDR), one per hit, else None.
+    q_value: np.ndarray | None = None
 
 
 def _manifest(path: Path) -> tuple[dict, zipfile.ZipFile]:
@@ -282,6 +304,8 @@ def read_session(
                 opened.problems.append(f"{path}: hits point past the end of their files")
             else:
                 opened.hits = hits
+                if Q_VALUES in z.namelist():
+                    opened.q_value = _read_q_values(z.read(Q_VALUES), str(path), len(hits))
         else:
             opened.problems.append(
                 f"{path}: the {search.get('count', 0):,} saved hits were not restored, as "
@@ -318,6 +342,7 @@ def apply_session(session: Session, opened: OpenedSession) -> None:
         backend=str(search.get("backend", "")),
         device=str(search.get("device", "")),
         cancelled=bool(search.get("cancelled", False)),
+        q_values=None if opened.q_value is None else SavedQValues(opened.hits, opened.q_value),
     )
     selection = m.get("selection") or {}
     hit = selection.get("hit")

@@ -318,8 +318,9 @@ class Viewer:
         args, kwargs = mirror_arguments(pair, s.params)
         return export_mirror(path, args, kwargs, dpi=dpi)
 
-    def export_hits(self, path: str | Path, which: str = "all") -> Path:
-        """Write the hit list with provenance (TSV, CSV or Parquet, by suffix).
+    def export_hits(self, path: str | Path, which: str = "all", format: str | None = None) -> Path:
+        """Write the hit list with provenance (TSV, CSV, Parquet or mzTab-M by suffix; GNPS TSV
+        with ``format="gnps"``).
 
         Parameters
         ----------
@@ -332,8 +333,8 @@ class Viewer:
         Path
         """
         if which == "filtered":  # what the table shows: the view's own filter
-            return self.session.export(path, self.window.results.model.hit_table(visible=True))
-        return self.session.export(path, which)
+            which = self.window.results.model.hit_table(visible=True)
+        return self.session.export(path, which, format)
 
     # -- sessions ---------------------------------------------------------------------
     def save_session(self, path: str | Path) -> Path:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 
 from PyQt6.QtWidgets import QTextBrowser, QWidget
 
+from simms_gui.answers import flag_lines
+
 __all__ = ["DETAIL_FIELDS", "PPM_LIMIT_DA", "HitDetails"]
 
 #: Beyond this precursor difference (Da) a hit's Δ is a mass shift (an analog's
@@ -22,6 +24,7 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("query_name", "Query", ""),
     ("query_id", "Query ID", ""),
     ("score", "Score", ".4f"),
+    ("q_value", "q-value", ".4f"),
     ("reverse_score", "Reverse score", ".4f"),
     ("matches", "Matched peaks", "d"),
     ("library_explained", "Explained (library)", ".0%"),
@@ -52,7 +55,8 @@ def detail_html(
     stacked: bool = False,
     sides: tuple[str, str] = ("query", "library"),
 ) -> str:
-    """The pane's HTML for one hit row (fields missing from ``row`` are left out).
+    """The pane's HTML for one hit row (fields missing from ``row`` are left out),
+    under its ambiguity warnings (:func:`simms_gui.answers.flag_lines`).
 
     Labels are never broken; ``stacked`` puts each value under its label (a
     narrow pane), so IDs and names get the pane's whole width.  ``sides``
@@ -81,7 +85,10 @@ def detail_html(
         head = f"<th align='left' valign='top' style='white-space:nowrap'>{html.escape(label)}</th>"
         value = f"<td>{html.escape(text)}</td>"
         lines.append(f"<tr>{head}</tr><tr>{value}</tr>" if stacked else f"<tr>{head}{value}</tr>")
-    return "<table cellspacing='2' width='100%'>" + "".join(lines) + "</table>"
+    warnings = "".join(
+        f"<p style='color:#b35900; margin:0'>⚠ {html.escape(line)}</p>" for line in flag_lines(row)
+    )
+    return warnings + "<table cellspacing='2' width='100%'>" + "".join(lines) + "</table>"
 
 
 def _side_labels(upper: str, lower: str) -> dict[str, str]:

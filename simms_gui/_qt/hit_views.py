@@ -16,14 +16,15 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import HitTable
+from simms_gui._qt.hit_export import HITS_FILTER, format_of
 from simms_gui._qt.search_control import local_backend
 from simms_gui._qt.settings import settings
+from simms_gui.answers import best_hits
 from simms_gui.heatmap_requests import HeatmapRequest, selection_request, top_hits_request
 from simms_gui.pairs import compute_pair, pair_row, spectrum_label
 
 __all__ = ["HitViews"]
 
-HITS_FILTER = "Tab-separated (*.tsv);;Comma-separated (*.csv);;Parquet (*.parquet)"
 #: Why Parquet is not offered when it cannot be written.
 PARQUET_MISSING = "Parquet export needs pyarrow: pip install 'simms-desktop[parquet]'"
 IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg)"
@@ -87,8 +88,9 @@ class HitViews:
                 + ("" if hits is not None else ": run a search first")
             )
             return
-        best = int(mine[np.argmax(hits.score[mine])])
-        library_index = int(hits.library_index[best])
+        # a tie decided as in the table (order_ties), never by library position
+        best = best_hits(hits.take(mine), s.hits_queries, s.hits_library, s.params)
+        library_index = int(best.library_index[0])
         self.tabs.setCurrentIndex(0)
         view_row = self.results.model.find_row(row, library_index)
         if view_row >= 0:
@@ -111,19 +113,31 @@ class HitViews:
         self._remember_dir(path)
         return Path(path)
 
-    def export_hits(self, path: str | Path | None = None, which: str = "all") -> Path | None:
-        """Write hits (``which``: all, filtered or best) to TSV/CSV/Parquet with provenance."""
+    def export_hits(
+        self, path: str | Path | None = None, which: str = "all", format: str | None = None
+    ) -> Path | None:
+        """Write hits (``which``: all, filtered or best) with provenance and q-values.
+
+        ``format``: ``"tsv"``, ``"csv"``, ``"parquet"``, ``"mztab"`` (mzTab-M) or
+        ``"gnps"`` (GNPS-style TSV); default by the suffix, or the dialog's file type.
+        """
         if self.session.hits_queries is None:
             QMessageBox.information(self, "No hits", "Run a search first.")
             return None
         if path is None:
             if not parquet_writable():
                 self.log(PARQUET_MISSING, status=True)
-            path = self._save_path("Export hits", f"hits_{which}.tsv", hits_filter())
-            if path is None:
+            folder = Path(str(settings().value("last_dir", str(Path.home()))))
+            start = folder / f"hits_{which}.tsv"
+            chosen, kind = QFileDialog.getSaveFileName(
+                self, "Export hits", str(start), hits_filter()
+            )
+            if not chosen:
                 return None
+            self._remember_dir(chosen)
+            path, format = format_of(chosen, kind)
         try:
-            out = self.session.export(path, self.hits_for_export(which))
+            out = self.session.export(path, self.hits_for_export(which), format)
         except Exception as exc:
             self._error("Export failed", f"{path}: {exc}")
             return None

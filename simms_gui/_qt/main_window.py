@@ -26,6 +26,7 @@ from simms_gui._qt.hit_views import HitViews
 from simms_gui._qt.library_panel import LibraryPanel
 from simms_gui._qt.network_view import NetworkTab
 from simms_gui._qt.query_list import QueryList
+from simms_gui._qt.query_status_view import QueryStatusPanel
 from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_control import SearchControl, local_backend
 from simms_gui._qt.search_panel import SearchPanel
@@ -122,6 +123,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.tabs.addTab(self.heatmap_splitter, "Heatmap")
         self.network_tab = NetworkTab(self.session, self.query_list)
         self.tabs.addTab(self.network_tab, "Network")
+        self.query_status = QueryStatusPanel(self.session)
+        self.tabs.addTab(self.query_status, "Query status")
         self.tabs.setDocumentMode(True)
         self.setCentralWidget(self.tabs)
         self._make_docks()
@@ -373,6 +376,7 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.library_panel.removeRequested.connect(self._remove_library)
         self.results.hitSelected.connect(self.show_hit)
         self.query_list.queryActivated.connect(self._filter_to_query)
+        self.query_status.queryActivated.connect(self._filter_to_query)
         self.query_list.querySelected.connect(self.show_query)
         self.query_list.heatmapRequested.connect(lambda _rows: self.heatmap_selection())
         self.heatmap_panel.topHitsRequested.connect(self.heatmap_top_hits)

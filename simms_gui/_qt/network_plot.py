@@ -7,6 +7,7 @@ import pyqtgraph as pg
 from PyQt6 import QtCore, QtWidgets
 
 from engine import SpectrumNetwork
+from simms_gui._qt.network_labels import NodeLabels
 
 __all__ = ["NetworkPlot", "component_colours"]
 
@@ -68,6 +69,8 @@ class NetworkPlot(QtWidgets.QWidget):
         self.plot_item.addItem(self.edge_highlight)
         self.network: SpectrumNetwork | None = None
         self.positions = np.zeros((0, 2))
+        #: Names of the nodes' library hits that pass the label floor.
+        self.labels = NodeLabels(self.plot_item)
         self.graphics.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
     def set_network(self, net: SpectrumNetwork, positions: np.ndarray) -> None:
@@ -91,13 +94,16 @@ class NetworkPlot(QtWidgets.QWidget):
             pxMode=True,
         )  # fmt: skip
         self.select_node(None)
-        self.plot_item.getViewBox().autoRange(padding=0.05)
+        self.labels.show(net, self.positions)
+        padding = 0.1 if self.labels.items else 0.05  # room for the labels at the edges
+        self.plot_item.getViewBox().autoRange(padding=padding, items=[self.graph_item])
 
     def clear(self) -> None:
         """Show nothing."""
         self.network = None
         self.positions = np.zeros((0, 2))
         self.graph_item.setData(pos=np.zeros((0, 2)))
+        self.labels.clear()
         self.select_node(None)
 
     def select_node(self, node: int | None) -> None:

@@ -20,13 +20,24 @@ from dataclasses import dataclass
 
 import numpy as np
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
+from PyQt6.QtGui import QColor
 
 from engine import HitTable
-from engine.hits import top_n_order
 from simms_gui._qt.growable import GrowableColumns, GrowableRows
 from simms_gui._qt.sort_order import SourceCodes, stable_order
+from simms_gui.answers import first_best, flag_lines, flags_column
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
+
+
+#: Header tips of the answer columns (:mod:`simms_gui.answers`).
+Q_VALUE_TIP = (
+    "Estimated false discovery rate at this hit's score (empty: the search ran without FDR)"
+)
+FLAGS_TIP = (
+    "Why the best hit alone may not decide: tied (other compounds score the same), "
+    "few peaks (at most 2 matched), isomers (same formula, near-identical library spectra)"
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("query_id", "Query ID"),
     Column("query_name", "Query"),
     Column("library_name", "Hit"),
+    Column("flags", "Flags", "", FLAGS_TIP),
     Column("score", "Score", ".4f", "The search's score (entropy similarity or cosine)"),
+    Column("q_value", "q-value", ".4f", Q_VALUE_TIP),
     Column(
         "reverse_score",
         "Reverse",
@@ -85,6 +98,7 @@ BEST_FIRST = frozenset({"score", "reverse_score", "matches", "library_explained"
 TEXT_FILTER_KEYS = ("query_id", "query_name", "library_name", "library_id", "library_inchikey")
 
 _NUMERIC_ALIGN = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+_FLAG_COLOUR = QColor("#b35900")
 
 
 class HitsTableModel(QAbstractTableModel):
@@ -148,6 +162,10 @@ class HitsTableModel(QAbstractTableModel):
         if n_new == 0:
             return
         columns = dict(columns)
+        if "flags" not in columns:  # columns made without simms_gui.answers.display_columns
+            columns["flags"] = flags_column(columns)
+        if "q_value" not in columns:
+            columns["q_value"] = np.full(n_new, np.nan)
         if "library" not in columns:
             named = columns.get("library_file")
             if named is not None and len(named) and all(named[[0, -1]] != ""):
@@ -210,6 +228,10 @@ class HitsTableModel(QAbstractTableModel):
         if not index.isValid() or not self._cols:
             return None
         col = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole and col.key == "flags":
+            return "\n".join(flag_lines(self.row_of(index.row()))) or None
+        if role == Qt.ItemDataRole.ForegroundRole and col.key == "flags":
+            return _FLAG_COLOUR
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             value = self._cols[col.key][self._view[index.row()]]
             return _format(value, col.fmt)
@@ -347,9 +369,10 @@ class HitsTableModel(QAbstractTableModel):
         return mask
 
     def _best_rows(self) -> np.ndarray:
-        """Boolean over storage rows: the best hit of each query (canonical tie-break)."""
+        """Boolean over storage rows: the best hit of each query (the first of a tie as
+        stored: ``order_ties``' order, :func:`simms_gui.answers.first_best`)."""
         c = self._cols
-        rows = top_n_order(c["query_index"], c["library_index"], c["score"], top_n=1)
+        rows = first_best(c["query_index"], c["score"])
         best = np.zeros(self._n, dtype=bool)
         best[rows] = True
         return best
@@ -432,20 +455,17 @@ class HitsTableModel(QAbstractTableModel):
         """Whether storage row ``b`` comes after row ``a`` in query order."""
         if not all(k in self._cols for k in _ORDER_KEYS):
             return True
-        q, score, lib = (self._cols[k] for k in _ORDER_KEYS)
-        return (q[a], -score[a], lib[a]) <= (q[b], -score[b], lib[b])
+        q, score = self._cols["query_index"], self._cols["score"]
+        return (q[a], -score[a], a) <= (q[b], -score[b], b)
 
     def _sorted(self, rows: np.ndarray) -> np.ndarray:
-        if self._sort_column < 0:  # query order: query, score descending, library (as exports)
+        if self._sort_column < 0:  # query order: query, score descending, then as they came
             if len(rows) < 2 or not all(k in self._cols for k in _ORDER_KEYS):
                 return np.sort(rows)
+            # equal scores keep their arrival order: the engine's tie order
+            # (engine.search.order_ties), never the library position
             c = self._cols
-            stored = np.zeros(self._n, dtype=bool)  # storage order in linear time: equal
-            stored[rows] = True  # keys keep the order hits came in
-            rows = np.flatnonzero(stored)
-            return rows[
-                top_n_order(c["query_index"][rows], c["library_index"][rows], c["score"][rows])
-            ]
+            return rows[np.lexsort((rows, -c["score"][rows], c["query_index"][rows]))]
         if not self._cols or len(rows) < 2:
             return rows
         key = self._sort_key(COLUMNS[self._sort_column].key, rows)

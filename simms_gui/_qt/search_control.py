@@ -106,7 +106,9 @@ class SearchControl:
             where = f" on the Dask cluster at {address}" + ("" if connected else " (connecting…)")
         self.log(
             f"Searching {len(s.queries.spectra):,} queries against {len(s.library):,} spectra "
-            f"({params.score}, tolerance {params.tolerance} Da, top {params.top_n or 'all'}){where}"
+            f"({params.score}, tolerance {params.tolerance} Da, top {params.top_n or 'all'}"
+            + (f", q ≤ {params.fdr:g}" if params.fdr is not None else "")
+            + f"){where}"
         )
         controller.start()
         self.searchStarted.emit()
@@ -165,6 +167,11 @@ class SearchControl:
         s = self.session
         name, device = controller.backend_device if controller is not None else ("", "")
         error = controller.error if controller is not None else None
+        job = controller.job if controller is not None else None
+        if job is not None:  # q-values, isomers and cut queries for exports and the queries table
+            s.set_answers(
+                getattr(job, "q_values", None), controller.isomers, job.incomplete_queries
+            )
         s.finish_search(name, device, cancelled=cancelled, error=error)
         model = self.results.model
         if model._sort_column >= 0:

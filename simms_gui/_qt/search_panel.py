@@ -27,6 +27,7 @@ from simms_gui._qt.backend_choice import (
     detected_backends,
     gpu_reason,
 )
+from simms_gui._qt.fdr_control import FdrControl
 from simms_gui._qt.precursor_units import PrecursorUnits
 from simms_gui._qt.preprocess_dialog import PreprocessDialog
 from simms_gui._qt.search_progress import COMPILING_NOTE, SearchProgressView
@@ -117,6 +118,7 @@ class SearchPanel(QWidget):
         self.top_n = QSpinBox(minimum=0, maximum=100000)
         self.top_n.setSpecialValueText("all")
         self.top_n.setToolTip("Keep each query's N best hits (0: all)")
+        self.fdr = FdrControl()
         self.preprocess = QComboBox()
         for name in preset_names():
             self.preprocess.addItem(name, name)
@@ -157,6 +159,7 @@ class SearchPanel(QWidget):
         form.addRow("Min. matches", self.min_matches)
         form.addRow("Threshold", self.threshold)
         form.addRow("Top N", self.top_n)
+        form.addRow("FDR (q ≤)", self.fdr)
         preprocessing = QHBoxLayout()
         preprocessing.setContentsMargins(0, 0, 0, 0)
         preprocessing.addWidget(self.preprocess, 1)
@@ -249,7 +252,9 @@ class SearchPanel(QWidget):
     def _mode_chosen(self) -> None:
         """A mode picked by the user: show its preset (top N and backend stay)."""
         self.set_parameters(
-            SearchParameters(mode=self.mode.currentData(), top_n=self.top_n.value())
+            SearchParameters(
+                mode=self.mode.currentData(), top_n=self.top_n.value(), fdr=self.fdr.value()
+            )
         )
 
     def _precursor_unit_changed(self) -> None:
@@ -270,6 +275,7 @@ class SearchPanel(QWidget):
             "min_matches": self.min_matches.value(),
             "threshold": self.threshold.value(),
             "top_n": self.top_n.value(),
+            "fdr": self.fdr.value(),
             "preprocess": self.preprocess.currentData(),
         }
         return SearchParameters.from_dict({**self._hidden, **values, **overrides})
@@ -289,9 +295,10 @@ class SearchPanel(QWidget):
         self.min_matches.setValue(params.min_matches)
         self.threshold.setValue(params.threshold)
         self.top_n.setValue(params.top_n)
+        self.fdr.set_value(params.fdr)
         self.set_preprocess(params.preprocess)
         d = params.to_dict()
-        self._hidden = {k: d[k] for k in ("mz_power", "intensity_power", "batch_size")}
+        self._hidden = {k: d[k] for k in ("mz_power", "intensity_power", "batch_size", "decoys")}
         self._precursor_unit_changed()
 
     # -- preprocessing ----------------------------------------------------------------

@@ -25,7 +25,8 @@ from superqt.utils import FunctionWorker, GeneratorWorker, create_worker
 from engine import HitTable, SearchParameters, SearchProgress, SpectrumLibrary, search_job
 from engine.backends import interactive_threads
 from engine.distributed import ClusterError, describe
-from engine.export import hit_columns
+from engine.qc import IsomerCheck, isomer_parameters
+from simms_gui.answers import display_columns
 
 __all__ = ["BackgroundTask", "SearchController"]
 
@@ -48,7 +49,8 @@ class SearchController(QObject):
     Signals
     -------
     chunk(object, object)
-        A :class:`~engine.HitTable` chunk and its display columns (dict).
+        A :class:`~engine.HitTable` chunk (tied best hits in ``order_ties``'s order)
+        and its display columns (dict: q-values, ambiguity flags).
     progress(object)
         A copy of the :class:`~engine.SearchProgress`.
     message(str)
@@ -80,6 +82,7 @@ class SearchController(QObject):
         self.backend = backend
         self.dask_client = dask_client
         self.job = None  # SearchJob or DaskSearchJob, made in the worker thread
+        self.isomers: IsomerCheck | None = None  # the isomer check of the hits' library
         self.running = False
         self.cancelled = False
         self.error: str | None = None
@@ -121,8 +124,14 @@ class SearchController(QObject):
             self.job = self._make_job()
             if self._cancel_requested:
                 self.job.cancel()
+            q_values = getattr(self.job, "q_values", None)  # with fdr: the q-value estimate
+            self.isomers = IsomerCheck(  # in the search's own score: no kernels to compile
+                self.library, isomer_parameters(self.params), backend=_local(self.backend)
+            )
             for hits in self.job:
-                yield hits, hit_columns(hits, self.queries, self.library, self.params)
+                yield display_columns(
+                    hits, self.queries, self.library, self.params, q_values, self.isomers
+                )
             self.progress.emit(SearchProgress(**self.job.progress.__dict__))
             self.cancelled = self.job.cancelled
         except Exception as exc:  # noqa: BLE001 - reported here: superqt drops RuntimeErrors
@@ -169,6 +178,11 @@ class SearchController(QObject):
     def _on_finished(self) -> None:
         self.running = False
         self.finished.emit(self.cancelled)
+
+
+def _local(backend: str) -> str:
+    """The backend of checks run here beside a search: a Dask search's are local."""
+    return "auto" if backend == "dask" else backend
 
 
 @dataclass(frozen=True)
