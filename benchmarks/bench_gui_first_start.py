@@ -4,8 +4,9 @@ Runs the application as ``simms-gui`` does on a first start (fresh profile, the
 demo opened in the background) in a child process with empty numba and library
 caches, presses Search as soon as the demo is loaded, and prints one table of
 seconds since the process started: window shown, demo loaded, search kernels
-ready (the status bar's compile note gone), Search pressed, first hits, search
-done.  Screenshots of the window go to ``--shots``.  Run it under a display::
+ready, the status bar's compile note shown and gone, Search pressed, first hits,
+search done (a "compile note at the end" row: the note was still up 1.5 s
+after).  Screenshots of the window go to ``--shots``.  Run it under a display::
 
     xvfb-run -s "-screen 0 1366x768x24" python benchmarks/bench_gui_first_start.py --shots DIR
 """
@@ -53,17 +54,31 @@ def child(shots: Path | None, limit: float) -> None:
             button.click()
         if "kernels ready" not in times and not warming_up():
             times["kernels ready"] = now
+        note = "Preparing the search kernels" in window.slow_steps.text()
+        if note:
+            times.pop("compile note gone", None)
+            times.setdefault("compile note shown", now)
+        elif "compile note shown" in times:
+            times.setdefault("compile note gone", now)
         if "Search pressed" in times and "first hits" not in times and model.rowCount() > 0:
             times["first hits"] = now
         if "Search pressed" in times and "search done" not in times and not window.searching:
             if now - times["Search pressed"] > 0.2:
                 times["search done"] = now
                 times["hits"] = model.rowCount()
-                if shots:
-                    window.grab().save(str(shots / "3-hits.png"))
-                finish()
+                QTimer.singleShot(1500, last_look)  # the window's own timers catch up
         if now > limit:
             finish()
+
+    def last_look() -> None:
+        poll_note()
+        if shots:
+            window.grab().save(str(shots / "3-hits.png"))
+        finish()
+
+    def poll_note() -> None:
+        if "Preparing the search kernels" in window.slow_steps.text():
+            times["compile note at the end"] = time.time() - t0
 
     def finish() -> None:
         for name, value in times.items():
