@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from engine.hits import HitTable
 
 __all__ = [
     "GRACE_PERIOD",
+    "ClusterBackend",
     "ClusterError",
     "ClusterLostError",
     "connect",
@@ -24,6 +26,15 @@ __all__ = [
     "open_client",
     "shutdown",
 ]
+
+
+@dataclass(frozen=True)
+class ClusterBackend:
+    """What the CLI and provenance show as the backend of a Dask search."""
+
+    name: str
+    device: str
+
 
 #: Seconds a search waits, once every worker is lost, for one to (re)join before it
 #: raises :class:`ClusterLostError` (a nanny or a supervisor restarts a worker in seconds).

@@ -1,11 +1,10 @@
 """The client side of a Dask search: place shards, send query blocks, merge, stream hits.
 
-The plan (:mod:`.plan`) cuts the library into shards (one, copied on every
-worker, when it fits their memory; else a multiple of the workers) and the
-queries into blocks sized by the task cost model (:mod:`.cost`).  Shards go to
-the workers that already hold them (:func:`.sources.resident_workers`: nothing
-is sent or prepared again), the others to the least loaded workers, with the
-path of the library's cache file or their spectra (:func:`.dispatch.place_shards`).
+The plan (:mod:`.plan`) cuts the library into shards (one, on every worker, when
+it fits their memory; else a multiple of the workers) and the queries into blocks
+sized by the cost model (:mod:`.cost`).  Shards go to the workers that hold them
+already (:func:`.sources.resident_workers`), the others to the least loaded ones
+(:func:`.dispatch.place_shards`).
 Tasks ``(shard, block) -> each query's top-N within the shard``
 (:func:`.shards.score_task`) go to a worker holding their shard whenever it has
 a slot free (:class:`.dispatch.Dispatch`) and return only that top-N; the client
@@ -22,13 +21,13 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from engine.distributed.cluster import (
     GRACE_PERIOD,
+    ClusterBackend,
     ClusterError,
     ClusterLostError,
     describe,
@@ -76,14 +75,6 @@ from engine.params import SearchParameters
 from engine.search import CancelToken, SearchProgress, StreamingJob
 
 __all__ = ["DaskSearchJob", "TaskRecord"]
-
-
-@dataclass(frozen=True)
-class _ClusterBackend:
-    """What the CLI and provenance show as the backend of a Dask search."""
-
-    name: str
-    device: str
 
 
 class DaskSearchJob(StreamingJob):
@@ -206,7 +197,7 @@ class DaskSearchJob(StreamingJob):
         kinds = sorted({str(d) for d in devices.values()})
         self._device_kind = "cuda" if any(k.startswith("cuda") for k in kinds) else "cpu"
         self.task_cost: TaskCost = task_cost(self.address, self._device_kind)
-        self.backend = _ClusterBackend(
+        self.backend = ClusterBackend(
             name="dask",
             device=f"{describe(client)} ({'; '.join(kinds) if kinds else 'no workers yet'})",
         )

@@ -195,11 +195,7 @@ class HitsTableModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), first, first + len(keep) - 1)
             self._view = self._view_store.extend(self._view, keep)
             self.endInsertRows()
-            if (
-                self._sort_column < 0
-                and first
-                and not self._follows(self._view[first - 1], keep[0])
-            ):
+            if self._sort_column < 0 and first and not self._follows(first - 1, keep[0]):
                 self._into_query_order(first)  # a search visits queries in precursor order
         self.countsChanged.emit(len(self._view), self._n)
 
@@ -451,11 +447,11 @@ class HitsTableModel(QAbstractTableModel):
         self._remap_persistent(old, self._view)
         self.layoutChanged.emit()
 
-    def _follows(self, a: int, b: int) -> bool:
-        """Whether storage row ``b`` comes after row ``a`` in query order."""
+    def _follows(self, shown: int, b: int) -> bool:
+        """Whether storage row ``b`` comes after the view's row ``shown`` in query order."""
         if not all(k in self._cols for k in _ORDER_KEYS):
             return True
-        q, score = self._cols["query_index"], self._cols["score"]
+        a, q, score = self._view[shown], self._cols["query_index"], self._cols["score"]
         return (q[a], -score[a], a) <= (q[b], -score[b], b)
 
     def _sorted(self, rows: np.ndarray) -> np.ndarray:
