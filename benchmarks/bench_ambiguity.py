@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import SearchParameters, search  # noqa: E402
 from engine.io import load_library  # noqa: E402
-from engine.qc import IsomerCheck, complete_ties  # noqa: E402
+from engine.qc import IsomerCheck, complete_ties, isomer_parameters  # noqa: E402
 from engine.search import ambiguity_columns, order_ties  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def flagged(queries, library, params, label: str) -> None:
     hits = search(queries, library, params, backend="cpu")
     hits = complete_ties(hits, queries, library, params, backend="cpu")
     hits = order_ties(hits, queries, library, params)
-    check = IsomerCheck(library, backend="cpu")
+    check = IsomerCheck(library, isomer_parameters(params), backend="cpu")  # as simms search
     flags = ambiguity_columns(hits, library, check)
     seconds = time.perf_counter() - t
     best = first_rows(hits)
