@@ -39,6 +39,7 @@ def _entropy_reference(query, library, k):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_itaconic_tie_is_flagged_and_ordered_by_name_not_library_position(c5h6o4):
     query, library = c5h6o4
     params = SearchParameters(mode="identity", top_n=10)
@@ -73,6 +74,7 @@ def test_a_tie_cut_by_the_top_n_is_kept_whole(c5h6o4):
     assert sorted(library.metadata["name"][whole.library_index]) == list(ACIDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("searched", [None, "identity"])
 def test_isomer_check_is_the_library_checks_conflicts_of_one_formula(massbank_library, searched):
     """Near a known conflict (triamcinolone acetonide / dexamethasone-21-acetate, both
@@ -192,6 +194,7 @@ def test_queries_table_lists_every_query_with_its_status(tmp_path, massbank_sear
     np.testing.assert_array_equal(best["best_score"].to_numpy(), hits.score[first])
 
 
+@pytest.mark.slow
 def test_cli_writes_every_format_with_the_same_hits_and_every_query(tmp_path, data_dir):
     pd = pytest.importorskip("pandas")
     mztab = pytest.importorskip("pyteomics.mztab")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 QT = ("PyQt6", "PyQt5", "PySide6", "pyqtgraph", "qtpy", "superqt")
 
@@ -135,6 +137,7 @@ def test_no_contract_is_waived():
     assert contracts and not [c["name"] for c in contracts if c.get("ignore_imports")]
 
 
+@pytest.mark.slow
 def test_session_searches_without_qt(tmp_path):
     """The desktop's model runs a search in a plain interpreter: no Qt is loaded."""
     code = f"""

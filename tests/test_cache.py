@@ -67,6 +67,7 @@ def _tampered_entry(tmp_path: Path, change) -> tuple[SpectrumLibrary, Path]:
         "missing-array",
     ],
 )
+@pytest.mark.slow
 def test_crafted_entry_is_refused_and_replaced(tmp_path, change):
     """Before: a crafted entry segfaulted a search."""
     good, target = _tampered_entry(tmp_path, change)

@@ -17,6 +17,7 @@ def _csr(library: SpectrumLibrary):
     return SpectrumSet(library.mz, w, library.offsets, norm, library.precursor_mz)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("modified", [False, True])
 @pytest.mark.parametrize("top_n", [0, 5])
 def test_a_set_flag_stops_every_kernel(pesticides, modified, top_n):

@@ -24,6 +24,7 @@ def matchms_scores(path, score: str, tolerance: float):
     return result["score"], result["matches"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("score", ["cosine", "modified-cosine"])
 def test_search_equals_matchms_on_real_spectra(data_dir, tmp_path, score):
     path = data_dir / "pesticides.mgf"
@@ -111,6 +112,7 @@ def test_truncated_gzip_and_missing_file(tmp_path, capsys):
         assert len(err.splitlines()) == 1 and target.name in err
 
 
+@pytest.mark.slow
 def test_console_script_runs_as_module(data_dir, tmp_path):
     out = tmp_path / "hits.csv"
     path = data_dir / "sample.msp"
@@ -124,6 +126,7 @@ def test_console_script_runs_as_module(data_dir, tmp_path):
     assert len(cols["score"]) > 0
 
 
+@pytest.mark.slow
 def test_search_equals_matchms_on_large_and_dense_spectra(massbank_library, tmp_path):
     """`simms search` vs matchms on the largest and most densely peaked MassBank spectra."""
     counts = massbank_library.peak_counts

@@ -97,6 +97,7 @@ def test_bad_options_fail_before_any_work(data_dir, tmp_path, capsys, extra, mes
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_and_writes_nothing(data_dir, library_cache, tmp_path):
     out = tmp_path / "clusters.tsv"
     env = {**os.environ, "SIMMS_CACHE_DIR": str(library_cache)}

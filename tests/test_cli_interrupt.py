@@ -69,6 +69,7 @@ def small_queries(massbank_queries):
     return massbank_queries.subset(range(200))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("score", list(SCORES))
 def test_ctrl_c_keeps_every_hit_found(
     data_dir, library_cache, tmp_path, massbank_library, small_queries, score

@@ -93,6 +93,7 @@ def test_bad_input_is_one_line_and_status_2(data_dir, tmp_path, capsys, args, me
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_qc_and_writes_nothing(data_dir, tmp_path, library_cache):
     report = tmp_path / "qc.tsv"
     env = {**os.environ, "SIMMS_CACHE_DIR": str(library_cache)}

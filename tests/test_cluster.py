@@ -73,6 +73,7 @@ def clustered(compounds):
     return engine.cluster_spectra(compounds, threshold=0.6, backend="cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_complete_linkage_equals_brute_force_with_ties(seed):
     """Random sparse graphs whose similarities take few values (many ties)."""

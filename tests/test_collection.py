@@ -87,6 +87,7 @@ def test_filters_keep_what_they_say(massbank_library):
         filter_library(lib, ion_mode="neutral")
 
 
+@pytest.mark.slow
 def test_cli_searches_several_libraries_and_filters(data_dir, tmp_path):
     out = tmp_path / "hits.tsv"
     run = subprocess.run(

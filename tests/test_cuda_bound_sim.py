@@ -217,6 +217,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 @pytest.mark.skipif(
     not (QUERIES.exists() and PESTICIDES.exists()), reason="shared test data not present"
 )
+@pytest.mark.slow
 def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
     """Bound-pruned GPU hits equal the CPU backend's; the bound never undercuts a score."""
     report = simulated_report(__file__)

@@ -114,6 +114,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not QUERIES.exists(), reason="shared test data not present")
 def test_pair_kernel_equals_cpu_under_simulator() -> None:
     """Long pairs and big components scored on the GPU equal the CPU backend's hits."""

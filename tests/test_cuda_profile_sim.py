@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from tests.simulator import simulated_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +55,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     return out
 
 
+@pytest.mark.slow
 def test_profile_pairs_go_to_the_host_and_equal_the_cpu() -> None:
     report = simulated_report(__file__)
     for case in report["cases"]:

@@ -130,6 +130,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not QUERIES.exists(), reason="shared MassBank data not present")
 def test_cuda_kernels_equal_cpu_under_simulator() -> None:
     """Search hits and dense matrices of the CUDA backend equal the CPU kernel's."""

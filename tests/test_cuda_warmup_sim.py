@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = ROOT.parent / "shared" / "data" / "massbank_ms2_queries.mgf.gz"
 
@@ -57,6 +59,7 @@ print(json.dumps({"compiled": compiled, "rescored": be.rescored_pairs, "hits": h
 """
 
 
+@pytest.mark.slow
 def test_warm_up_leaves_nothing_to_compile_for_a_search():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}
     out = subprocess.run(

@@ -81,6 +81,7 @@ PARAMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PARAMS))
 def test_identical_to_single_process(cluster, data, name):
     _, client = cluster
@@ -295,6 +296,7 @@ def test_worker_killed_mid_search(cluster, data):
     assert before[0] not in client.nthreads(), "the killed worker came back as a new process"
 
 
+@pytest.mark.slow
 def test_frozen_worker_is_treated_as_lost(cluster, data):
     """A worker stopped mid-search (SIGSTOP) stalls nothing: its tasks are redone by the other."""
     _, client = cluster
@@ -339,6 +341,7 @@ def test_frozen_worker_is_treated_as_lost(cluster, data):
     ]
 
 
+@pytest.mark.slow
 def test_worker_frozen_before_the_search_is_left_out(cluster, data):
     """A worker already stopped (SIGSTOP) when a search starts is left out of it, not waited on."""
     from engine.distributed.shards import worker_device
@@ -481,6 +484,7 @@ def kill_all_workers(lc, client, *, restart):
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_lost_task_is_redone_in_pieces_by_the_workers_left(data):
     """A worker lost once every block is out: the workers left redo its task together."""
     queries, library = data
@@ -512,6 +516,7 @@ def test_lost_task_is_redone_in_pieces_by_the_workers_left(data):
     assert victim not in {r.worker for r in job.task_log}
 
 
+@pytest.mark.slow
 def test_all_workers_lost_raises_and_keeps_hits(data):
     queries, library = data
     params = SearchParameters(mode="custom", top_n=10, batch_size=16)
@@ -550,6 +555,7 @@ def test_all_workers_lost_raises_and_keeps_hits(data):
     assert len(err.incomplete_queries) == 0  # top_n > 0: a cut block's hits are dropped whole
 
 
+@pytest.mark.slow
 def test_all_workers_lost_lists_queries_with_part_of_their_hits(data, massbank_library):
     queries, _ = data
     # the whole library and the unpruned modified cosine: tasks of tens of ms, so the
@@ -588,6 +594,7 @@ def message_is_one_line(err):
     return "\n" not in str(err) and str(err).strip() == str(err)
 
 
+@pytest.mark.slow
 def test_search_finishes_when_the_only_worker_restarts(data):
     """Dask strands a pinned shard rescheduled while no worker is left; it is resubmitted."""
     queries, library = data
@@ -608,6 +615,7 @@ def test_search_finishes_when_the_only_worker_restarts(data):
     assert any("stranded" in m for m in job.messages)
 
 
+@pytest.mark.slow
 def test_search_waits_for_a_worker_to_join(data):
     """No worker at the start: the shards go to the first that joins, hits identical."""
     import threading
@@ -642,6 +650,7 @@ def test_no_worker_at_all_raises_after_the_grace_period(data):
     assert len(job.hits) == 0
 
 
+@pytest.mark.slow
 def test_lost_scheduler_raises(data):
     queries, library = data
     params = SearchParameters(mode="custom", top_n=10, batch_size=16)
@@ -824,6 +833,7 @@ def test_cli_dask_stall_timeout_reaches_every_dask_job(monkeypatch, data_dir, tm
         main(["qc", path, "--dask", "x:1", "--dask-stall-timeout", "0"])
 
 
+@pytest.mark.slow
 def test_task_cost_skips_first_tasks_and_weighs_searches_by_pairs():
     """A worker's first task (NaN seconds) is left out; a large search outweighs a small
     one, and a small first search (a warm-up) hardly moves the defaults."""

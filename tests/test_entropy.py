@@ -61,6 +61,7 @@ def _pair_matrix(library, weighted: bool) -> np.ndarray:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weighted", [True, False])
 def test_pair_equals_ms_entropy_on_pesticides_all_vs_all(pesticides, weighted):
     ours = _pair_matrix(pesticides, weighted)

@@ -229,6 +229,7 @@ def test_stream_gets_the_mark_last(searched):
     assert sum(1 for ln in lines if not ln.startswith("#")) == len(hits) + 1
 
 
+@pytest.mark.slow
 def test_memory_is_bounded_by_the_chunk(tmp_path, massbank_library):
     """Before: every row became Python strings at once (0.8 KB per hit: 13 GB for 20 M)."""
     import tracemalloc

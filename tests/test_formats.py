@@ -66,6 +66,7 @@ def _issues(lib) -> dict[int, tuple[bool, str]]:
     return {i.record: (i.skipped, i.reason) for i in lib.report.issues}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ALL_FILES)
 def test_file_equals_source_spectra(name, source):
     lib = read_library(FORMATS / name)

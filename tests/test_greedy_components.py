@@ -122,6 +122,7 @@ def test_components_made_of_ties_equal_the_walk(seed):
     assert checked > 0
 
 
+@pytest.mark.slow
 def test_modified_pairs_equal_the_walk(massbank_library):
     lib = massbank_library
     counts = np.diff(lib.offsets)

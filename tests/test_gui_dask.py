@@ -178,6 +178,7 @@ def test_viewer_search_on_dask(qtbot, cluster, data_dir):
     assert viewer.window.dask.address is None
 
 
+@pytest.mark.slow
 def test_local_cluster_address_starts_and_stops_workers(qtbot, window, data):
     queries, library = data
     params = engine.SearchParameters(mode="custom", top_n=2)

@@ -116,6 +116,7 @@ def test_session_builds_networks_without_qt(data_dir):
     assert session.network is net and session.network_state == "idle"
 
 
+@pytest.mark.slow
 def test_network_of_the_demo(qtbot):
     """The demo as a new user meets it: its 40 queries, then its library, from the controls."""
     v = simms_gui.Viewer(show=True, demo=True)

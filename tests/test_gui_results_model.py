@@ -57,6 +57,7 @@ def small(qtbot):
     return model, cols
 
 
+@pytest.mark.slow
 def test_sort_one_million_rows_fast(qtbot):
     rng = np.random.default_rng(1)
     cols = _columns(1_000_000, rng)

@@ -448,6 +448,7 @@ def test_a_search_waiting_for_the_kernels_says_they_compile(qtbot, demo, monkeyp
     assert demo.slow_steps.text() == "Search kernels ready"
 
 
+@pytest.mark.slow
 def test_opening_a_large_library_shows_progress_and_cancels(
     qtbot, window, data_dir, monkeypatch, tmp_path
 ):

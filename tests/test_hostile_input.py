@@ -175,6 +175,7 @@ def test_real_gzip_library_is_not_refused(data_dir):
     assert len(lib) == 1000
 
 
+@pytest.mark.slow
 def test_distinct_keys_per_record_cost_memory_in_proportion(tmp_path):
     """Before: a 0.97 MB MGF with a key of its own per record took 1.93 GB and 36 s."""
     n = 8000

@@ -124,6 +124,7 @@ def _compare(spectra, pairs, tol, mzp, ip, modified):
     ("tol", "mzp", "ip"),
     [(0.1, 0.0, 1.0), (0.01, 0.0, 1.0), (1.0, 0.0, 1.0), (0.1, 1.0, 0.5), (1.0, 3.0, 0.6)],
 )
+@pytest.mark.slow
 def test_cosine_all_pairs_match_matchms(real_spectra, tol, mzp, ip):
     n = len(real_spectra)
     pairs = [(a, b) for a in range(n) for b in range(n)]
@@ -149,6 +150,7 @@ def test_modified_cosine_all_pairs_match_matchms(real_spectra, tol, mzp, ip):
     assert bad == 0
 
 
+@pytest.mark.slow
 def test_pair_functions_equal_matchms(real_spectra):
     sel = real_spectra[:6] + real_spectra[-4:]
     cg = CosineGreedy(tolerance=0.5)
@@ -275,6 +277,7 @@ def _brute_hits(scores, matches, qp, lp, q0, l0, ptol, ppm, min_matches, thresho
         (500.0, True, 4, 0.0, 3, False),
     ],
 )
+@pytest.mark.slow
 @pytest.mark.parametrize("prune", [True, False])
 def test_search_block_equals_brute_force(
     real_spectra, ptol, ppm, min_matches, threshold, top_n, modified, prune
@@ -324,6 +327,7 @@ def test_dense_block_equals_pair_function(real_spectra):
 @pytest.mark.parametrize(
     ("threshold", "top_n", "ptol"), [(0.0, 10, 0.0), (0.6, 0, 0.0), (0.0, 3, 5.0)]
 )
+@pytest.mark.slow
 def test_pruned_search_equals_brute_force_on_massbank(massbank, threshold, top_n, ptol):
     """The bound-pruned search returns exactly the brute-force hits (real ties included)."""
     mz, it, off, prec = _csr(massbank)

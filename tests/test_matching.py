@@ -9,6 +9,7 @@ from engine import cosine_greedy_pair, modified_cosine_pair
 from engine.matching import greedy_matches
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("modified", [False, True], ids=["cosine", "modified"])
 def test_greedy_matches_equal_matchms(pesticides, modified):
     from matchms import Spectrum

@@ -89,6 +89,7 @@ def _assert_same(path: Path) -> SpectrumLibrary | None:
     return fast
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _mgf_files(), ids=lambda p: p.name)
 def test_every_mgf_file_of_the_repository(path):
     _assert_same(path)
@@ -105,6 +106,7 @@ def _tiny_chunks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     monkeypatch.setattr(chunked_build._Growing, "BLOCK", 7)  # peaks kept in many blocks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _mgf_files(), ids=lambda p: p.name)
 def test_every_mgf_file_read_in_tiny_chunks(monkeypatch, path):
     """Records, lines and numbers across many block and chunk edges give the same library."""
@@ -184,6 +186,7 @@ BYTE_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BYTE_CASES))
 def test_byte_level_cases(tmp_path, name):
     path = tmp_path / f"{name}.mgf"

@@ -160,6 +160,7 @@ def test_presets_are_one_fused_pass(name):
     assert isinstance(plan.segments[0], KernelSegment)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_random_pipelines_equal_the_filters(seed, libraries):
     for pipe in random_pipelines(seed, 30):

@@ -53,6 +53,7 @@ def test_the_import_report_flags_profile_spectra(profile_30k, massbank_queries):
     assert len(massbank_queries.report.not_centroided) < 0.02 * len(massbank_queries)
 
 
+@pytest.mark.slow
 def test_a_search_of_30000_point_spectra_finishes(profile_30k):
     hits = search(profile_30k, profile_30k, mode="custom", backend="cpu")
     assert len(hits) == 9

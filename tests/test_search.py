@@ -279,6 +279,7 @@ def test_tied_scores_rank_by_library_index_under_a_precursor_window(pesticides, 
     assert hits.library_index.tolist() == [r[1] for r in brute_force(query, library, params)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prune", [True, False])
 def test_kernel_top_n_ranks_ties_by_original_index(pesticides, prune):
     """The backend's own top-N on a reordered library keeps the lowest original indexes."""
@@ -302,6 +303,7 @@ def test_kernel_top_n_ranks_ties_by_original_index(pesticides, prune):
     [(0.5, "Da"), (0.01, "Da"), (20.0, "ppm")],
     ids=["0.5Da", "0.01Da", "ppm"],
 )
+@pytest.mark.slow
 def test_windowed_blocks_give_the_hits_of_scoring_every_pair(
     massbank_library, massbank_queries, tolerance, unit
 ):

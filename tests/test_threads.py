@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(
@@ -66,6 +68,7 @@ def run_script(script: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_concurrent_searches_on_the_workqueue_layer_take_turns_instead_of_aborting():
     run = run_script(SCRIPT, NUMBA_THREADING_LAYER="workqueue")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -89,6 +92,7 @@ EXIT_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_process_that_ends_during_the_warm_up_waits_for_its_kernel(tmp_path):
     # A fresh numba cache: the warm-up is inside numba's compiler when the script
     # ends.  A daemon thread left compiling while the interpreter finalises can
