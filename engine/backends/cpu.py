@@ -67,14 +67,15 @@ class CpuBackend(Backend):
         finally:
             numba.set_num_threads(before)
 
-    def _library_index(self, library: PreparedSpectra, batch: Batch):
+    def _library_index(self, library: PreparedSpectra, batch: Batch, kind: int):
         l0, l1 = batch.l_start, batch.l_stop
         return library.derived(
-            ("peak_index", l0, l1), lambda: library_peak_index(library.spectrum_set, l0, l1)
+            ("peak_index", l0, l1, kind),
+            lambda: library_peak_index(library.spectrum_set, l0, l1, kind),
         )
 
     def score_batch(self, queries, library, batch, params) -> HitTable:
-        index = None if params.modified else self._library_index(library, batch)
+        index = self._library_index(library, batch, score_kind(params))
         with self._threads():
             found = search_block(
                 queries.spectrum_set, library.spectrum_set,

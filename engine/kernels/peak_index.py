@@ -1,11 +1,16 @@
-"""The pruned search (cosine, entropy): an inverted index over a library block's peaks.
+"""The pruned search: an inverted index over a library block's peaks.
 
-For each query, the index gives every library spectrum of the block the number of
-(slightly widened) candidate peak pairs and the sum of all their products.  That
-sum bounds the greedy numerator from above (for entropy similarity: the sum of
-every candidate pair's entropy term, all >= 0) and the count bounds the matches, so
+For each query, the index gives every library spectrum of the block that shares
+a (slightly widened) candidate peak pair with it the number of its candidate
+pairs and the sum of all their terms (:mod:`~engine.kernels.index_bounds`).  That
+sum bounds the score's numerator from above (greedy cosine: the products; entropy
+similarity: every candidate pair's entropy term, all >= 0; modified cosine: the
+products of the zero-shift and of the shifted candidates, the latter found in a
+second index keyed by ``mz - precursor_mz``) and the count bounds the matches, so
 pairs that cannot reach ``threshold``, ``min_matches`` or (with ``top_n``) the
-current n-th best are never scored; all others are scored exactly.
+current n-th best are never scored; all others are scored exactly.  Only the
+spectra that share a candidate are visited, so an open search (no precursor
+window) costs the work of its candidates, not of the whole block.
 """
 
 from __future__ import annotations
@@ -16,29 +21,25 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.cancel import cancelled
-from engine.kernels.entropy import pair_entropy
+from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, xlog2x_all
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.score_kinds import kind_marker, kind_score
 from engine.kernels.spectrum_set import (
     COSINE,
     ENTROPY,
+    MODIFIED_COSINE,
     longest_in_block,
     new_scratch,
     pair_allowed,
 )
 from engine.kernels.threads import for_each_span
-from engine.kernels.window_max import window_push, window_start
 
-__all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
-
-#: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
-#: whatever the rounding of ``mz +- tolerance``.
-INDEX_EPS = 1e-6
+__all__ = ["INDEX_EPS", "PeakIndex", "index_fits", "indexed_kernel", "library_peak_index"]
 
 
 class PeakIndex(NamedTuple):
-    """Peaks of a library block sorted by m/z.
+    """Peaks of a library block sorted by m/z (and, for the modified cosine, by loss).
 
     Attributes
     ----------
@@ -46,14 +47,26 @@ class PeakIndex(NamedTuple):
     spectrum : ndarray of int32
         Position of each peak's spectrum within the block.
     weight : ndarray of float64
+    xlogx : ndarray of float64
+        Entropy similarity: ``weight * log2(weight)`` of each peak; else empty.
+    loss : ndarray of float64
+        Modified cosine: ``mz - precursor_mz`` of the block's peaks, sorted (peaks
+        of spectra with an unknown precursor left out); else empty.
+    loss_spectrum : ndarray of int32
+    loss_weight : ndarray of float64
+        Spectrum and weight of each ``loss`` entry.
     """
 
     mz: np.ndarray
     spectrum: np.ndarray
     weight: np.ndarray
+    xlogx: np.ndarray
+    loss: np.ndarray
+    loss_spectrum: np.ndarray
+    loss_weight: np.ndarray
 
 
-def library_peak_index(library, l_start: int, l_stop: int) -> PeakIndex:
+def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -> PeakIndex:
     """Peaks of library spectra ``[l_start, l_stop)`` sorted by m/z, for the pruned search.
 
     Parameters
@@ -61,24 +74,55 @@ def library_peak_index(library, l_start: int, l_stop: int) -> PeakIndex:
     library : SpectrumSet
     l_start, l_stop : int
         The block.
+    kind : int, default COSINE
+        The score kind it serves: ``ENTROPY`` adds each peak's ``w log2 w``,
+        ``MODIFIED_COSINE`` the index of the shifted candidates.
 
     Returns
     -------
     PeakIndex
         Pass it to :func:`~engine.kernels.search_block` as ``library_index`` to
-        reuse it across query blocks.
+        reuse it across query blocks (of a search of the same kind).
     """
     offsets = library.offsets
     p0, p1 = offsets[l_start], offsets[l_stop]
-    order = np.argsort(library.mz[p0:p1], kind="stable")
+    mz = library.mz[p0:p1]
+    weight = np.ascontiguousarray(library.weight[p0:p1], dtype=np.float64)
+    order = np.argsort(mz, kind="stable")
     sid = np.repeat(
         np.arange(l_stop - l_start, dtype=np.int32), np.diff(offsets[l_start : l_stop + 1])
     )
+    empty = np.empty(0, dtype=np.float64)
+    xlogx = empty
+    if kind == ENTROPY:
+        xlogx = np.ascontiguousarray(xlog2x_all(weight)[order])
+    loss, loss_spectrum, loss_weight = empty, np.empty(0, dtype=np.int32), empty
+    if kind == MODIFIED_COSINE:
+        key = mz - library.precursor_mz[l_start:l_stop][sid]
+        known = np.flatnonzero(np.isfinite(key))
+        by_loss = known[np.argsort(key[known], kind="stable")]
+        loss = np.ascontiguousarray(key[by_loss])
+        loss_spectrum = np.ascontiguousarray(sid[by_loss])
+        loss_weight = np.ascontiguousarray(weight[by_loss])
     return PeakIndex(
-        np.ascontiguousarray(library.mz[p0:p1][order]),
+        np.ascontiguousarray(mz[order], dtype=np.float64),
         np.ascontiguousarray(sid[order]),
-        np.ascontiguousarray(library.weight[p0:p1][order]),
+        np.ascontiguousarray(weight[order]),
+        xlogx,
+        loss,
+        loss_spectrum,
+        loss_weight,
     )
+
+
+def index_fits(index: PeakIndex, kind: int) -> bool:
+    """Whether ``index`` holds what a search of score ``kind`` reads."""
+    n = index.mz.shape[0]
+    if kind == ENTROPY:
+        return index.xlogx.shape[0] == n
+    if kind == MODIFIED_COSINE:
+        return index.loss.shape[0] > 0 or n == 0  # (all precursors unknown: rebuilt, empty)
+    return True
 
 
 @njit(cache=True)
@@ -125,117 +169,71 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
     return n
 
 
-#: A query row whose candidates outnumber the library peaks they reach this many
-#: times over (profile-mode spectra: ~10⁹ candidates) is bounded peak by peak of the
-#: library (:func:`_dense_bounds`); centroided spectra never are.
-DENSE_ROW = 8
-
-
 @njit(cache=True)
-def _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):  # pragma: no cover
-    """Add to ``bound[c]`` an upper bound of the sum of the candidate terms of query ``q``
-    with block spectrum ``c``, and to ``cnt[c]`` the number of its candidates.
+def _candidate_bounds(
+    q, queries, index, tolerance, kind, bound, cnt, touched, stop
+):  # pragma: no cover
+    """Bounds and candidate counts of query ``q`` with the block's spectra.
 
-    Centroided queries: every candidate's product (or entropy term), one query peak
-    after the other.  Queries whose candidates are far more than the library peaks
-    they reach: :func:`_dense_bounds`.  False when ``stop`` was set.
+    Fills ``bound``/``cnt`` of the spectra sharing a candidate with ``q`` and
+    lists them in ``touched``; returns how many, or -1 when ``stop`` was set.
     """
     q0 = queries.offsets[q]
     q1 = queries.offsets[q + 1]
-    lows = queries.mz[q0:q1] - tolerance - INDEX_EPS
-    highs = queries.mz[q0:q1] + tolerance + INDEX_EPS
-    los = np.searchsorted(index.mz, lows, side="left")
-    his = np.searchsorted(index.mz, highs, side="right")
-    total = 0
-    reached = 0
-    top = 0
-    for t in range(q1 - q0):
-        total += his[t] - los[t]
-        reached += max(0, his[t] - max(los[t], top))
-        top = max(top, his[t])
-    if total > DENSE_ROW * (reached + q1 - q0):
-        return _dense_bounds(q0, q1, queries, index, entropy, lows, highs, los, his,
-                             bound, cnt, stop)  # fmt: skip
-    for t in range(q1 - q0):
-        if cancelled(stop):
-            return False
-        wq = queries.weight[q0 + t]
-        for k in range(los[t], his[t]):
-            c = index.spectrum[k]
-            if entropy:
-                bound[c] += pair_entropy(wq, index.weight[k])
-            else:
-                bound[c] += index.weight[k] * wq
-            cnt[c] += 1
-    return True
-
-
-@njit(cache=True)
-def _dense_bounds(
-    q0, q1, queries, index, entropy, lows, highs, los, his, bound, cnt, stop
-):  # pragma: no cover
-    """:func:`_candidate_bounds` library peak by library peak, in O(reached + query peaks).
-
-    Library peak ``k`` is a candidate of the query peaks ``t`` with ``lows[t] <=
-    mz[k] <= highs[t]`` (the index's own comparisons), a run of them since both
-    are sorted; each of their terms is at most the term of the run's largest
-    query weight (both terms grow with either weight), kept by a sliding-window
-    maximum.  The counts are exact, the bounds looser than the sum of the terms.
-    """
-    weight = queries.weight[q0:q1]
-    queue = np.empty(q1 - q0, dtype=np.int64)
-    head = 0
-    tail = 0
-    first = 0
-    last = 0
-    top = 0
-    for t in range(q1 - q0):
-        for k in range(max(los[t], top), his[t]):
-            if (k & 0xFFFF) == 0 and cancelled(stop):
-                return False
-            m = index.mz[k]
-            while first < q1 - q0 and highs[first] < m:
-                first += 1
-            while last < q1 - q0 and not m < lows[last]:
-                tail = window_push(queue, head, tail, weight, last)
-                last += 1
-            head = window_start(queue, head, tail, first)
-            if head == tail:
-                continue
-            wq = weight[queue[head]]
-            c = index.spectrum[k]
-            if entropy:
-                bound[c] += (last - first) * pair_entropy(wq, index.weight[k])
-            else:
-                bound[c] += (last - first) * (index.weight[k] * wq)
-            cnt[c] += last - first
-        top = max(top, his[t])
-    return True
+    qmz = queries.mz[q0:q1]
+    qw = queries.weight[q0:q1]
+    entropy = kind == ENTROPY
+    nt = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight, index.xlogx,
+                           tolerance, entropy, bound, cnt, touched, 0, stop)  # fmt: skip
+    prec = queries.precursor_mz[q]
+    if kind == MODIFIED_COSINE and nt >= 0 and prec == prec:  # NaN: no shifted candidates
+        nt = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
+                               index.loss_weight, index.xlogx, tolerance, False, bound, cnt,
+                               touched, nt, stop)  # fmt: skip
+    return nt
 
 
 @njit(cache=True)
 def _indexed_row(
-    q, queries, library, l_start, nl, options, marker, index, scratch, hl, hs, hm, stop
+    q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop
 ):  # pragma: no cover - numba
     """One query row of :func:`indexed_kernel`; returns the number of hits written.
 
-    Stops early (with the hits scored so far) once ``stop[0]`` is set.
+    ``work`` is a thread's ``(bound, cnt, touched)``, all zero on entry and on
+    return.  Stops early (with the hits scored so far) once ``stop[0]`` is set.
     """
+    bound, cnt, touched = work
+    nt = _candidate_bounds(q, queries, index, options.tolerance, marker.kind,
+                           bound, cnt, touched, stop)  # fmt: skip
+    if nt < 0:
+        bound[:] = 0.0
+        cnt[:] = 0
+        return 0
+    n = _row_hits(q, queries, library, l_start, options, marker, scratch, bound, cnt,
+                  touched[:nt], hl, hs, hm, stop)  # fmt: skip
+    for i in range(nt):
+        c = touched[i]
+        bound[c] = 0.0
+        cnt[c] = 0
+    return n
+
+
+@njit(cache=True)
+def _row_hits(
+    q, queries, library, l_start, options, marker, scratch, bound, cnt, touched, hl, hs, hm, stop
+):  # pragma: no cover - numba
+    """The hits of query ``q`` among the ``touched`` columns, scored exactly where
+    their bound can reach ``threshold`` (and the running ``top_n``-th best)."""
     tolerance = options.tolerance
     min_matches = options.min_matches
     threshold = options.threshold
     top_n = options.top_n
     qn = queries.norm[q]
     kind = marker.kind
-    entropy = kind == ENTROPY
     colmax = np.empty(queries.offsets[q + 1] - queries.offsets[q], dtype=np.float64)
-    bound = np.zeros(nl, dtype=np.float64)
-    cnt = np.zeros(nl, dtype=np.int64)
-    if not _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):
-        return 0
     n = np.int64(0)  # not the literal 0: callees would compile for it too
     if top_n == 0:
-        for c in range(nl):
+        for c in touched:
             if cancelled(stop):
                 break
             if cnt[c] < min_matches:
@@ -260,7 +258,7 @@ def _indexed_row(
     cb = np.empty(top_n, dtype=np.float64)
     cc = np.empty(top_n, dtype=np.int64)
     nc = np.int64(0)
-    for c in range(nl):
+    for c in touched:
         if cnt[c] < min_matches:
             bound[c] = -1.0
             continue
@@ -290,7 +288,7 @@ def _indexed_row(
     floor = threshold
     if n == top_n and hs[n - 1] > floor:
         floor = hs[n - 1]
-    for c in range(nl):
+    for c in touched:
         if cancelled(stop):
             return n
         u = bound[c]
@@ -314,13 +312,19 @@ def indexed_rows(
     """Rows ``[start, stop_row)`` of :func:`indexed_kernel` into ``rows``.
 
     ``marker`` is :func:`~engine.kernels.score_kinds.kind_marker` of ``options.kind``:
-    each score kind compiles only its own scoring code.
+    each score kind compiles only its own scoring code.  The span's rows share one
+    set of block-wide bound arrays, each row resetting only what it touched.
     """
     row_l, row_s, row_m, counts = rows
     nl = l_stop - l_start
     q0, q1 = q_start + start, q_start + stop_row
     longest = longest_in_block(queries, library, q0, q1, l_start, l_stop)
     scratch = new_scratch(longest)
+    work = (
+        np.zeros(nl, dtype=np.float64),
+        np.zeros(nl, dtype=np.int64),
+        np.empty(nl, dtype=np.int64),
+    )
     for r in range(start, stop_row):
         if cancelled(stop):
             return
@@ -328,17 +332,18 @@ def indexed_rows(
         if queries.norm[q] == 0.0:
             continue
         counts[r] = _indexed_row(
-            q, queries, library, l_start, nl, options, marker, index, scratch,
+            q, queries, library, l_start, options, marker, index, scratch, work,
             row_l[r], row_s[r], row_m[r], stop,
         )  # fmt: skip
 
 
 def indexed_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, index, width, stop):
-    """Plain-cosine search of queries ``[q_start, q_stop)`` with the exact upper-bound prune.
+    """Pruned search of queries ``[q_start, q_stop)`` (any score kind) with the exact bound.
 
     Returns per-row buffers ``(library position, score, matches)`` of ``width``
     columns and the hit count of each row, as :func:`~engine.kernels.rows.scan_kernel`.
     Rows are spread over threads by :func:`~engine.kernels.threads.for_each_span`.
+    ``index`` is :func:`library_peak_index` of the block for ``options.kind``.
     """
     rows = row_buffers(q_stop - q_start, width)
     marker = kind_marker(options.kind)

@@ -1,0 +1,150 @@
+"""Candidate bounds of one query row from the inverted peak index (the pruned CPU search).
+
+For one query, every library spectrum of the block that shares at least one
+(slightly widened) candidate peak pair with it gets the number of those pairs
+and the sum of their terms (products, or entropy terms).  Only these *touched*
+spectra are listed, so a row costs the work of its candidates, not of the
+whole block; the caller resets the entries it was given.
+
+The modified cosine's shifted candidates come from a second index keyed by
+``mz - precursor_mz`` (a library peak at ``mz_l`` matches a query peak at
+``mz_q`` shifted by ``prec_l - prec_q`` when ``mz_l - prec_l`` is within the
+tolerance of ``mz_q - prec_q``), searched with the query's own keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.kernels.cancel import cancelled
+from engine.kernels.entropy import pair_entropy
+from engine.kernels.window_max import window_push, window_start
+
+__all__ = ["DENSE_ROW", "INDEX_EPS", "accumulate_bounds", "xlog2x_all"]
+
+#: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
+#: whatever the rounding of ``mz +- tolerance`` and of ``mz - precursor_mz``.
+INDEX_EPS = 1e-6
+
+#: A query row whose candidates outnumber the library peaks they reach this many
+#: times over (profile-mode spectra: ~10⁹ candidates) is bounded peak by peak of the
+#: library (:func:`_dense_bounds`); centroided spectra never are.
+DENSE_ROW = 8
+
+
+@njit(cache=True, inline="always")
+def _xlog2x(x):  # pragma: no cover - numba
+    """``x log2 x`` computed as :func:`~engine.kernels.entropy.pair_entropy` does."""
+    return x * np.log2(x)
+
+
+@njit(cache=True)
+def xlog2x_all(weight):  # pragma: no cover - numba
+    """``w log2 w`` of every weight, bit for bit as the entropy term computes it."""
+    out = np.empty(weight.shape[0], dtype=np.float64)
+    for k in range(weight.shape[0]):
+        out[k] = _xlog2x(weight[k])
+    return out
+
+
+@njit(cache=True, inline="always")
+def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
+    """List column ``c`` the first time it gets a candidate; returns the new length."""
+    if cnt[c] == 0:
+        touched[nt] = c
+        nt += 1
+    return nt
+
+
+@njit(cache=True)
+def accumulate_bounds(
+    qmz, qw, imz, ispec, iw, ixlogx, tolerance, entropy, bound, cnt, touched, nt, stop
+):  # pragma: no cover - numba
+    """Add the candidates of query peaks ``(qmz, qw)`` in index ``(imz, ispec, iw)``.
+
+    ``bound[c]`` gets the sum of the candidates' terms with block spectrum ``c``
+    (entropy: the entropy term, with ``ixlogx`` the index's ``w log2 w``; else the
+    product), ``cnt[c]`` their number; a spectrum's first candidate appends it to
+    ``touched[nt:]``.  Returns the new ``nt``, or -1 when ``stop`` was set (the
+    arrays are then left dirty).  Rows whose candidates are far more than the
+    library peaks they reach: :func:`_dense_bounds`.
+    """
+    nq = qmz.shape[0]
+    lows = qmz - tolerance - INDEX_EPS
+    highs = qmz + tolerance + INDEX_EPS
+    los = np.searchsorted(imz, lows, side="left")
+    his = np.searchsorted(imz, highs, side="right")
+    total = 0
+    reached = 0
+    top = 0
+    for t in range(nq):
+        total += his[t] - los[t]
+        reached += max(0, his[t] - max(los[t], top))
+        top = max(top, his[t])
+    if total > DENSE_ROW * (reached + nq):
+        return _dense_bounds(qw, imz, ispec, iw, entropy, lows, highs, los, his,
+                             bound, cnt, touched, nt, stop)  # fmt: skip
+    for t in range(nq):
+        if cancelled(stop):
+            return -1
+        wq = qw[t]
+        if entropy:
+            fq = _xlog2x(wq)
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                nt = _touch(c, cnt, touched, nt)
+                # pair_entropy(wq, iw[k]) with f(wq) and f(iw[k]) computed once
+                bound[c] += (_xlog2x(wq + iw[k]) - fq - ixlogx[k]) / 2.0
+                cnt[c] += 1
+        else:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                nt = _touch(c, cnt, touched, nt)
+                bound[c] += iw[k] * wq
+                cnt[c] += 1
+    return nt
+
+
+@njit(cache=True)
+def _dense_bounds(
+    weight, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, touched, nt, stop
+):  # pragma: no cover
+    """:func:`accumulate_bounds` library peak by library peak, in O(reached + query peaks).
+
+    Library peak ``k`` is a candidate of the query peaks ``t`` with ``lows[t] <=
+    mz[k] <= highs[t]`` (the index's own comparisons), a run of them since both
+    are sorted; each of their terms is at most the term of the run's largest
+    query weight (both terms grow with either weight), kept by a sliding-window
+    maximum.  The counts are exact, the bounds looser than the sum of the terms.
+    """
+    nq = weight.shape[0]
+    queue = np.empty(nq, dtype=np.int64)
+    head = 0
+    tail = 0
+    first = 0
+    last = 0
+    top = 0
+    for t in range(nq):
+        for k in range(max(los[t], top), his[t]):
+            if (k & 0xFFFF) == 0 and cancelled(stop):
+                return -1
+            m = imz[k]
+            while first < nq and highs[first] < m:
+                first += 1
+            while last < nq and not m < lows[last]:
+                tail = window_push(queue, head, tail, weight, last)
+                last += 1
+            head = window_start(queue, head, tail, first)
+            if head == tail:
+                continue
+            wq = weight[queue[head]]
+            c = ispec[k]
+            nt = _touch(c, cnt, touched, nt)
+            if entropy:
+                bound[c] += (last - first) * pair_entropy(wq, iw[k])
+            else:
+                bound[c] += (last - first) * (iw[k] * wq)
+            cnt[c] += last - first
+        top = max(top, his[t])
+    return nt
