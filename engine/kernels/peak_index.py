@@ -47,6 +47,8 @@ class PeakIndex(NamedTuple):
     spectrum : ndarray of int32
         Position of each peak's spectrum within the block.
     weight : ndarray of float64
+        Each peak's weight; divided by its spectrum's norm (0 for a zero norm) but
+        for the entropy similarity, whose norms are 1.
     xlogx : ndarray of float64
         Entropy similarity: ``weight * log2(weight)`` of each peak; else empty.
     loss : ndarray of float64
@@ -55,6 +57,8 @@ class PeakIndex(NamedTuple):
     loss_spectrum : ndarray of int32
     loss_weight : ndarray of float64
         Spectrum and weight of each ``loss`` entry.
+    kind : int
+        The score kind it was built for.
     """
 
     mz: np.ndarray
@@ -64,6 +68,7 @@ class PeakIndex(NamedTuple):
     loss: np.ndarray
     loss_spectrum: np.ndarray
     loss_weight: np.ndarray
+    kind: int
 
 
 def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -> PeakIndex:
@@ -96,6 +101,9 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
     xlogx = empty
     if kind == ENTROPY:
         xlogx = np.ascontiguousarray(xlog2x_all(weight)[order])
+    else:  # bounds of pairs then need only the query's norm
+        norm = library.norm[l_start:l_stop][sid]
+        weight = np.divide(weight, norm, out=np.zeros_like(weight), where=norm > 0)
     loss, loss_spectrum, loss_weight = empty, np.empty(0, dtype=np.int32), empty
     if kind == MODIFIED_COSINE:
         key = mz - library.precursor_mz[l_start:l_stop][sid]
@@ -112,17 +120,13 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
         loss,
         loss_spectrum,
         loss_weight,
+        int(kind),
     )
 
 
 def index_fits(index: PeakIndex, kind: int) -> bool:
-    """Whether ``index`` holds what a search of score ``kind`` reads."""
-    n = index.mz.shape[0]
-    if kind == ENTROPY:
-        return index.xlogx.shape[0] == n
-    if kind == MODIFIED_COSINE:
-        return index.loss.shape[0] > 0 or n == 0  # (all precursors unknown: rebuilt, empty)
-    return True
+    """Whether ``index`` was built for a search of score ``kind``."""
+    return int(index.kind) == int(kind)
 
 
 @njit(cache=True)
@@ -236,13 +240,10 @@ def _row_hits(
         for c in touched:
             if cancelled(stop):
                 break
-            if cnt[c] < min_matches:
+            if cnt[c] < min_matches or _bound(bound[c], qn) < threshold:
                 continue
             l = l_start + c
-            den = library.norm[l] * qn
-            if den == 0.0 or not pair_allowed(q, l, queries, library, options):
-                continue
-            if _bound(bound[c], den) < threshold:
+            if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
                 continue
             if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
                 continue
@@ -254,7 +255,8 @@ def _row_hits(
                 n += 1
         sort_row(hs, hl, hm, n, library.index)
         return n
-    # pass 1: the top_n largest bounds seed the top list
+    # pass 1: the top_n largest bounds (of pairs that may be scored) seed the top list;
+    # every bound is made relative, or -1 when the pair cannot become a hit
     cb = np.empty(top_n, dtype=np.float64)
     cc = np.empty(top_n, dtype=np.int64)
     nc = np.int64(0)
@@ -262,39 +264,32 @@ def _row_hits(
         if cnt[c] < min_matches:
             bound[c] = -1.0
             continue
-        l = l_start + c
-        den = library.norm[l] * qn
-        if den == 0.0 or not pair_allowed(q, l, queries, library, options):
-            bound[c] = -1.0
-            continue
-        u = _bound(bound[c], den)
+        u = _bound(bound[c], qn)  # the index's weights are divided by the library norms
         if u < threshold:
             bound[c] = -1.0
             continue
         bound[c] = u
-        nc = _insert_candidate(cb, cc, nc, top_n, u, c)
-    for t in range(nc):
-        if cancelled(stop):
-            return n
-        c = cc[t]
+        if nc == top_n and not better(u, c, cb[nc - 1], cc[nc - 1]):
+            continue  # pass 2 checks the pair's filters if it gets that far
         l = l_start + c
-        bound[c] = -1.0
-        if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
+        if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
+            bound[c] = -1.0
             continue
-        s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
-        if m >= min_matches and s >= threshold:
-            n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
+        nc = _insert_candidate(cb, cc, nc, top_n, u, c)
     # pass 2: everything whose bound can still reach the n-th best
     floor = threshold
     if n == top_n and hs[n - 1] > floor:
         floor = hs[n - 1]
-    for c in touched:
-        if cancelled(stop):
+    for i in range(touched.shape[0]):
+        if (i & 0xFF) == 0 and cancelled(stop):
             return n
+        c = touched[i]
         u = bound[c]
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
+        if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
+            continue
         if not _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):
             continue
         s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
