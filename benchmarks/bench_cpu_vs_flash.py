@@ -137,7 +137,7 @@ def index_stats(library, params):
         for l0 in range(0, len(prepared), size)
     ]
     seconds = time.perf_counter() - start
-    return seconds, sum(a.nbytes for part in parts for a in part)
+    return seconds, sum(a.nbytes for part in parts for a in part if hasattr(a, "nbytes"))
 
 
 def main(argv: list[str] | None = None) -> None:

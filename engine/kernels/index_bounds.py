@@ -54,6 +54,8 @@ ENTROPY_TANGENTS = _entropy_tangents(ENTROPY_BINS)
 def entropy_term_bound(x, y):  # pragma: no cover - numba
     """An upper bound of :func:`~engine.kernels.entropy.pair_entropy` of ``x, y > 0``."""
     s = x + y
+    if not s > 0.0:  # no weight (never in cleaned spectra): no term, and no 0 / 0 below
+        return 0.0
     p = x / s
     if p > 0.5:
         p = 1.0 - p
