@@ -52,15 +52,16 @@ ENTROPY_TANGENTS = _entropy_tangents(ENTROPY_BINS)
 
 @njit(cache=True, inline="always")
 def entropy_term_bound(x, y):  # pragma: no cover - numba
-    """An upper bound of :func:`~engine.kernels.entropy.pair_entropy` of ``x, y > 0``."""
+    """An upper bound of :func:`~engine.kernels.entropy.pair_entropy` of ``x, y >= 0``;
+    always > 0 (columns are listed when their bound leaves 0)."""
     s = x + y
-    if not s > 0.0:  # no weight (never in cleaned spectra): no term, and no 0 / 0 below
-        return 0.0
+    if not s > 0.0:  # no weight (never in cleaned spectra): no 0 / 0 below; still > 0
+        return 1e-300
     p = x / s
     if p > 0.5:
         p = 1.0 - p
     i = int(p * (2 * ENTROPY_BINS))
-    return s * (ENTROPY_TANGENTS[i, 0] + ENTROPY_TANGENTS[i, 1] * p)
+    return max(s * (ENTROPY_TANGENTS[i, 0] + ENTROPY_TANGENTS[i, 1] * p), 1e-300)
 
 
 #: A query row whose candidates outnumber the library peaks they reach this many
@@ -97,14 +98,16 @@ def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
 
 @njit(cache=True)
 def accumulate_bounds(
-    qmz, qw, imz, ispec, iw, ixlogx, tolerance, entropy, bound, cnt, touched, nt, stop
+    qmz, qw, imz, ispec, iw, ixlogx, tolerance, entropy, counting, bound, cnt, touched, nt, stop
 ):  # pragma: no cover - numba
     """Add the candidates of query peaks ``(qmz, qw)`` in index ``(imz, ispec, iw)``.
 
     ``bound[c]`` gets the sum of the candidates' terms with block spectrum ``c``
     (entropy: the entropy term, with ``ixlogx`` the index's ``w log2 w``; else the
     product), ``cnt[c]`` their number; a spectrum's first candidate appends it to
-    ``touched[nt:]``.  Returns the new ``nt``, or -1 when ``stop`` was set (the
+    ``touched[nt:]``.  Without ``counting`` (entropy only, whose terms are all > 0:
+    a column is new while its bound is 0) ``cnt`` may be left as it is, for a
+    search that needs no match count.  Returns the new ``nt``, or -1 when ``stop`` was set (the
     arrays are then left dirty).  Rows whose candidates are far more than the
     library peaks they reach: :func:`_dense_bounds`.
     """
@@ -127,7 +130,13 @@ def accumulate_bounds(
         if cancelled(stop):
             return -1
         wq = qw[t]
-        if entropy:
+        if entropy and not counting:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                touched[nt] = c
+                nt += bound[c] == 0.0
+                bound[c] += entropy_term_bound(wq, iw[k])
+        elif entropy:
             for k in range(los[t], his[t]):
                 c = ispec[k]
                 nt = _touch(c, cnt, touched, nt)

@@ -175,7 +175,7 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
 
 @njit(cache=True)
 def _candidate_bounds(
-    q, queries, index, tolerance, kind, bound, cnt, touched, stop
+    q, queries, index, tolerance, kind, counting, bound, cnt, touched, stop
 ):  # pragma: no cover
     """Bounds and candidate counts of query ``q`` with the block's spectra.
 
@@ -188,12 +188,13 @@ def _candidate_bounds(
     qw = queries.weight[q0:q1]
     entropy = kind == ENTROPY
     nt = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight, index.xlogx,
-                           tolerance, entropy, bound, cnt, touched, 0, stop)  # fmt: skip
+                           tolerance, entropy, counting, bound, cnt, touched, 0,
+                           stop)  # fmt: skip
     prec = queries.precursor_mz[q]
     if kind == MODIFIED_COSINE and nt >= 0 and prec == prec:  # NaN: no shifted candidates
         nt = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
-                               index.loss_weight, index.xlogx, tolerance, False, bound, cnt,
-                               touched, nt, stop)  # fmt: skip
+                               index.loss_weight, index.xlogx, tolerance, False, True, bound,
+                               cnt, touched, nt, stop)  # fmt: skip
     return nt
 
 
@@ -207,14 +208,16 @@ def _indexed_row(
     return.  Stops early (with the hits scored so far) once ``stop[0]`` is set.
     """
     bound, cnt, touched = work
-    nt = _candidate_bounds(q, queries, index, options.tolerance, marker.kind,
+    # one matched peak is implied by a candidate: the entropy search then counts none
+    counting = marker.kind != ENTROPY or options.min_matches > 1
+    nt = _candidate_bounds(q, queries, index, options.tolerance, marker.kind, counting,
                            bound, cnt, touched, stop)  # fmt: skip
     if nt < 0:
         bound[:] = 0.0
         cnt[:] = 0
         return 0
     n = _row_hits(q, queries, library, l_start, options, marker, scratch, bound, cnt,
-                  touched[:nt], hl, hs, hm, stop)  # fmt: skip
+                  counting, touched[:nt], hl, hs, hm, stop)  # fmt: skip
     for i in range(nt):
         c = touched[i]
         bound[c] = 0.0
@@ -224,10 +227,28 @@ def _indexed_row(
 
 @njit(cache=True)
 def _row_hits(
-    q, queries, library, l_start, options, marker, scratch, bound, cnt, touched, hl, hs, hm, stop
+    q,
+    queries,
+    library,
+    l_start,
+    options,
+    marker,
+    scratch,
+    bound,
+    cnt,
+    counting,
+    touched,
+    hl,
+    hs,
+    hm,
+    stop,
 ):  # pragma: no cover - numba
     """The hits of query ``q`` among the ``touched`` columns, scored exactly where
-    their bound can reach ``threshold`` (and the running ``top_n``-th best)."""
+    their bound can reach ``threshold`` (and the running ``top_n``-th best).
+
+    ``cnt`` is read only when ``counting`` (otherwise every touched column has a
+    candidate, and ``min_matches <= 1``).
+    """
     tolerance = options.tolerance
     min_matches = options.min_matches
     threshold = options.threshold
@@ -240,7 +261,7 @@ def _row_hits(
         for c in touched:
             if cancelled(stop):
                 break
-            if cnt[c] < min_matches or _bound(bound[c], qn) < threshold:
+            if (counting and cnt[c] < min_matches) or _bound(bound[c], qn) < threshold:
                 continue
             l = l_start + c
             if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
@@ -261,7 +282,7 @@ def _row_hits(
     cc = np.empty(top_n, dtype=np.int64)
     nc = np.int64(0)
     for c in touched:
-        if cnt[c] < min_matches:
+        if counting and cnt[c] < min_matches:
             bound[c] = -1.0
             continue
         u = _bound(bound[c], qn)  # the index's weights are divided by the library norms
