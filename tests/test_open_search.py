@@ -147,3 +147,19 @@ def test_modified_cosine_open_search_equals_matchms(queries, massbank_sample):
         assert m == int(ref["matches"])
         shifted += abs(massbank_sample.precursor_mz[l] - qs.precursor_mz[q]) > 1.0
     assert len(hits) > 50 and shifted > 5
+
+
+def test_pruned_modified_cosine_with_unknown_precursors(queries, massbank_sample):
+    """Spectra without a precursor have only zero-shift candidates: the pruned search
+    (whose shifted index leaves them out) still equals the unpruned one."""
+    params = P(mode="custom", score="modified_cosine", threshold=0.2, top_n=0)
+    q = PreparedSpectra.for_search(queries.subset(np.arange(60)), params).spectrum_set
+    lib = PreparedSpectra.for_search(massbank_sample.subset(np.arange(1500)), params).spectrum_set
+    q = q._replace(precursor_mz=np.where(np.arange(60) % 3 == 0, np.nan, q.precursor_mz))
+    lib = lib._replace(precursor_mz=np.where(np.arange(1500) % 4 == 0, np.nan, lib.precursor_mz))
+    options = search_options(params)
+    pruned = search_block(q, lib, 0, 60, 0, 1500, options)
+    unpruned = search_block(q, lib, 0, 60, 0, 1500, options, prune=False)
+    assert _assert_same([pruned], [unpruned]) > 100
+    unknown = np.isnan(lib.precursor_mz[pruned[1]]) | np.isnan(q.precursor_mz[pruned[0]])
+    assert unknown.sum() > 10
