@@ -31,9 +31,14 @@ class CpuBackend(Backend):
 
         The CPU kernel prunes pairs by an upper bound against each query's
         running top-N, which pays off over long library stretches; short query
-        blocks keep a batch (and so a Stop) well under a second.
+        blocks keep a batch (and so a Stop) well under a second.  With ``top_n``
+        a row holds only its top hits and visits only the library spectra it
+        shares a peak with, so library blocks are four times longer: fewer blocks,
+        each with its own top N to score (entropy open search, 1,000 MassBank
+        queries, 1 thread, best of 4 interleaved: 0.33 s with 16,384 spectra per
+        block, 0.29 s with 65,536).
         """
-        return min(batch_size, 256), batch_size * 8
+        return min(batch_size, 256), batch_size * (32 if top_n > 0 else 8)
 
     @property
     def device(self) -> str:
