@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import engine  # noqa: E402
 from engine.backends.base import PreparedSpectra, score_kind  # noqa: E402
+from engine.backends.cpu import CpuBackend  # noqa: E402
 from engine.kernels import library_peak_index  # noqa: E402
 
 P = engine.SearchParameters
@@ -136,9 +137,9 @@ def compare(l, s, flash_scores, allowed, top_n):
 
 
 def index_stats(library, params):
-    """Seconds and bytes of our peak indexes over all library blocks of a search."""
+    """Seconds and bytes of our peak indexes over all library blocks of a CPU search."""
     prepared = PreparedSpectra.for_search(library, params)
-    size = params.batch_size * 8
+    size = CpuBackend().block_shape(params.batch_size, params.top_n)[1]
     kind = score_kind(params)
     start = time.perf_counter()
     parts = [
