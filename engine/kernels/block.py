@@ -1,6 +1,6 @@
 """``search_block``: the exact hits of a query block against a library block on the CPU.
 
-Chooses the kernel (the pruned plain-cosine search, or every pair scored) and
+Chooses the kernel (the pruned search of any score, or every pair scored) and
 bounds its memory: with ``top_n == 0`` rows hold a whole library block, so
 queries go at most :data:`ALL_HITS_MAX_ROWS` at a time, within
 :data:`ALL_HITS_ROW_BYTES` of row buffers.
