@@ -21,7 +21,14 @@ from engine.kernels.cancel import cancelled
 from engine.kernels.entropy import pair_entropy
 from engine.kernels.window_max import window_push, window_start
 
-__all__ = ["DENSE_ROW", "INDEX_EPS", "accumulate_bounds", "xlog2x_all"]
+__all__ = [
+    "DENSE_ROW",
+    "INDEX_EPS",
+    "LIST_SHARE",
+    "accumulate_bounds",
+    "list_touched",
+    "xlog2x_all",
+]
 
 #: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
 #: whatever the rounding of ``mz +- tolerance`` and of ``mz - precursor_mz``.
@@ -63,6 +70,12 @@ def entropy_term_bound(x, y):  # pragma: no cover - numba
     i = int(p * (2 * ENTROPY_BINS))
     return max(s * (ENTROPY_TANGENTS[i, 0] + ENTROPY_TANGENTS[i, 1] * p), 1e-300)
 
+
+#: A row lists the columns it touches while it sums its candidates when they are at
+#: most this share of the block's columns; rows with more (wide tolerances, raw
+#: peaks) list them afterwards in one pass over the block, which then costs less
+#: than a store per candidate.
+LIST_SHARE = 0.5
 
 #: A query row whose candidates outnumber the library peaks they reach this many
 #: times over (profile-mode spectra: ~10⁹ candidates) is bounded peak by peak of the
@@ -107,9 +120,12 @@ def accumulate_bounds(
     product), ``cnt[c]`` their number; a spectrum's first candidate appends it to
     ``touched[nt:]``.  Without ``counting`` (entropy only, whose terms are all > 0:
     a column is new while its bound is 0) ``cnt`` may be left as it is, for a
-    search that needs no match count.  Returns the new ``nt``, or -1 when ``stop`` was set (the
-    arrays are then left dirty).  Rows whose candidates are far more than the
-    library peaks they reach: :func:`_dense_bounds`.
+    search that needs no match count.  Returns the new ``nt`` and whether the
+    columns were listed: rows with more candidates than :data:`LIST_SHARE` of the
+    block list none (:func:`list_touched` then lists them in one pass over the
+    block); ``nt`` is -1 when ``stop`` was set (the arrays are then left dirty).
+    Rows whose candidates are far more than the library peaks they reach:
+    :func:`_dense_bounds`.
     """
     nq = qmz.shape[0]
     lows = qmz - tolerance - INDEX_EPS
@@ -123,14 +139,24 @@ def accumulate_bounds(
         total += his[t] - los[t]
         reached += max(0, his[t] - max(los[t], top))
         top = max(top, his[t])
+    listing = total <= LIST_SHARE * bound.shape[0]
     if total > DENSE_ROW * (reached + nq):
-        return _dense_bounds(qw, imz, ispec, iw, entropy, lows, highs, los, his,
-                             bound, cnt, touched, nt, stop)  # fmt: skip
+        nt = _dense_bounds(qw, imz, ispec, iw, entropy, lows, highs, los, his,
+                           bound, cnt, touched, nt, listing, stop)  # fmt: skip
+        return nt, listing
     for t in range(nq):
         if cancelled(stop):
-            return -1
+            return -1, listing
         wq = qw[t]
-        if entropy and not counting:
+        if not listing:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                if entropy:
+                    bound[c] += entropy_term_bound(wq, iw[k])
+                else:
+                    bound[c] += iw[k] * wq
+                cnt[c] += 1
+        elif entropy and not counting:
             for k in range(los[t], his[t]):
                 c = ispec[k]
                 touched[nt] = c
@@ -148,12 +174,22 @@ def accumulate_bounds(
                 nt = _touch(c, cnt, touched, nt)
                 bound[c] += iw[k] * wq
                 cnt[c] += 1
+    return nt, listing
+
+
+@njit(cache=True)
+def list_touched(bound, cnt, touched):  # pragma: no cover - numba
+    """List every column with a candidate in ``touched`` (in column order); returns how many."""
+    nt = 0
+    for c in range(bound.shape[0]):
+        touched[nt] = c
+        nt += (cnt[c] != 0) | (bound[c] != 0.0)
     return nt
 
 
 @njit(cache=True)
 def _dense_bounds(
-    weight, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, touched, nt, stop
+    weight, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, touched, nt, listing, stop
 ):  # pragma: no cover
     """:func:`accumulate_bounds` library peak by library peak, in O(reached + query peaks).
 
@@ -185,7 +221,8 @@ def _dense_bounds(
                 continue
             wq = weight[queue[head]]
             c = ispec[k]
-            nt = _touch(c, cnt, touched, nt)
+            if listing:
+                nt = _touch(c, cnt, touched, nt)
             if entropy:
                 bound[c] += (last - first) * pair_entropy(wq, iw[k])
             else:

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.cancel import cancelled
-from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, xlog2x_all
+from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, list_touched, xlog2x_all
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.score_kinds import kind_marker, kind_score
@@ -187,14 +187,17 @@ def _candidate_bounds(
     qmz = queries.mz[q0:q1]
     qw = queries.weight[q0:q1]
     entropy = kind == ENTROPY
-    nt = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight, index.xlogx,
-                           tolerance, entropy, counting, bound, cnt, touched, 0,
-                           stop)  # fmt: skip
+    nt, listed = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight,
+                                   index.xlogx, tolerance, entropy, counting, bound, cnt,
+                                   touched, 0, stop)  # fmt: skip
     prec = queries.precursor_mz[q]
     if kind == MODIFIED_COSINE and nt >= 0 and prec == prec:  # NaN: no shifted candidates
-        nt = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
-                               index.loss_weight, index.xlogx, tolerance, False, True, bound,
-                               cnt, touched, nt, stop)  # fmt: skip
+        nt, shifted_listed = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
+                                               index.loss_weight, index.xlogx, tolerance, False,
+                                               True, bound, cnt, touched, nt, stop)  # fmt: skip
+        listed = listed and shifted_listed
+    if nt >= 0 and not listed:  # (re)list them all, once each
+        nt = list_touched(bound, cnt, touched)
     return nt
 
 
