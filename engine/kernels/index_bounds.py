@@ -27,7 +27,6 @@ __all__ = [
     "LIST_SHARE",
     "accumulate_bounds",
     "list_touched",
-    "xlog2x_all",
 ]
 
 #: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
@@ -84,21 +83,6 @@ DENSE_ROW = 8
 
 
 @njit(cache=True, inline="always")
-def _xlog2x(x):  # pragma: no cover - numba
-    """``x log2 x`` computed as :func:`~engine.kernels.entropy.pair_entropy` does."""
-    return x * np.log2(x)
-
-
-@njit(cache=True)
-def xlog2x_all(weight):  # pragma: no cover - numba
-    """``w log2 w`` of every weight, bit for bit as the entropy term computes it."""
-    out = np.empty(weight.shape[0], dtype=np.float64)
-    for k in range(weight.shape[0]):
-        out[k] = _xlog2x(weight[k])
-    return out
-
-
-@njit(cache=True, inline="always")
 def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
     """List column ``c`` the first time it gets a candidate; returns the new length.
 
@@ -111,12 +95,12 @@ def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
 
 @njit(cache=True)
 def accumulate_bounds(
-    qmz, qw, imz, ispec, iw, ixlogx, tolerance, entropy, counting, bound, cnt, touched, nt, stop
+    qmz, qw, imz, ispec, iw, tolerance, entropy, counting, bound, cnt, touched, nt, stop
 ):  # pragma: no cover - numba
     """Add the candidates of query peaks ``(qmz, qw)`` in index ``(imz, ispec, iw)``.
 
     ``bound[c]`` gets the sum of the candidates' terms with block spectrum ``c``
-    (entropy: the entropy term, with ``ixlogx`` the index's ``w log2 w``; else the
+    (entropy: a bound of the entropy term, :func:`entropy_term_bound`; else the
     product), ``cnt[c]`` their number; a spectrum's first candidate appends it to
     ``touched[nt:]``.  Without ``counting`` (entropy only, whose terms are all > 0:
     a column is new while its bound is 0) ``cnt`` may be left as it is, for a

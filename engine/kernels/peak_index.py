@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.cancel import cancelled
-from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, list_touched, xlog2x_all
+from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, list_touched
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.score_kinds import kind_marker, kind_score
@@ -49,8 +49,6 @@ class PeakIndex(NamedTuple):
     weight : ndarray of float64
         Each peak's weight; divided by its spectrum's norm (0 for a zero norm) but
         for the entropy similarity, whose norms are 1.
-    xlogx : ndarray of float64
-        Entropy similarity: ``weight * log2(weight)`` of each peak; else empty.
     loss : ndarray of float64
         Modified cosine: ``mz - precursor_mz`` of the block's peaks, sorted (peaks
         of spectra with an unknown precursor left out); else empty.
@@ -64,7 +62,6 @@ class PeakIndex(NamedTuple):
     mz: np.ndarray
     spectrum: np.ndarray
     weight: np.ndarray
-    xlogx: np.ndarray
     loss: np.ndarray
     loss_spectrum: np.ndarray
     loss_weight: np.ndarray
@@ -80,8 +77,8 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
     l_start, l_stop : int
         The block.
     kind : int, default COSINE
-        The score kind it serves: ``ENTROPY`` adds each peak's ``w log2 w``,
-        ``MODIFIED_COSINE`` the index of the shifted candidates.
+        The score kind it serves: weights divided by the spectrum norms but for
+        ``ENTROPY``; ``MODIFIED_COSINE`` adds the index of the shifted candidates.
 
     Returns
     -------
@@ -98,10 +95,7 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
         np.arange(l_stop - l_start, dtype=np.int32), np.diff(offsets[l_start : l_stop + 1])
     )
     empty = np.empty(0, dtype=np.float64)
-    xlogx = empty
-    if kind == ENTROPY:
-        xlogx = np.ascontiguousarray(xlog2x_all(weight)[order])
-    else:  # bounds of pairs then need only the query's norm
+    if kind != ENTROPY:  # bounds of pairs then need only the query's norm
         norm = library.norm[l_start:l_stop][sid]
         weight = np.divide(weight, norm, out=np.zeros_like(weight), where=norm > 0)
     loss, loss_spectrum, loss_weight = empty, np.empty(0, dtype=np.int32), empty
@@ -116,7 +110,6 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
         np.ascontiguousarray(mz[order], dtype=np.float64),
         np.ascontiguousarray(sid[order]),
         np.ascontiguousarray(weight[order]),
-        xlogx,
         loss,
         loss_spectrum,
         loss_weight,
@@ -188,13 +181,13 @@ def _candidate_bounds(
     qw = queries.weight[q0:q1]
     entropy = kind == ENTROPY
     nt, listed = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight,
-                                   index.xlogx, tolerance, entropy, counting, bound, cnt,
-                                   touched, 0, stop)  # fmt: skip
+                                   tolerance, entropy, counting, bound, cnt, touched, 0,
+                                   stop)  # fmt: skip
     prec = queries.precursor_mz[q]
     if kind == MODIFIED_COSINE and nt >= 0 and prec == prec:  # NaN: no shifted candidates
         nt, shifted_listed = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
-                                               index.loss_weight, index.xlogx, tolerance, False,
-                                               True, bound, cnt, touched, nt, stop)  # fmt: skip
+                                               index.loss_weight, tolerance, False, True,
+                                               bound, cnt, touched, nt, stop)  # fmt: skip
         listed = listed and shifted_listed
     if nt >= 0 and not listed:  # (re)list them all, once each
         nt = list_touched(bound, cnt, touched)
