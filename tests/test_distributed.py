@@ -558,7 +558,7 @@ def test_all_workers_lost_raises_and_keeps_hits(data):
 @pytest.mark.slow
 def test_all_workers_lost_lists_queries_with_part_of_their_hits(data, massbank_library):
     queries, _ = data
-    # the whole library and the unpruned modified cosine: tasks of tens of ms, so the
+    # the whole library and the modified cosine, every hit: tasks of tens of ms, so the
     # worker is killed while the first block still has shards to do
     library = massbank_library
     params = SearchParameters(

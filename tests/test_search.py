@@ -102,9 +102,9 @@ def test_cancel_keeps_partial_hits(massbank_sample):
 
     def on_progress(p):
         batches.append(p.pairs_done)
-        # CPU blocks of 64 queries x 512 library spectra: 11 batches a block, so
-        # after 15 the first block is complete and the second cut short
-        if len(batches) == 15:
+        # CPU blocks of 64 queries x 2,048 library spectra (top N): 3 batches a
+        # block, so after 4 the first block is complete and the second cut short
+        if len(batches) == 4:
             token.cancel()
 
     params = SearchParameters(mode="custom", top_n=5, batch_size=64)

@@ -149,7 +149,7 @@ class PreparedSpectra:
 
     def derived(self, key: Hashable, build: Callable[[], T]) -> T:
         """A structure built once from these spectra (precursor order, pruning index)."""
-        return derived(self, key, build, budget=2 * nbytes(self) + (1 << 20))
+        return derived(self, key, build, budget=3 * nbytes(self) + (1 << 20))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

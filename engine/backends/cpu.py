@@ -31,9 +31,14 @@ class CpuBackend(Backend):
 
         The CPU kernel prunes pairs by an upper bound against each query's
         running top-N, which pays off over long library stretches; short query
-        blocks keep a batch (and so a Stop) well under a second.
+        blocks keep a batch (and so a Stop) well under a second.  With ``top_n``
+        a row holds only its top hits and visits only the library spectra it
+        shares a peak with, so library blocks are four times longer: fewer blocks,
+        each with its own top N to score (entropy open search, 1,000 MassBank
+        queries, 1 thread, best of 4 interleaved: 0.33 s with 16,384 spectra per
+        block, 0.29 s with 65,536).
         """
-        return min(batch_size, 256), batch_size * 8
+        return min(batch_size, 256), batch_size * (32 if top_n > 0 else 8)
 
     @property
     def device(self) -> str:
@@ -67,14 +72,15 @@ class CpuBackend(Backend):
         finally:
             numba.set_num_threads(before)
 
-    def _library_index(self, library: PreparedSpectra, batch: Batch):
+    def _library_index(self, library: PreparedSpectra, batch: Batch, kind: int):
         l0, l1 = batch.l_start, batch.l_stop
         return library.derived(
-            ("peak_index", l0, l1), lambda: library_peak_index(library.spectrum_set, l0, l1)
+            ("peak_index", l0, l1, kind),
+            lambda: library_peak_index(library.spectrum_set, l0, l1, kind),
         )
 
     def score_batch(self, queries, library, batch, params) -> HitTable:
-        index = None if params.modified else self._library_index(library, batch)
+        index = self._library_index(library, batch, score_kind(params))
         with self._threads():
             found = search_block(
                 queries.spectrum_set, library.spectrum_set,

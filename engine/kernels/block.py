@@ -1,6 +1,6 @@
 """``search_block``: the exact hits of a query block against a library block on the CPU.
 
-Chooses the kernel (the pruned plain-cosine search, or every pair scored) and
+Chooses the kernel (the pruned search of any score, or every pair scored) and
 bounds its memory: with ``top_n == 0`` rows hold a whole library block, so
 queries go at most :data:`ALL_HITS_MAX_ROWS` at a time, within
 :data:`ALL_HITS_ROW_BYTES` of row buffers.
@@ -12,14 +12,14 @@ import numpy as np
 
 from engine.kernels.cancel import cancelled, new_flag
 from engine.kernels.pair import check_score_parameters
-from engine.kernels.peak_index import PeakIndex, indexed_kernel, library_peak_index
-from engine.kernels.rows import compact_rows, row_width, scan_kernel
-from engine.kernels.spectrum_set import (
-    MODIFIED_COSINE,
-    SearchOptions,
-    SpectrumSet,
-    checked_block,
+from engine.kernels.peak_index import (
+    PeakIndex,
+    index_fits,
+    indexed_kernel,
+    library_peak_index,
 )
+from engine.kernels.rows import compact_rows, row_width, scan_kernel
+from engine.kernels.spectrum_set import SearchOptions, SpectrumSet, checked_block
 
 __all__ = ["ALL_HITS_CHUNK", "checked_options", "search_block"]
 
@@ -101,14 +101,17 @@ def search_block(
         ``top_n > 0`` only each query's ``top_n`` best hits (score descending,
         then library index ascending).
     prune : bool, keyword-only
-        Plain cosine only: skip pairs whose exact upper bound (sum of all
-        candidate products, found with an inverted index over the library block's
-        peaks) cannot pass ``threshold``, ``min_matches`` or the current
-        ``top_n``-th best.  The hits are identical either way; ``False`` scores
-        every pair (brute force).
+        Skip pairs whose exact upper bound (sum of all candidate terms: products,
+        entropy terms, or for the modified cosine the products of the zero-shift
+        and shifted candidates, found with inverted indexes over the library
+        block's peaks) cannot pass ``threshold``, ``min_matches`` or the current
+        ``top_n``-th best; only library spectra sharing a candidate peak are
+        visited.  The hits are identical either way; ``False`` scores every pair
+        (brute force).
     library_index : PeakIndex, optional, keyword-only
-        :func:`~engine.kernels.library_peak_index` of this library block, to reuse
-        it across query blocks; made here when omitted.
+        :func:`~engine.kernels.library_peak_index` of this library block for
+        ``options.kind``, to reuse it across query blocks; made here when omitted
+        (or built for another kind).
     stop : ndarray of uint8, shape (1,), optional, keyword-only
         Cancellation flag another thread may set while the kernel runs: once
         ``stop[0]`` is non-zero every query row returns the hits it has scored so
@@ -139,15 +142,14 @@ def search_block(
         )
     width = row_width(options, l_start, l_stop)
     chunk = q_stop - q_start if options.top_n > 0 else _all_hits_rows(width)
-    pruned = prune and options.kind != MODIFIED_COSINE
-    if pruned and library_index is None:
-        library_index = library_peak_index(library, l_start, l_stop)
+    if prune and (library_index is None or not index_fits(library_index, options.kind)):
+        library_index = library_peak_index(library, l_start, l_stop, options.kind)
     parts = []
     for c0 in range(q_start, q_stop, chunk):
         if cancelled(stop) and parts:
             break
         c1 = min(q_stop, c0 + chunk)
-        if pruned:
+        if prune:
             rows = indexed_kernel(
                 queries, library, c0, c1, l_start, l_stop, options, library_index, width, stop
             )

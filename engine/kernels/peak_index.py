@@ -1,11 +1,16 @@
-"""The pruned search (cosine, entropy): an inverted index over a library block's peaks.
+"""The pruned search: an inverted index over a library block's peaks.
 
-For each query, the index gives every library spectrum of the block the number of
-(slightly widened) candidate peak pairs and the sum of all their products.  That
-sum bounds the greedy numerator from above (for entropy similarity: the sum of
-every candidate pair's entropy term, all >= 0) and the count bounds the matches, so
+For each query, the index gives every library spectrum of the block that shares
+a (slightly widened) candidate peak pair with it the number of its candidate
+pairs and the sum of all their terms (:mod:`~engine.kernels.index_bounds`).  That
+sum bounds the score's numerator from above (greedy cosine: the products; entropy
+similarity: every candidate pair's entropy term, all >= 0; modified cosine: the
+products of the zero-shift and of the shifted candidates, the latter found in a
+second index keyed by ``mz - precursor_mz``) and the count bounds the matches, so
 pairs that cannot reach ``threshold``, ``min_matches`` or (with ``top_n``) the
-current n-th best are never scored; all others are scored exactly.
+current n-th best are never scored; all others are scored exactly.  Only the
+spectra that share a candidate are visited, so an open search (no precursor
+window) costs the work of its candidates, not of the whole block.
 """
 
 from __future__ import annotations
@@ -16,29 +21,25 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.cancel import cancelled
-from engine.kernels.entropy import pair_entropy
+from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, list_touched
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.score_kinds import kind_marker, kind_score
 from engine.kernels.spectrum_set import (
     COSINE,
     ENTROPY,
+    MODIFIED_COSINE,
     longest_in_block,
     new_scratch,
     pair_allowed,
 )
 from engine.kernels.threads import for_each_span
-from engine.kernels.window_max import window_push, window_start
 
-__all__ = ["PeakIndex", "indexed_kernel", "library_peak_index"]
-
-#: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
-#: whatever the rounding of ``mz +- tolerance``.
-INDEX_EPS = 1e-6
+__all__ = ["INDEX_EPS", "PeakIndex", "index_fits", "indexed_kernel", "library_peak_index"]
 
 
 class PeakIndex(NamedTuple):
-    """Peaks of a library block sorted by m/z.
+    """Peaks of a library block sorted by m/z (and, for the modified cosine, by loss).
 
     Attributes
     ----------
@@ -46,14 +47,28 @@ class PeakIndex(NamedTuple):
     spectrum : ndarray of int32
         Position of each peak's spectrum within the block.
     weight : ndarray of float64
+        Each peak's weight; divided by its spectrum's norm (0 for a zero norm) but
+        for the entropy similarity, whose norms are 1.
+    loss : ndarray of float64
+        Modified cosine: ``mz - precursor_mz`` of the block's peaks, sorted (peaks
+        of spectra with an unknown precursor left out); else empty.
+    loss_spectrum : ndarray of int32
+    loss_weight : ndarray of float64
+        Spectrum and weight of each ``loss`` entry.
+    kind : int
+        The score kind it was built for.
     """
 
     mz: np.ndarray
     spectrum: np.ndarray
     weight: np.ndarray
+    loss: np.ndarray
+    loss_spectrum: np.ndarray
+    loss_weight: np.ndarray
+    kind: int
 
 
-def library_peak_index(library, l_start: int, l_stop: int) -> PeakIndex:
+def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -> PeakIndex:
     """Peaks of library spectra ``[l_start, l_stop)`` sorted by m/z, for the pruned search.
 
     Parameters
@@ -61,24 +76,50 @@ def library_peak_index(library, l_start: int, l_stop: int) -> PeakIndex:
     library : SpectrumSet
     l_start, l_stop : int
         The block.
+    kind : int, default COSINE
+        The score kind it serves: weights divided by the spectrum norms but for
+        ``ENTROPY``; ``MODIFIED_COSINE`` adds the index of the shifted candidates.
 
     Returns
     -------
     PeakIndex
         Pass it to :func:`~engine.kernels.search_block` as ``library_index`` to
-        reuse it across query blocks.
+        reuse it across query blocks (of a search of the same kind).
     """
     offsets = library.offsets
     p0, p1 = offsets[l_start], offsets[l_stop]
-    order = np.argsort(library.mz[p0:p1], kind="stable")
+    mz = library.mz[p0:p1]
+    weight = np.ascontiguousarray(library.weight[p0:p1], dtype=np.float64)
+    order = np.argsort(mz, kind="stable")
     sid = np.repeat(
         np.arange(l_stop - l_start, dtype=np.int32), np.diff(offsets[l_start : l_stop + 1])
     )
+    empty = np.empty(0, dtype=np.float64)
+    if kind != ENTROPY:  # bounds of pairs then need only the query's norm
+        norm = library.norm[l_start:l_stop][sid]
+        weight = np.divide(weight, norm, out=np.zeros_like(weight), where=norm > 0)
+    loss, loss_spectrum, loss_weight = empty, np.empty(0, dtype=np.int32), empty
+    if kind == MODIFIED_COSINE:
+        key = mz - library.precursor_mz[l_start:l_stop][sid]
+        known = np.flatnonzero(np.isfinite(key))
+        by_loss = known[np.argsort(key[known], kind="stable")]
+        loss = np.ascontiguousarray(key[by_loss])
+        loss_spectrum = np.ascontiguousarray(sid[by_loss])
+        loss_weight = np.ascontiguousarray(weight[by_loss])
     return PeakIndex(
-        np.ascontiguousarray(library.mz[p0:p1][order]),
+        np.ascontiguousarray(mz[order], dtype=np.float64),
         np.ascontiguousarray(sid[order]),
-        np.ascontiguousarray(library.weight[p0:p1][order]),
+        np.ascontiguousarray(weight[order]),
+        loss,
+        loss_spectrum,
+        loss_weight,
+        int(kind),
     )
+
+
+def index_fits(index: PeakIndex, kind: int) -> bool:
+    """Whether ``index`` was built for a search of score ``kind``."""
+    return int(index.kind) == int(kind)
 
 
 @njit(cache=True)
@@ -125,101 +166,84 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
     return n
 
 
-#: A query row whose candidates outnumber the library peaks they reach this many
-#: times over (profile-mode spectra: ~10⁹ candidates) is bounded peak by peak of the
-#: library (:func:`_dense_bounds`); centroided spectra never are.
-DENSE_ROW = 8
-
-
 @njit(cache=True)
-def _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):  # pragma: no cover
-    """Add to ``bound[c]`` an upper bound of the sum of the candidate terms of query ``q``
-    with block spectrum ``c``, and to ``cnt[c]`` the number of its candidates.
+def _candidate_bounds(
+    q, queries, index, tolerance, kind, counting, bound, cnt, touched, stop
+):  # pragma: no cover
+    """Bounds and candidate counts of query ``q`` with the block's spectra.
 
-    Centroided queries: every candidate's product (or entropy term), one query peak
-    after the other.  Queries whose candidates are far more than the library peaks
-    they reach: :func:`_dense_bounds`.  False when ``stop`` was set.
+    Fills ``bound``/``cnt`` of the spectra sharing a candidate with ``q`` and
+    lists them in ``touched``; returns how many, or -1 when ``stop`` was set.
     """
     q0 = queries.offsets[q]
     q1 = queries.offsets[q + 1]
-    lows = queries.mz[q0:q1] - tolerance - INDEX_EPS
-    highs = queries.mz[q0:q1] + tolerance + INDEX_EPS
-    los = np.searchsorted(index.mz, lows, side="left")
-    his = np.searchsorted(index.mz, highs, side="right")
-    total = 0
-    reached = 0
-    top = 0
-    for t in range(q1 - q0):
-        total += his[t] - los[t]
-        reached += max(0, his[t] - max(los[t], top))
-        top = max(top, his[t])
-    if total > DENSE_ROW * (reached + q1 - q0):
-        return _dense_bounds(q0, q1, queries, index, entropy, lows, highs, los, his,
-                             bound, cnt, stop)  # fmt: skip
-    for t in range(q1 - q0):
-        if cancelled(stop):
-            return False
-        wq = queries.weight[q0 + t]
-        for k in range(los[t], his[t]):
-            c = index.spectrum[k]
-            if entropy:
-                bound[c] += pair_entropy(wq, index.weight[k])
-            else:
-                bound[c] += index.weight[k] * wq
-            cnt[c] += 1
-    return True
-
-
-@njit(cache=True)
-def _dense_bounds(
-    q0, q1, queries, index, entropy, lows, highs, los, his, bound, cnt, stop
-):  # pragma: no cover
-    """:func:`_candidate_bounds` library peak by library peak, in O(reached + query peaks).
-
-    Library peak ``k`` is a candidate of the query peaks ``t`` with ``lows[t] <=
-    mz[k] <= highs[t]`` (the index's own comparisons), a run of them since both
-    are sorted; each of their terms is at most the term of the run's largest
-    query weight (both terms grow with either weight), kept by a sliding-window
-    maximum.  The counts are exact, the bounds looser than the sum of the terms.
-    """
-    weight = queries.weight[q0:q1]
-    queue = np.empty(q1 - q0, dtype=np.int64)
-    head = 0
-    tail = 0
-    first = 0
-    last = 0
-    top = 0
-    for t in range(q1 - q0):
-        for k in range(max(los[t], top), his[t]):
-            if (k & 0xFFFF) == 0 and cancelled(stop):
-                return False
-            m = index.mz[k]
-            while first < q1 - q0 and highs[first] < m:
-                first += 1
-            while last < q1 - q0 and not m < lows[last]:
-                tail = window_push(queue, head, tail, weight, last)
-                last += 1
-            head = window_start(queue, head, tail, first)
-            if head == tail:
-                continue
-            wq = weight[queue[head]]
-            c = index.spectrum[k]
-            if entropy:
-                bound[c] += (last - first) * pair_entropy(wq, index.weight[k])
-            else:
-                bound[c] += (last - first) * (index.weight[k] * wq)
-            cnt[c] += last - first
-        top = max(top, his[t])
-    return True
+    qmz = queries.mz[q0:q1]
+    qw = queries.weight[q0:q1]
+    entropy = kind == ENTROPY
+    nt, listed = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight,
+                                   tolerance, entropy, counting, bound, cnt, touched, 0,
+                                   stop)  # fmt: skip
+    prec = queries.precursor_mz[q]
+    if kind == MODIFIED_COSINE and nt >= 0 and prec == prec:  # NaN: no shifted candidates
+        nt, shifted_listed = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
+                                               index.loss_weight, tolerance, False, True,
+                                               bound, cnt, touched, nt, stop)  # fmt: skip
+        listed = listed and shifted_listed
+    if nt >= 0 and not listed:  # (re)list them all, once each
+        nt = list_touched(bound, cnt, touched)
+    return nt
 
 
 @njit(cache=True)
 def _indexed_row(
-    q, queries, library, l_start, nl, options, marker, index, scratch, hl, hs, hm, stop
+    q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop
 ):  # pragma: no cover - numba
     """One query row of :func:`indexed_kernel`; returns the number of hits written.
 
-    Stops early (with the hits scored so far) once ``stop[0]`` is set.
+    ``work`` is a thread's ``(bound, cnt, touched)``, all zero on entry and on
+    return.  Stops early (with the hits scored so far) once ``stop[0]`` is set.
+    """
+    bound, cnt, touched = work
+    # one matched peak is implied by a candidate: the entropy search then counts none
+    counting = marker.kind != ENTROPY or options.min_matches > 1
+    nt = _candidate_bounds(q, queries, index, options.tolerance, marker.kind, counting,
+                           bound, cnt, touched, stop)  # fmt: skip
+    if nt < 0:
+        bound[:] = 0.0
+        cnt[:] = 0
+        return 0
+    n = _row_hits(q, queries, library, l_start, options, marker, scratch, bound, cnt,
+                  counting, touched[:nt], hl, hs, hm, stop)  # fmt: skip
+    for i in range(nt):
+        c = touched[i]
+        bound[c] = 0.0
+        cnt[c] = 0
+    return n
+
+
+@njit(cache=True)
+def _row_hits(
+    q,
+    queries,
+    library,
+    l_start,
+    options,
+    marker,
+    scratch,
+    bound,
+    cnt,
+    counting,
+    touched,
+    hl,
+    hs,
+    hm,
+    stop,
+):  # pragma: no cover - numba
+    """The hits of query ``q`` among the ``touched`` columns, scored exactly where
+    their bound can reach ``threshold`` (and the running ``top_n``-th best).
+
+    ``cnt`` is read only when ``counting`` (otherwise every touched column has a
+    candidate, and ``min_matches <= 1``).
     """
     tolerance = options.tolerance
     min_matches = options.min_matches
@@ -227,24 +251,16 @@ def _indexed_row(
     top_n = options.top_n
     qn = queries.norm[q]
     kind = marker.kind
-    entropy = kind == ENTROPY
     colmax = np.empty(queries.offsets[q + 1] - queries.offsets[q], dtype=np.float64)
-    bound = np.zeros(nl, dtype=np.float64)
-    cnt = np.zeros(nl, dtype=np.int64)
-    if not _candidate_bounds(q, queries, index, tolerance, entropy, bound, cnt, stop):
-        return 0
     n = np.int64(0)  # not the literal 0: callees would compile for it too
     if top_n == 0:
-        for c in range(nl):
+        for c in touched:
             if cancelled(stop):
                 break
-            if cnt[c] < min_matches:
+            if (counting and cnt[c] < min_matches) or _bound(bound[c], qn) < threshold:
                 continue
             l = l_start + c
-            den = library.norm[l] * qn
-            if den == 0.0 or not pair_allowed(q, l, queries, library, options):
-                continue
-            if _bound(bound[c], den) < threshold:
+            if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
                 continue
             if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
                 continue
@@ -256,47 +272,41 @@ def _indexed_row(
                 n += 1
         sort_row(hs, hl, hm, n, library.index)
         return n
-    # pass 1: the top_n largest bounds seed the top list
+    # pass 1: the top_n largest bounds (of pairs that may be scored) seed the top list;
+    # every bound is made relative, or -1 when the pair cannot become a hit
     cb = np.empty(top_n, dtype=np.float64)
     cc = np.empty(top_n, dtype=np.int64)
     nc = np.int64(0)
-    for c in range(nl):
-        if cnt[c] < min_matches:
+    for c in touched:
+        if counting and cnt[c] < min_matches:
             bound[c] = -1.0
             continue
-        l = l_start + c
-        den = library.norm[l] * qn
-        if den == 0.0 or not pair_allowed(q, l, queries, library, options):
-            bound[c] = -1.0
-            continue
-        u = _bound(bound[c], den)
+        u = _bound(bound[c], qn)  # the index's weights are divided by the library norms
         if u < threshold:
             bound[c] = -1.0
             continue
         bound[c] = u
-        nc = _insert_candidate(cb, cc, nc, top_n, u, c)
-    for t in range(nc):
-        if cancelled(stop):
-            return n
-        c = cc[t]
+        if nc == top_n and not better(u, c, cb[nc - 1], cc[nc - 1]):
+            continue  # pass 2 checks the pair's filters if it gets that far
         l = l_start + c
-        bound[c] = -1.0
-        if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
+        if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
+            bound[c] = -1.0
             continue
-        s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
-        if m >= min_matches and s >= threshold:
-            n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
+        nc = _insert_candidate(cb, cc, nc, top_n, u, c)
     # pass 2: everything whose bound can still reach the n-th best
     floor = threshold
     if n == top_n and hs[n - 1] > floor:
         floor = hs[n - 1]
-    for c in range(nl):
-        if cancelled(stop):
+    for i in range(touched.shape[0]):
+        if (i & 0xFF) == 0 and cancelled(stop):
             return n
+        c = touched[i]
         u = bound[c]
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
+        if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
+            continue
         if not _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):
             continue
         s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
@@ -314,13 +324,19 @@ def indexed_rows(
     """Rows ``[start, stop_row)`` of :func:`indexed_kernel` into ``rows``.
 
     ``marker`` is :func:`~engine.kernels.score_kinds.kind_marker` of ``options.kind``:
-    each score kind compiles only its own scoring code.
+    each score kind compiles only its own scoring code.  The span's rows share one
+    set of block-wide bound arrays, each row resetting only what it touched.
     """
     row_l, row_s, row_m, counts = rows
     nl = l_stop - l_start
     q0, q1 = q_start + start, q_start + stop_row
     longest = longest_in_block(queries, library, q0, q1, l_start, l_stop)
     scratch = new_scratch(longest)
+    work = (
+        np.zeros(nl, dtype=np.float64),
+        np.zeros(nl, dtype=np.int64),
+        np.empty(nl, dtype=np.int64),
+    )
     for r in range(start, stop_row):
         if cancelled(stop):
             return
@@ -328,17 +344,18 @@ def indexed_rows(
         if queries.norm[q] == 0.0:
             continue
         counts[r] = _indexed_row(
-            q, queries, library, l_start, nl, options, marker, index, scratch,
+            q, queries, library, l_start, options, marker, index, scratch, work,
             row_l[r], row_s[r], row_m[r], stop,
         )  # fmt: skip
 
 
 def indexed_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, index, width, stop):
-    """Plain-cosine search of queries ``[q_start, q_stop)`` with the exact upper-bound prune.
+    """Pruned search of queries ``[q_start, q_stop)`` (any score kind) with the exact bound.
 
     Returns per-row buffers ``(library position, score, matches)`` of ``width``
     columns and the hit count of each row, as :func:`~engine.kernels.rows.scan_kernel`.
     Rows are spread over threads by :func:`~engine.kernels.threads.for_each_span`.
+    ``index`` is :func:`library_peak_index` of the block for ``options.kind``.
     """
     rows = row_buffers(q_stop - q_start, width)
     marker = kind_marker(options.kind)

@@ -1,0 +1,216 @@
+"""Candidate bounds of one query row from the inverted peak index (the pruned CPU search).
+
+For one query, every library spectrum of the block that shares at least one
+(slightly widened) candidate peak pair with it gets the number of those pairs
+and the sum of their terms (products, or entropy terms).  Only these *touched*
+spectra are listed, so a row costs the work of its candidates, not of the
+whole block; the caller resets the entries it was given.
+
+The modified cosine's shifted candidates come from a second index keyed by
+``mz - precursor_mz`` (a library peak at ``mz_l`` matches a query peak at
+``mz_q`` shifted by ``prec_l - prec_q`` when ``mz_l - prec_l`` is within the
+tolerance of ``mz_q - prec_q``), searched with the query's own keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.kernels.cancel import cancelled
+from engine.kernels.entropy import pair_entropy
+from engine.kernels.window_max import window_push, window_start
+
+__all__ = [
+    "DENSE_ROW",
+    "INDEX_EPS",
+    "LIST_SHARE",
+    "accumulate_bounds",
+    "list_touched",
+]
+
+#: Widening (Da) of the inverted-index window; keeps the bound a true upper bound
+#: whatever the rounding of ``mz +- tolerance`` and of ``mz - precursor_mz``.
+INDEX_EPS = 1e-6
+
+#: Bins of the tangent table of the entropy terms (:data:`ENTROPY_TANGENTS`) over
+#: ``p in [0, 1/2]``.
+ENTROPY_BINS = 2048
+
+
+def _entropy_tangents(bins: int) -> np.ndarray:
+    """Row ``i``: ``(c0, c1)`` of the tangent ``(c0 + c1 p)`` of ``H(p) / 2`` at bin ``i``'s centre.
+
+    ``H(p) = -p log2 p - (1 - p) log2(1 - p)`` is concave, so every tangent lies
+    above it on all of ``[0, 1]``; ``c0`` is raised by 1e-12 against rounding.
+    """
+    a = (np.arange(bins + 1) + 0.5) / (2.0 * bins)
+    h = -a * np.log2(a) - (1.0 - a) * np.log2(1.0 - a)
+    slope = np.log2((1.0 - a) / a)
+    return np.ascontiguousarray(np.column_stack([(h - slope * a) / 2.0 + 1e-12, slope / 2.0]))
+
+
+#: The entropy term of a candidate pair of weights ``x``, ``y`` is ``(x + y) H(p) / 2``
+#: with ``p = x / (x + y)``; a table of tangents bounds it from above without a logarithm
+#: (the bound is at most ~1e-4 of the term above it, except for the smallest ``p``).
+ENTROPY_TANGENTS = _entropy_tangents(ENTROPY_BINS)
+
+
+@njit(cache=True, inline="always")
+def entropy_term_bound(x, y):  # pragma: no cover - numba
+    """An upper bound of :func:`~engine.kernels.entropy.pair_entropy` of ``x, y >= 0``;
+    always > 0 (columns are listed when their bound leaves 0)."""
+    s = x + y
+    if not s > 0.0:  # no weight (never in cleaned spectra): no 0 / 0 below; still > 0
+        return 1e-300
+    p = x / s
+    if p > 0.5:
+        p = 1.0 - p
+    i = int(p * (2 * ENTROPY_BINS))
+    return max(s * (ENTROPY_TANGENTS[i, 0] + ENTROPY_TANGENTS[i, 1] * p), 1e-300)
+
+
+#: A row lists the columns it touches while it sums its candidates when they are at
+#: most this share of the block's columns; rows with more (wide tolerances, raw
+#: peaks) list them afterwards in one pass over the block, which then costs less
+#: than a store per candidate.
+LIST_SHARE = 0.5
+
+#: A query row whose candidates outnumber the library peaks they reach this many
+#: times over (profile-mode spectra: ~10⁹ candidates) is bounded peak by peak of the
+#: library (:func:`_dense_bounds`); centroided spectra never are.
+DENSE_ROW = 8
+
+
+@njit(cache=True, inline="always")
+def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
+    """List column ``c`` the first time it gets a candidate; returns the new length.
+
+    Branch-free (a column's first candidate is hard to predict): ``c`` is always
+    written, and kept only when new.
+    """
+    touched[nt] = c
+    return nt + (cnt[c] == 0)
+
+
+@njit(cache=True)
+def accumulate_bounds(
+    qmz, qw, imz, ispec, iw, tolerance, entropy, counting, bound, cnt, touched, nt, stop
+):  # pragma: no cover - numba
+    """Add the candidates of query peaks ``(qmz, qw)`` in index ``(imz, ispec, iw)``.
+
+    ``bound[c]`` gets the sum of the candidates' terms with block spectrum ``c``
+    (entropy: a bound of the entropy term, :func:`entropy_term_bound`; else the
+    product), ``cnt[c]`` their number; a spectrum's first candidate appends it to
+    ``touched[nt:]``.  Without ``counting`` (entropy only, whose terms are all > 0:
+    a column is new while its bound is 0) ``cnt`` may be left as it is, for a
+    search that needs no match count.  Returns the new ``nt`` and whether the
+    columns were listed: rows with more candidates than :data:`LIST_SHARE` of the
+    block list none (:func:`list_touched` then lists them in one pass over the
+    block); ``nt`` is -1 when ``stop`` was set (the arrays are then left dirty).
+    Rows whose candidates are far more than the library peaks they reach:
+    :func:`_dense_bounds`.
+    """
+    nq = qmz.shape[0]
+    lows = qmz - tolerance - INDEX_EPS
+    highs = qmz + tolerance + INDEX_EPS
+    los = np.searchsorted(imz, lows, side="left")
+    his = np.searchsorted(imz, highs, side="right")
+    total = 0
+    reached = 0
+    top = 0
+    for t in range(nq):
+        total += his[t] - los[t]
+        reached += max(0, his[t] - max(los[t], top))
+        top = max(top, his[t])
+    listing = total <= LIST_SHARE * bound.shape[0]
+    if total > DENSE_ROW * (reached + nq):
+        nt = _dense_bounds(qw, imz, ispec, iw, entropy, lows, highs, los, his,
+                           bound, cnt, touched, nt, listing, stop)  # fmt: skip
+        return nt, listing
+    for t in range(nq):
+        if cancelled(stop):
+            return -1, listing
+        wq = qw[t]
+        if not listing:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                if entropy:
+                    bound[c] += entropy_term_bound(wq, iw[k])
+                else:
+                    bound[c] += iw[k] * wq
+                cnt[c] += 1
+        elif entropy and not counting:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                touched[nt] = c
+                nt += bound[c] == 0.0
+                bound[c] += entropy_term_bound(wq, iw[k])
+        elif entropy:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                nt = _touch(c, cnt, touched, nt)
+                bound[c] += entropy_term_bound(wq, iw[k])
+                cnt[c] += 1
+        else:
+            for k in range(los[t], his[t]):
+                c = ispec[k]
+                nt = _touch(c, cnt, touched, nt)
+                bound[c] += iw[k] * wq
+                cnt[c] += 1
+    return nt, listing
+
+
+@njit(cache=True)
+def list_touched(bound, cnt, touched):  # pragma: no cover - numba
+    """List every column with a candidate in ``touched`` (in column order); returns how many."""
+    nt = 0
+    for c in range(bound.shape[0]):
+        touched[nt] = c
+        nt += (cnt[c] != 0) | (bound[c] != 0.0)
+    return nt
+
+
+@njit(cache=True)
+def _dense_bounds(
+    weight, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, touched, nt, listing, stop
+):  # pragma: no cover
+    """:func:`accumulate_bounds` library peak by library peak, in O(reached + query peaks).
+
+    Library peak ``k`` is a candidate of the query peaks ``t`` with ``lows[t] <=
+    mz[k] <= highs[t]`` (the index's own comparisons), a run of them since both
+    are sorted; each of their terms is at most the term of the run's largest
+    query weight (both terms grow with either weight), kept by a sliding-window
+    maximum.  The counts are exact, the bounds looser than the sum of the terms.
+    """
+    nq = weight.shape[0]
+    queue = np.empty(nq, dtype=np.int64)
+    head = 0
+    tail = 0
+    first = 0
+    last = 0
+    top = 0
+    for t in range(nq):
+        for k in range(max(los[t], top), his[t]):
+            if (k & 0xFFFF) == 0 and cancelled(stop):
+                return -1
+            m = imz[k]
+            while first < nq and highs[first] < m:
+                first += 1
+            while last < nq and not m < lows[last]:
+                tail = window_push(queue, head, tail, weight, last)
+                last += 1
+            head = window_start(queue, head, tail, first)
+            if head == tail:
+                continue
+            wq = weight[queue[head]]
+            c = ispec[k]
+            if listing:
+                nt = _touch(c, cnt, touched, nt)
+            if entropy:
+                bound[c] += (last - first) * pair_entropy(wq, iw[k])
+            else:
+                bound[c] += (last - first) * (iw[k] * wq)
+            cnt[c] += last - first
+        top = max(top, his[t])
+    return nt
