@@ -149,6 +149,7 @@ def test_modified_cosine_open_search_equals_matchms(queries, massbank_sample):
     assert len(hits) > 50 and shifted > 5
 
 
+@pytest.mark.slow
 def test_pruned_modified_cosine_with_unknown_precursors(queries, massbank_sample):
     """Spectra without a precursor have only zero-shift candidates: the pruned search
     (whose shifted index leaves them out) still equals the unpruned one."""
