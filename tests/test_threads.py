@@ -137,3 +137,19 @@ def test_the_compiling_note_ends_when_a_search_has_its_kernels(monkeypatch):
         assert not warmup.warming_up()
     finally:
         busy.set()
+
+
+def test_compile_ahead_runs_a_job_once_per_environment(monkeypatch, tmp_path):
+    """A job that ran leaves a marker: later runs start no child for it."""
+    import importlib
+
+    ahead = importlib.import_module("engine.search.compile_ahead")
+    monkeypatch.setenv("SIMMS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ahead, "JOBS", {"noop": "gc:collect"})
+    assert not ahead.compile_ahead("noop")  # the test suite sets SIMMS_NO_COMPILE_AHEAD
+    monkeypatch.delenv("SIMMS_NO_COMPILE_AHEAD")
+    ahead._run("noop")  # what the child does
+    assert ahead._marker("noop").exists()
+    assert not ahead.compile_ahead("noop")  # done before: no child
+    with pytest.raises(ValueError, match="unknown compile job"):
+        ahead.compile_ahead("no such job")

@@ -44,10 +44,13 @@ def compile_ahead(job: str) -> bool:
     """Start compiling ``job``'s kernels in a child process, unless done before.
 
     Returns whether a child was started.  Never raises: without a child, the
-    kernels are compiled when first needed, as always.
+    kernels are compiled when first needed, as always.  No child in a frozen
+    application or with ``SIMMS_NO_COMPILE_AHEAD`` set (the test suite).
     """
     if job not in JOBS:
         raise ValueError(f"unknown compile job {job!r}; one of {tuple(JOBS)}")
+    if getattr(sys, "frozen", False) or os.environ.get("SIMMS_NO_COMPILE_AHEAD"):
+        return False  # a frozen app has no "python -m"; tests compile in their own process
     try:
         if _marker(job).exists():
             return False
