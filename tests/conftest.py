@@ -93,3 +93,15 @@ def boxes(monkeypatch):
     for kind in ("critical", "warning", "information", "question"):
         monkeypatch.setattr(QMessageBox, kind, fake(kind))
     return calls
+
+
+@pytest.fixture
+def window(qtbot, boxes):
+    """The main window, shown, with message boxes recorded (``boxes``); shut down after."""
+    from simms_gui._qt.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.shutdown()

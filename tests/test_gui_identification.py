@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import engine
 from engine.export import hit_columns
 from simms_gui._qt.results_model import COLUMNS
 
 COL = {c.key: k for k, c in enumerate(COLUMNS)}
-
-
-@pytest.fixture
-def window(qtbot, boxes):
-    from simms_gui._qt.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
 
 
 def test_first_start_is_identity_mode_and_modes_fill_the_panel(window):

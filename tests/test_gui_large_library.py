@@ -51,17 +51,6 @@ def large_mgf(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
-def window(qtbot, boxes):
-    from simms_gui._qt.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
-
-
 def test_written_library_is_valid_mgf(tmp_path):
     """The writer's records read back as the spectra they describe (a small file)."""
     import engine

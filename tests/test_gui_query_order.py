@@ -3,20 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import engine
-
-
-@pytest.fixture
-def window(qtbot, boxes):
-    from simms_gui._qt.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
 
 
 def _in_query_order(model) -> None:

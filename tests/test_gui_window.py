@@ -23,17 +23,6 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 @pytest.fixture
-def window(qtbot, boxes):
-    from simms_gui._qt.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
-
-
-@pytest.fixture
 def demo(window):
     assert window.load_demo(background=False)
     return window
