@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-__all__ = ["JOBS", "compile_ahead", "wait_for"]
+__all__ = ["JOBS", "compile_ahead"]
 
 #: What a child can compile: each job's name and the function it runs (by name, so
 #: this module stays below the layers whose kernels it compiles).
@@ -66,17 +66,6 @@ def compile_ahead(job: str) -> bool:
         return True
     except Exception:  # noqa: BLE001 - an optimisation only
         return False
-
-
-def wait_for(job: str, timeout: float | None = None) -> None:
-    """Wait for ``job``'s child, if one runs, so its kernels load from the cache."""
-    with _lock:
-        child = _children.get(job)
-    if child is not None:
-        try:
-            child.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def _run(job: str) -> None:
