@@ -341,6 +341,17 @@ def _top_n_order_small(
     return order[rank < top_n]
 
 
+def compile_large_order() -> None:
+    """Compile (or load) the threaded ordering of hit lists too large for numpy's sort.
+
+    A warm-up calls it: tiny hit lists take numpy's path, so a warm-up's own
+    searches never reach it, and a first large search would compile it.
+    """
+    rows = SMALL_ORDER_ROWS + 1
+    n = np.arange(rows)
+    top_n_order(n % 7, n, np.ones(rows), 2)
+
+
 def top_n_order(
     query: np.ndarray, library: np.ndarray, score: np.ndarray, top_n: int = 0
 ) -> np.ndarray:

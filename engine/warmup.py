@@ -19,9 +19,8 @@ import threading
 import time
 from collections.abc import Callable
 
-import numpy as np
-
 from engine.api import score_matrix, search
+from engine.hits import compile_large_order
 from engine.params import SearchParameters
 from engine.search.prepare import on_kernels_ready, tiny_library
 
@@ -77,7 +76,7 @@ def warm_up(
             )
             for score in ("cosine", "modified_cosine", "entropy")
         ]
-    steps.append(_large_hit_order)
+    steps.append(compile_large_order)
     for number, step in enumerate(steps):
         if stop is not None and stop():
             break
@@ -87,15 +86,6 @@ def warm_up(
             if first_only:
                 break
     return time.perf_counter() - start
-
-
-def _large_hit_order() -> None:
-    """The ordering of hit lists too large for numpy's sort (a large search's merge)."""
-    from engine.hits import SMALL_ORDER_ROWS, HitTable
-
-    rows = SMALL_ORDER_ROWS + 1
-    n = np.arange(rows)
-    HitTable.from_arrays(n % 7, n, np.ones(rows), np.ones(rows, np.int32)).top_per_query(2)
 
 
 def warm_up_in_background(backend: str = "cpu") -> threading.Thread:

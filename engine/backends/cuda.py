@@ -41,7 +41,7 @@ from engine.backends.cuda_index import BoundOnGpu
 from engine.backends.cuda_search import TileSearch
 from engine.backends.gpu import cuda_status, numba_cuda
 from engine.backends.rescore import rescore_pairs
-from engine.hits import SMALL_ORDER_ROWS, HitTable
+from engine.hits import HitTable, compile_large_order
 from engine.kernels.heavy import HEAVY_MAX
 from engine.params import SearchParameters
 
@@ -338,11 +338,8 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)
-        # the host-side merge of per-batch hits (SearchJob) is a numba kernel too, for
-        # merges larger than numpy's sort takes (the first large search's)
-        rows = SMALL_ORDER_ROWS + 1
-        n = np.arange(rows)
-        HitTable.from_arrays(n % 7, n, np.ones(rows), np.ones(rows, np.int32)).top_per_query(2)
+        # the host-side merge of per-batch hits (SearchJob) is a numba kernel too
+        compile_large_order()
         self.warmed_up = True
 
     # -- residency ----------------------------------------------------------------
