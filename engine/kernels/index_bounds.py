@@ -33,6 +33,11 @@ __all__ = [
 #: whatever the rounding of ``mz +- tolerance`` and of ``mz - precursor_mz``.
 INDEX_EPS = 1e-6
 
+#: Relative widening for the index's float32 keys: a key rounded to float32 is
+#: within ``|key| * 2**-24`` of its float64 value; twice that is allowed for, so
+#: every true candidate stays inside the window (a few more only loosen the bound).
+KEY_ROUNDING = 2.0**-23
+
 #: Bins of the tangent table of the entropy terms (:data:`ENTROPY_TANGENTS`) over
 #: ``p in [0, 1/2]``.
 ENTROPY_BINS = 2048
@@ -99,6 +104,10 @@ def accumulate_bounds(
 ):  # pragma: no cover - numba
     """Add the candidates of query peaks ``(qmz, qw)`` in index ``(imz, ispec, iw)``.
 
+    The index's keys ``imz`` and weights ``iw`` are float32 (keys rounded to
+    nearest, hence the window's widening by :data:`KEY_ROUNDING`; weights rounded
+    up, so every term stays an upper bound: both terms grow with either weight).
+
     ``bound[c]`` gets the sum of the candidates' terms with block spectrum ``c``
     (entropy: a bound of the entropy term, :func:`entropy_term_bound`; else the
     product), ``cnt[c]`` their number; a spectrum's first candidate appends it to
@@ -112,8 +121,9 @@ def accumulate_bounds(
     :func:`_dense_bounds`.
     """
     nq = qmz.shape[0]
-    lows = qmz - tolerance - INDEX_EPS
-    highs = qmz + tolerance + INDEX_EPS
+    widen = tolerance + INDEX_EPS + (np.abs(qmz) + tolerance) * KEY_ROUNDING
+    lows = qmz - widen
+    highs = qmz + widen
     los = np.searchsorted(imz, lows, side="left")
     his = np.searchsorted(imz, highs, side="right")
     total = 0
@@ -136,27 +146,27 @@ def accumulate_bounds(
             for k in range(los[t], his[t]):
                 c = ispec[k]
                 if entropy:
-                    bound[c] += entropy_term_bound(wq, iw[k])
+                    bound[c] += entropy_term_bound(wq, np.float64(iw[k]))
                 else:
-                    bound[c] += iw[k] * wq
+                    bound[c] += np.float64(iw[k]) * wq
                 cnt[c] += 1
         elif entropy and not counting:
             for k in range(los[t], his[t]):
                 c = ispec[k]
                 touched[nt] = c
                 nt += bound[c] == 0.0
-                bound[c] += entropy_term_bound(wq, iw[k])
+                bound[c] += entropy_term_bound(wq, np.float64(iw[k]))
         elif entropy:
             for k in range(los[t], his[t]):
                 c = ispec[k]
                 nt = _touch(c, cnt, touched, nt)
-                bound[c] += entropy_term_bound(wq, iw[k])
+                bound[c] += entropy_term_bound(wq, np.float64(iw[k]))
                 cnt[c] += 1
         else:
             for k in range(los[t], his[t]):
                 c = ispec[k]
                 nt = _touch(c, cnt, touched, nt)
-                bound[c] += iw[k] * wq
+                bound[c] += np.float64(iw[k]) * wq
                 cnt[c] += 1
     return nt, listing
 
@@ -208,9 +218,9 @@ def _dense_bounds(
             if listing:
                 nt = _touch(c, cnt, touched, nt)
             if entropy:
-                bound[c] += (last - first) * pair_entropy(wq, iw[k])
+                bound[c] += (last - first) * pair_entropy(wq, np.float64(iw[k]))
             else:
-                bound[c] += (last - first) * (iw[k] * wq)
+                bound[c] += (last - first) * (np.float64(iw[k]) * wq)
             cnt[c] += last - first
         top = max(top, his[t])
     return nt

@@ -43,17 +43,21 @@ class PeakIndex(NamedTuple):
 
     Attributes
     ----------
-    mz : ndarray of float64
+    mz : ndarray of float32
+        The peaks' m/z rounded to float32: the index only bounds, so its window is
+        widened by the rounding (:data:`~engine.kernels.index_bounds.KEY_ROUNDING`)
+        and the pairs it lets through are scored from the library's float64 peaks.
     spectrum : ndarray of int32
         Position of each peak's spectrum within the block.
-    weight : ndarray of float64
-        Each peak's weight; divided by its spectrum's norm (0 for a zero norm) but
-        for the entropy similarity, whose norms are 1.
-    loss : ndarray of float64
+    weight : ndarray of float32
+        Each peak's weight rounded *up* to float32 (so the bounds stay bounds);
+        divided by its spectrum's norm (0 for a zero norm) but for the entropy
+        similarity, whose norms are 1.
+    loss : ndarray of float32
         Modified cosine: ``mz - precursor_mz`` of the block's peaks, sorted (peaks
         of spectra with an unknown precursor left out); else empty.
     loss_spectrum : ndarray of int32
-    loss_weight : ndarray of float64
+    loss_weight : ndarray of float32
         Spectrum and weight of each ``loss`` entry.
     kind : int
         The score kind it was built for.
@@ -94,7 +98,7 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
     sid = np.repeat(
         np.arange(l_stop - l_start, dtype=np.int32), np.diff(offsets[l_start : l_stop + 1])
     )
-    empty = np.empty(0, dtype=np.float64)
+    empty = np.empty(0, dtype=np.float32)
     if kind != ENTROPY:  # bounds of pairs then need only the query's norm
         norm = library.norm[l_start:l_stop][sid]
         weight = np.divide(weight, norm, out=np.zeros_like(weight), where=norm > 0)
@@ -103,18 +107,24 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
         key = mz - library.precursor_mz[l_start:l_stop][sid]
         known = np.flatnonzero(np.isfinite(key))
         by_loss = known[np.argsort(key[known], kind="stable")]
-        loss = np.ascontiguousarray(key[by_loss])
+        loss = key[by_loss].astype(np.float32)
         loss_spectrum = np.ascontiguousarray(sid[by_loss])
-        loss_weight = np.ascontiguousarray(weight[by_loss])
+        loss_weight = _rounded_up(weight[by_loss])
     return PeakIndex(
-        np.ascontiguousarray(mz[order], dtype=np.float64),
+        mz[order].astype(np.float32),
         np.ascontiguousarray(sid[order]),
-        np.ascontiguousarray(weight[order]),
+        _rounded_up(weight[order]),
         loss,
         loss_spectrum,
         loss_weight,
         int(kind),
     )
+
+
+def _rounded_up(values: np.ndarray) -> np.ndarray:
+    """``values`` as float32, each rounded up (never below its float64 value)."""
+    single = values.astype(np.float32)
+    return np.nextafter(single, np.float32(np.inf), out=single, where=single < values)
 
 
 def index_fits(index: PeakIndex, kind: int) -> bool:
