@@ -38,7 +38,7 @@ from engine.backends import CpuBackend  # noqa: E402
 from engine.hits import HitTable  # noqa: E402
 from engine.io import read_library  # noqa: E402
 from engine.params import SearchParameters  # noqa: E402
-from engine.search import SearchJob  # noqa: E402
+from engine.search import SearchJob, make_resident  # noqa: E402
 
 
 def diagnose(queries, library, params, be, path: Path) -> None:
@@ -203,7 +203,10 @@ def main() -> None:
     # the identity search of bench_scale.py: 100 queries against the resident library
     identity = SearchParameters(top_n=10)
     q100 = base_q.subset(np.arange(100))
-    for label in ("first search (prepares the library)", "resident library"):
+    t = time.perf_counter()
+    make_resident(library, identity, backend=be)  # as an app does once the library is loaded
+    print(f"library made resident for identity searches: {time.perf_counter() - t:.3f} s")
+    for label in ("first search", "second search"):
         t = time.perf_counter()
         first_id, n_id = None, 0
         for chunk in SearchJob(q100, library, identity, backend=be):

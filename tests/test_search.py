@@ -344,3 +344,28 @@ def test_windowed_blocks_give_the_hits_of_scoring_every_pair(
     fixed = sum((min(q0 + 256, len(lo)) - q0) * (hi[min(q0 + 256, len(lo)) - 1] - lo[q0])
                 for q0 in range(0, len(lo), 256))  # fmt: skip
     assert scored <= fixed
+
+
+@pytest.mark.parametrize("mode", ["identity", "analog"])
+def test_a_library_made_resident_is_what_the_first_search_uses(pesticides, mode):
+    from engine.search import make_resident
+
+    class Recording(CpuBackend):
+        resident = searched = None
+
+        def make_resident(self, library, batches, params):
+            self.resident = library
+
+        def run_batches(self, queries, library, batches, params, across_batches=False):
+            self.searched = library
+            yield from super().run_batches(queries, library, batches, params, across_batches)
+
+    params = SearchParameters(mode=mode)
+    backend = Recording()
+    make_resident(pesticides, params, backend=backend)
+    hits = SearchJob(pesticides, pesticides, params, backend=backend).run()
+    assert backend.resident is backend.searched  # prepared and ordered once, not again
+    expected = SearchJob(pesticides, pesticides, params, backend="cpu").run()
+    assert len(hits) > 0
+    for column in ("query_index", "library_index", "score", "matches"):
+        np.testing.assert_array_equal(getattr(hits, column), getattr(expected, column))

@@ -15,7 +15,7 @@ from engine.search.ambiguity import (
 )
 from engine.search.annotate import SearchContext, hit_columns
 from engine.search.evidence import evidence
-from engine.search.job import SearchJob
+from engine.search.job import SearchJob, make_resident
 from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order
@@ -35,6 +35,7 @@ __all__ = [
     "StreamingJob",
     "evidence",
     "hit_columns",
+    "make_resident",
     "library_window",
     "precursor_order",
     "query_blocks",

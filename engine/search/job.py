@@ -38,7 +38,7 @@ from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgres
 from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order, windowed_query_blocks
 
-__all__ = ["SearchJob"]
+__all__ = ["SearchJob", "make_resident"]
 
 
 @dataclass
@@ -245,6 +245,37 @@ class SearchJob(StreamingJob):
             if batches:
                 plan.blocks.append(((q0, q1), batches))
         return plan
+
+
+def make_resident(
+    library: SpectrumLibrary, params: SearchParameters | None = None, *, backend: Backend
+) -> None:
+    """Prepare ``library`` for searches with ``params`` and keep it on ``backend``'s device.
+
+    What a first search would otherwise do on its way (preprocessing, weighting,
+    the precursor order, the GPU copy and its peak indexes), done once ahead of it:
+    every later :class:`SearchJob` of the same form on the same backend instance
+    reuses it, so the first search takes what the next ones do.
+
+    Parameters
+    ----------
+    library : SpectrumLibrary
+    params : SearchParameters, optional
+        The searches to prepare for (default: identity mode's defaults).
+    backend : Backend
+        The backend instance the searches will run on.
+    """
+    p = params or SearchParameters()
+    prepared = PreparedSpectra.for_search(library, p)
+    if p.precursor_tolerance is not None:
+        _, prepared = _by_precursor(prepared)
+    n = len(prepared)
+    if n == 0:
+        return
+    _, size = backend.block_shape(p.batch_size, p.top_n)
+    backend.make_resident(
+        prepared, [Batch(0, 1, l0, min(l0 + size, n)) for l0 in range(0, n, size)], p
+    )
 
 
 def _by_precursor(spectra: PreparedSpectra) -> tuple[np.ndarray, PreparedSpectra]:
