@@ -62,9 +62,29 @@ echo "== pyinstaller packaging/simms.spec"
     --distpath "$ROOT/dist" --workpath "$ROOT/build/pyinstaller" \
     packaging/simms.spec
 
-end=$(date +%s)
 app="$ROOT/dist/simms-desktop"
 [[ -x "$app/simms-gui" && -x "$app/simms" ]] || { echo "build FAILED: executables missing" >&2; exit 1; }
+
+# Ship the kernels compiled: run each executable once with its cache inside the bundle
+# (simms_gui/frozen.py copies it to the user's cache on a first start).
+echo "== compiling the kernels into the bundle"
+cache="$app/_internal/numba_cache"
+rm -rf "$cache"
+demo="$app/_internal/resources"
+SIMMS_BUILD_KERNEL_CACHE="$cache/simms-gui" QT_QPA_PLATFORM=offscreen \
+    "$app/simms-gui" --smoke-test
+for mode in identity analog custom; do
+    SIMMS_BUILD_KERNEL_CACHE="$cache/simms" "$app/simms" search \
+        "$demo/demo_queries.mgf" "$demo/demo_library.mgf" --mode "$mode" \
+        -o "$ROOT/build/kernel-cache-$mode.tsv" > /dev/null
+done
+for exe in simms-gui simms; do
+    "$VENV/bin/python" -c "import sys; from simms_gui.frozen import index_kernel_cache as i; \
+print(sys.argv[1], len(i(sys.argv[1], sys.argv[2])), 'cache folders')" "$cache/$exe" "$app/_internal"
+done
+echo "kernel cache: $(du -sh "$cache" | cut -f1)"
+
+end=$(date +%s)
 echo "== built $app"
 echo "build time: $((end - start)) s"
 echo "folder size: $(du -sh "$app" | cut -f1) ($(find "$app" -type f | wc -l) files)"

@@ -81,6 +81,10 @@ def smoke_test() -> int:
             viewer.open_session(Path(folder) / "smoke.simms")
             ok = ok and len(viewer.session.hits) == len(hits)
         viewer.close()
+        if os.environ.get("SIMMS_BUILD_KERNEL_CACHE"):  # packaging: every mode's kernels too
+            from engine.warmup import warm_up
+
+            warm_up("cpu")
     except Exception as exc:  # report and fail, never a traceback-only exit
         print(f"simms-gui smoke test: FAILED: {type(exc).__name__}: {exc}", flush=True)
         return 1

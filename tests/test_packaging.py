@@ -256,6 +256,55 @@ def test_numba_cache_dir_keeps_the_users_choice(monkeypatch, tmp_path):
     assert frozen.configure_numba_cache() == str(tmp_path / "mine")
 
 
+_KERNEL_MODULE = """
+from numba import njit
+
+@njit(cache=True)
+def doubled(x):
+    return 2 * x
+
+print(doubled(21))
+"""
+
+
+def _run_kernel(bundle: Path, cache: Path) -> str:
+    """Import the bundle's kernel in a fresh process; numba's cache report on stderr."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "NUMBA_DEBUG_CACHE": "1",
+           "PYTHONPATH": str(bundle)}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", "import kernels.demo"], env=env,
+                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert done.stdout.strip().endswith("42")
+    return done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_kernels_compiled_at_packaging_load_where_the_app_is_installed(tmp_path):
+    from simms_gui.frozen import index_kernel_cache, seed_numba_cache
+
+    built = tmp_path / "build" / "_internal"  # where the packaging step ran the app
+    (built / "kernels").mkdir(parents=True)
+    (built / "kernels" / "__init__.py").write_text("")
+    (built / "kernels" / "demo.py").write_text(_KERNEL_MODULE)
+    shipped = built / "numba_cache" / "simms"
+    assert "data saved" in _run_kernel(built, shipped)
+    assert index_kernel_cache(shipped, built) != {}
+    # installed elsewhere (numba names cache folders by a hash of the source folder)
+    installed = tmp_path / "opt" / "app" / "_internal"
+    shutil.copytree(built, installed)
+    user = tmp_path / "home" / "cache"
+    copied = seed_numba_cache(user, installed / "numba_cache" / "simms")
+    assert copied >= 2  # the index and the compiled code
+    report = _run_kernel(installed, user)
+    assert "data loaded" in report and "data saved" not in report
+    assert seed_numba_cache(user, installed / "numba_cache" / "simms") == 0  # once only
+
+
+def test_no_shipped_kernels_is_no_error(tmp_path):
+    from simms_gui.frozen import seed_numba_cache
+
+    assert seed_numba_cache(tmp_path / "user", tmp_path / "absent") == 0
+
+
 # --- the full frozen build (minutes) -------------------------------------------------
 
 
@@ -294,4 +343,8 @@ def test_frozen_app_builds_and_passes_its_smoke_test(tmp_path):
         print(run, smoke.stdout.strip())
         assert smoke.returncode == 0, smoke.stdout + smoke.stderr
         assert "smoke test: OK" in smoke.stdout
-    assert any((tmp_path / ".cache" / "simms" / "numba" / "simms-gui").rglob("*.nbi"))
+    user_cache = tmp_path / ".cache" / "simms" / "numba" / "simms-gui"
+    assert any(user_cache.rglob("*.nbi"))
+    # the first start found the kernels compiled at packaging time
+    assert (APP_DIR / "_internal" / "numba_cache" / "simms-gui" / "manifest.json").is_file()
+    assert (user_cache / ".seeded").is_file()
