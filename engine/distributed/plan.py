@@ -1,8 +1,9 @@
 """The plan of a Dask search: library shards, query blocks sized by the task cost model.
 
-The library is cut into shards of its order (precursor m/z when a precursor
-tolerance is set, so a query block visits only the shards its window touches;
-the library's own order otherwise).  Queries (precursor-sorted with a window) are
+The library is cut into shards of its order (:func:`shard_order`: precursor m/z
+when a precursor tolerance is set, so a query block visits only the shards its
+window touches; the library's own order otherwise; a worker reading the library
+file cuts its shard in the same order).  Queries (precursor-sorted with a window) are
 cut into blocks: a small first block so hits come early, then as many blocks as
 the task cost model (:mod:`.cost`) finds best (fixed cost per task against the
 client's merge of the last block); with a window, blocks are grouped by their
