@@ -268,6 +268,28 @@ def test_shards_load_from_the_library_file(cluster, data, tmp_path):
     assert any("does not hold this library" in m for m in job.messages)
 
 
+def test_a_library_file_the_workers_cannot_read_is_resent_as_spectra(
+    cluster, data, tmp_path, monkeypatch
+):
+    """The client reads the file, the workers cannot (not on their machines): each copy
+    of a shard that failed to load from it is sent again as spectra, its tasks redone."""
+    from engine.distributed import sources
+
+    _, client = cluster
+    queries, library = data
+    absent = tmp_path / "only-on-the-client.npz"
+    fingerprint = sources.library_fingerprint(library)
+    monkeypatch.setattr(sources, "file_fingerprint", lambda path: fingerprint)
+    params = SearchParameters(mode="custom", top_n=5, precursor_tolerance=10.0, batch_size=64)
+    job = DaskSearchJob(  # 6 shards: none resident from the other tests
+        queries, library, params, client=client, backend="cpu", library_path=absent, n_shards=6
+    )
+    assert_identical(job.run(), search(queries, library, params, backend="cpu"))
+    assert set(job.shard_sources.values()) == {"data"}
+    assert any("a worker cannot use the library file" in m for m in job.messages)
+    assert job.tasks_done == job.tasks_total and job.duplicates_ignored == 0
+
+
 def test_worker_killed_mid_search(cluster, data):
     lc, client = cluster
     queries, library = data

@@ -34,7 +34,8 @@ only when used.
 
 Example
 -------
->>> from engine.distributed import connect, search           # doctest: +SKIP
+>>> from engine import search                                # doctest: +SKIP
+>>> from engine.distributed import connect                   # doctest: +SKIP
 >>> client = connect("tcp://10.0.0.5:8786")                  # doctest: +SKIP
 >>> hits = search(queries, library, client=client, top_n=5)  # doctest: +SKIP
 """
@@ -50,7 +51,6 @@ from engine.distributed.cluster import (
     shutdown,
 )
 from engine.distributed.job import DaskSearchJob
-from engine.distributed.searching import search
 from engine.distributed.watch import STALL_TIMEOUT
 
 __all__ = [
@@ -63,6 +63,5 @@ __all__ = [
     "describe",
     "local_cluster",
     "open_client",
-    "search",
     "shutdown",
 ]

@@ -7,7 +7,9 @@ already (:func:`.sources.resident_workers`), the others to the least loaded ones
 (:func:`.dispatch.place_shards`).
 Tasks ``(shard, block) -> each query's top-N within the shard``
 (:func:`.shards.score_task`) go to a worker holding their shard whenever it has
-a slot free (:class:`.dispatch.Dispatch`) and return only that top-N; the client
+a slot free (:class:`.dispatch.Dispatch`) and return only that top-N; the
+futures of shard copies and tasks are kept by a :class:`.board.TaskBoard`
+(submit, collect, resend to the workers left, rescue on a stop).  The client
 merges each block's top-N over its shards (exact: the same kernel on the same
 arrays, ties broken by library index; nothing to merge with one shard) and
 streams the final hits of a block as soon as all its shards are done, with
@@ -16,47 +18,31 @@ progress and cancellation as in :class:`engine.search.SearchJob`.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine.distributed.board import Finished, TaskBoard, TasksDropped, shard_specs
 from engine.distributed.cluster import (
     GRACE_PERIOD,
     ClusterBackend,
     ClusterError,
     ClusterLostError,
     describe,
-    distributed_module,
     shutdown,
 )
 from engine.distributed.cost import TaskCost, record, task_cost
 from engine.distributed.dispatch import (
-    BlockLedger,
-    Dispatch,
-    Submitted,
     TaskRecord,
     balanced_shards,
-    place_shards,
     shards_for_memory,
 )
-from engine.distributed.plan import SearchPlan, Task, make_plan
-from engine.distributed.shards import (
-    PEAK_FIELDS,
-    QueryBlock,
-    ShardFileUnavailable,
-    ShardNotResident,
-    ShardSpec,
-    load_shard,
-    resident_tokens,
-    score_task,
-    worker_device,
-    worker_memory,
-)
+from engine.distributed.plan import make_plan
+from engine.distributed.shards import resident_tokens, worker_device, worker_memory
 from engine.distributed.sources import library_file, library_fingerprint, resident_workers
 from engine.distributed.watch import (
     CHECK_EVERY,
@@ -174,8 +160,6 @@ class DaskSearchJob(StreamingJob):
         self.backend_name = backend
         self.shard_sources: dict[str, str] = {}
         self.tasks_done = 0
-        self.tasks_total = 0
-        self.duplicates_ignored = 0
         self.task_times: list[tuple[int, float]] = []
         self.task_log: list[TaskRecord] = []
         self.planned_s = float("nan")
@@ -187,7 +171,7 @@ class DaskSearchJob(StreamingJob):
         self._max_block = max_block_queries
         self._own_client = own_client
         self._seen_notes: set[str] = set()
-        self._blocks = BlockLedger()
+        self._task_board: TaskBoard | None = None
         self.address = str(getattr(client.scheduler, "address", None) or "the Dask scheduler")
         self.silent_workers: set[str] = set()
         try:
@@ -201,6 +185,16 @@ class DaskSearchJob(StreamingJob):
             name="dask",
             device=f"{describe(client)} ({'; '.join(kinds) if kinds else 'no workers yet'})",
         )
+
+    @property
+    def tasks_total(self) -> int:
+        """(shard, query block) tasks planned, and pieces of lost tasks cut since."""
+        return self._task_board.tasks_total if self._task_board is not None else 0
+
+    @property
+    def duplicates_ignored(self) -> int:
+        """Results of tasks already counted (a redone task's late twin), ignored."""
+        return self._task_board.duplicates if self._task_board is not None else 0
 
     # -- internals --------------------------------------------------------------------
     def _ask(self, workers, function: Callable, *args: object) -> dict[str, object]:
@@ -231,256 +225,124 @@ class DaskSearchJob(StreamingJob):
             free = {}
         known = [f for f in free.values() if isinstance(f, int | float)]
         peaks = int(self.library.offsets[-1]) if len(self.library) else 0
-        n_workers = max(1, len([w for w in workers if w not in self.silent_workers]))
+        n_workers = max(1, len(self._answering(workers)))
         return balanced_shards(shards_for_memory(len(self.library), peaks, known), n_workers)
 
-    def __iter__(self) -> Iterator[HitTable]:
-        distributed = distributed_module()
-        start = time.perf_counter()
-        p = self.params
+    def _answering(self, workers: list[str]) -> list[str]:
+        """Those of ``workers`` not left out as silent."""
+        return [w for w in workers if w not in self.silent_workers]
+
+    def _make_board(self) -> TaskBoard:
+        """Plan the search, find the shards the workers hold, place them: its task board."""
         workers = sorted(set(self.client.nthreads()) - self.silent_workers)
         n_shards = self._n_shards or self._shards_for(workers)
-        workers = [w for w in workers if w not in self.silent_workers]
-        plan: SearchPlan = make_plan(
-            self.queries, self.library, p, n_shards, self.task_cost, self._max_block,
+        workers = self._answering(workers)
+        plan = make_plan(
+            self.queries, self.library, self.params, n_shards, self.task_cost, self._max_block,
             workers=max(1, len(workers)),
         )  # fmt: skip
-        queries, q_order = plan.queries, plan.query_order
-        l_order, bounds = plan.library_order, plan.bounds
         self.progress = SearchProgress(pairs_total=plan.pairs)
-        self.tasks_total = plan.n_tasks
-        job = uuid.uuid4().hex[:12]
         fingerprint = library_fingerprint(self.library) if plan.blocks else ""
         path = (
             library_file(self.library, self._library_path, fingerprint, self._say)
             if plan.blocks
             else None
         )
-        specs = [
-            ShardSpec(
-                fingerprint, path, p.preprocess, p.mz_power, p.intensity_power, p.score,
-                p.tolerance, p.precursor_tolerance is not None, int(bounds[s]), int(bounds[s + 1]),
-            )
-            for s in range(plan.n_shards)
-        ]  # fmt: skip
         try:
             held = resident_workers(self._ask(workers, resident_tokens)) if plan.blocks else {}
         except Exception:  # noqa: BLE001 - then every shard is sent; the watch tells the rest
             held = {}
-        workers = [w for w in workers if w not in self.silent_workers]
-        homes = place_shards(
-            plan.n_shards,
-            workers,
-            {s: held.get(specs[s].token, set()) for s in range(plan.n_shards)},
-        )
-        mode: dict[tuple[int, str], str] = {}  # (shard, worker) -> how its copy gets there
+        self._task_board = TaskBoard(
+            self.client, plan, self.library, self.params, backend=self.backend_name,
+            specs=shard_specs(plan, self.params, fingerprint, path),
+            workers=self._answering(workers), held=held, say=self._say,
+        )  # fmt: skip
+        return self._task_board
 
-        def mode_of(s: int, w: str) -> str:
-            if (s, w) not in mode:
-                resident = w in held.get(specs[s].token, ())
-                mode[s, w] = "resident" if resident else "file" if path else "data"
-            return mode[s, w]
-
-        serial = itertools.count()
-        copies: dict[tuple[int, str], object] = {}  # (shard, worker) -> its shard future
-
-        def copy_of(s: int, w: str):
-            """The future of shard ``s`` on worker ``w`` (pinned: a task there uses it)."""
-            if (s, w) not in copies:
-                how, payload = mode_of(s, w), None
-                sp = specs[s] if how == "file" else specs[s].without_source()
-                if how == "data":
-                    index = l_order[bounds[s] : bounds[s + 1]]
-                    raw = self.library.subset(index)
-                    payload = {k: getattr(raw, k) for k in PEAK_FIELDS}
-                    payload["global_index"] = np.asarray(index, dtype=np.int64)
-                key = f"simms-shard-{sp.token}-{how}-{job}-{next(serial)}"
-                copies[s, w] = self.client.submit(
-                    load_shard, sp, payload, key=key, workers=[w], allow_other_workers=False
-                )
-            return copies[s, w]
-
-        block_spectra: dict[int, dict[tuple[int, int], QueryBlock]] = {}  # block -> queries ->
-        # results are fetched by as_completed on the client's loop: a result whose worker
-        # dies while sending it is waited for there (it is redone) while this loop goes on
-        ac = distributed.as_completed(loop=self.client.loop, with_results=True, raise_errors=False)
-
-        def submit(task: Task, w: str) -> tuple[object, str]:
-            """Send ``task`` to worker ``w``, which holds (or is sent) a copy of its shard.
-
-            Pinned: Dask would otherwise steal tasks to an idle worker and copy the
-            shard there (without its peak index and GPU copy).
-            """
-            q0, q1 = task.queries
-            spectra = block_spectra.setdefault(task.block, {})
-            if task.queries not in spectra:
-                spectra[task.queries] = QueryBlock(
-                    queries.reordered(np.arange(q0, q1)), np.asarray(q_order[q0:q1], dtype=np.int64)
-                )
-            shard = copy_of(task.shard, w)
-            fut = self.client.submit(
-                score_task, shard, spectra[task.queries], p, self.backend_name,
-                key=f"simms-score-{job}-{task.shard}-{task.block}-{q0}-{next(serial)}",
-                priority=-task.block, pure=False, workers=[w], allow_other_workers=False,
-            )  # fmt: skip
-            ac.add(fut)
-            return fut, shard.key
-
-        dispatch = Dispatch(homes, [t for _, tasks in plan.blocks for t in tasks], submit)
+    def __iter__(self) -> Iterator[HitTable]:
+        start = time.perf_counter()
+        board = self._make_board()
         self.planned_s = time.perf_counter() - start
-
-        def rescue_shards(live: set[str]) -> None:
-            """Queue the tasks of lost workers again; give shards without a home one.
-
-            A shard has none when its workers were lost, or when no worker was
-            there at the start: the first to join takes it.
-            """
-            lost = {w for ws in dispatch.homes.values() for w in ws} - live
-            lost |= {sub.worker for sub in dispatch.in_flight.values()} - live
-            if lost:
-                futures, _, cut = dispatch.drop_workers(lost)
-                self.tasks_total += ledger.add_pieces(cut)  # a block waits for each piece
-                if cut:
-                    n = sum(len(pieces) for _, pieces in cut)
-                    self._say(
-                        f"{len(cut)} task(s) of the lost worker(s) cut into {n} pieces for the "
-                        "workers left"
-                    )
-                futures += [copies.pop(k) for k in [k for k in copies if k[1] in lost]]
-                self.client.cancel(futures)
-            for s in [s for s, ws in dispatch.homes.items() if not ws]:
-                if dispatch.add_home(s, sorted(live)) is not None and lost:
-                    self._say(f"shard {s} was stranded by a lost worker; resubmitted it to another")
-
-        def resend(sub: Submitted, exc: Exception) -> bool:
-            """After a shard copy failed to load: send it another way; False if there is none."""
-            s, w = sub.task.shard, sub.worker
-            current = copies.get((s, w))
-            if current is None or current.key != sub.shard_key:  # already replaced
-                dispatch.requeue(sub.task)
-                return True
-            how = mode_of(s, w)
-            if how == "data" or isinstance(exc, ShardFileUnavailable) and how != "file":
-                return False
-            if how == "file":
-                self._say(
-                    f"a worker cannot use the library file ({exc}); sending the shard's spectra"
-                )
-                mode[s, w] = "data"
-            else:  # not resident after all (its worker was replaced)
-                mode[s, w] = "file" if path else "data"
-            copies.pop((s, w), None)
-            dispatch.requeue(sub.task)
-            return True
-
-        ledger = self._blocks = BlockLedger(
-            {b: len(tasks) for b, (_, tasks) in enumerate(plan.blocks)},
-            {b: q_order[slice(*rng)] for b, (rng, _) in enumerate(plan.blocks)},
-        )
-        parts: dict[int, list[HitTable]] = {b: [] for b in ledger.left}
-        done: set[tuple[int, int, tuple[int, int]]] = set()  # (shard, block, queries)
         watch = ClusterWatch(
-            set(workers), len(workers), time.monotonic(), stall_timeout=self.stall_timeout,
+            set(board.workers), len(board.workers), time.monotonic(),
+            stall_timeout=self.stall_timeout,
             stalled=set(self.silent_workers),
         )  # fmt: skip
-        first_start: float | None = None  # when the first finished task began, on this clock
-        client_s, hit_rows = 0.0, 0  # seconds merging hit rows, and the rows
+        costs = _Costs()
+        parts: dict[int, list[HitTable]] = {b: [] for b in board.ledger.left}
         try:
-            while not dispatch.idle:
+            while not board.idle:
                 if self.cancelled:
                     self._mark_unfinished()
                     self._say("search cancelled: hits of the query blocks done so far are kept")
                     return
-                dispatch.fill()
                 if time.monotonic() - watch.checked > CHECK_EVERY:
-                    try:
-                        watch.check(self.client, self.grace_period, self._say, rescue_shards)
-                    except ClusterGone as gone:
-                        raise self._lost(watch, gone.scheduler) from None
-                ready = ac.next_batch(block=False) if ac.has_ready() else []
-                if not ready:
-                    time.sleep(0.002)
-                    continue
-                for fut, result in ready:
-                    sub = dispatch.finished(fut.key)
-                    if sub is None:
-                        continue
-                    task = sub.task
-                    ident = (task.shard, task.block, task.queries)
-                    if ident in done:
-                        self.duplicates_ignored += 1
-                        continue
-                    if fut.status == "error":
-                        exc = result if isinstance(result, BaseException) else fut.exception()
-                        if isinstance(exc, ShardFileUnavailable | ShardNotResident) and resend(
-                            sub, exc
-                        ):
-                            continue
-                        if type(exc).__name__ == "KilledWorker":
-                            raise ClusterError(f"Dask gave up on a task: {exc}") from None
-                        raise exc
-                    if fut.status == "cancelled" or isinstance(result, BaseException):
-                        # not by this job (it forgets what it cancels): the scheduler lost it
-                        raise self._lost(watch, "its tasks were dropped") from None
-                    hits, source, notes, seconds = result
-                    hit_rows += len(hits)
-                    done.add(ident)
-                    self.tasks_done += 1
-                    self.task_times.append((task.pairs, float(seconds)))
-                    now = time.perf_counter()
-                    self.task_log.append(
-                        TaskRecord(
-                            sub.worker, task.shard, task.block, task.pairs, float(seconds),
-                            sub.sent - start, now - start,
-                        )
-                    )  # fmt: skip
-                    if math.isfinite(seconds):
-                        first_start = min(first_start or now, now - float(seconds))
-                    how = mode_of(task.shard, sub.worker)
-                    self.shard_sources.setdefault(
-                        f"shard {task.shard}", "resident" if how == "resident" else source
-                    )
-                    for note in notes:
-                        if note not in self._seen_notes:
-                            self._seen_notes.add(note)
-                            self._say(note)
-                    self.progress.pairs_done += task.pairs
-                    self.progress.elapsed = now - start
-                    block_done = ledger.finish(task.block)
-                    if block_done:
-                        block_spectra.pop(task.block, None)
-                    if p.top_n == 0:
-                        if len(hits):
-                            yield self._emit([hits])
-                    else:
-                        parts[task.block].append(hits)
-                        if block_done:
-                            merge_start = time.perf_counter()
-                            chunk = self._emit(parts.pop(task.block))
-                            client_s += time.perf_counter() - merge_start
-                            if len(chunk):
-                                yield chunk
+                    watch.check(self.client, self.grace_period, self._say, board.resend)
+                for done in board.collect():
+                    self._count(done, start, costs)
+                    yield from self._final(done, parts, costs)
                     self._report()
             self.finished = True
-            if self.task_times and first_start is not None:
-                pairs, seconds = zip(*self.task_times, strict=True)
-                record(
-                    self.address, self._device_kind, pairs, seconds,
-                    span=time.perf_counter() - first_start, workers=len(watch.live) or 1,
-                    hits=hit_rows, client_s=client_s,
-                )  # fmt: skip
+            self._record_costs(costs, len(watch.live) or 1)
+        except ClusterGone as gone:
+            raise self._lost(watch, gone.scheduler) from None
+        except TasksDropped:
+            raise self._lost(watch, "its tasks were dropped") from None
         finally:
             self.progress.elapsed = time.perf_counter() - start
-            leftover = [sub.future for sub in dispatch.in_flight.values()]
-            dispatch.in_flight.clear()
-            try:
-                if leftover and self.client.status == "running":
-                    self.client.cancel(leftover)
-            except Exception:  # noqa: BLE001 - the cluster may be gone already
-                pass
-            copies.clear()
+            board.close()
             if self._own_client:
                 shutdown(self.client)
+
+    def _count(self, done: Finished, start: float, costs: _Costs) -> None:
+        """Count a finished task: its time, its shard's source, its notes, the progress."""
+        task, sub = done.task, done.sub
+        costs.hit_rows += len(done.hits)
+        self.tasks_done += 1
+        self.task_times.append((task.pairs, done.seconds))
+        now = time.perf_counter()
+        self.task_log.append(
+            TaskRecord(
+                sub.worker, task.shard, task.block, task.pairs, done.seconds,
+                sub.sent - start, now - start,
+            )
+        )  # fmt: skip
+        if math.isfinite(done.seconds):
+            costs.first_start = min(costs.first_start or now, now - done.seconds)
+        self.shard_sources.setdefault(f"shard {task.shard}", done.source)
+        for note in done.notes:
+            if note not in self._seen_notes:
+                self._seen_notes.add(note)
+                self._say(note)
+        self.progress.pairs_done += task.pairs
+        self.progress.elapsed = now - start
+
+    def _final(
+        self, done: Finished, parts: dict[int, list[HitTable]], costs: _Costs
+    ) -> Iterator[HitTable]:
+        """The final hits a finished task makes: its own (``top_n == 0``), or its block's
+        merged over the shards when it was the block's last."""
+        if self.params.top_n == 0:
+            if len(done.hits):
+                yield self._emit([done.hits])
+            return
+        parts[done.task.block].append(done.hits)
+        if done.block_done:
+            merge_start = time.perf_counter()
+            chunk = self._emit(parts.pop(done.task.block))
+            costs.client_s += time.perf_counter() - merge_start
+            if len(chunk):
+                yield chunk
+
+    def _record_costs(self, costs: _Costs, workers: int) -> None:
+        """Refine the task cost model of this scheduler and device with the search's tasks."""
+        if self.task_times and costs.first_start is not None:
+            pairs, seconds = zip(*self.task_times, strict=True)
+            record(
+                self.address, self._device_kind, pairs, seconds,
+                span=time.perf_counter() - costs.first_start, workers=workers,
+                hits=costs.hit_rows, client_s=costs.client_s,
+            )  # fmt: skip
 
     def _emit(self, parts: list[HitTable]) -> HitTable:
         if len(parts) == 1:  # one shard: the worker's top-N is final (same selection)
@@ -489,12 +351,23 @@ class DaskSearchJob(StreamingJob):
 
     def _mark_unfinished(self) -> None:
         """Set ``unfinished_queries`` and ``incomplete_queries`` of a search stopped early."""
-        self.unfinished_queries = self._blocks.unfinished()
+        empty = np.empty(0, dtype=np.int64)
+        board = self._task_board
+        unfinished, partial = board.rescue() if board is not None else (empty, empty)
+        self.unfinished_queries = unfinished
         # with top_n > 0 a block's hits are streamed when all its shards are done
-        top_n = self.params.top_n
-        self.incomplete_queries = self._blocks.partial() if top_n == 0 else np.empty(0, np.int64)
+        self.incomplete_queries = partial if self.params.top_n == 0 else empty
 
     def _lost(self, watch: ClusterWatch, scheduler: str | None = None) -> ClusterLostError:
         """The error of a search whose workers (or scheduler) are gone."""
         self._mark_unfinished()
         return lost_error(self, watch, scheduler)
+
+
+@dataclass
+class _Costs:
+    """What a search measures for the task cost model besides the tasks' own times."""
+
+    first_start: float | None = None  # when the first timed task began, on this clock
+    client_s: float = 0.0  # seconds merging hit rows
+    hit_rows: int = 0

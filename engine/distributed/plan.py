@@ -1,8 +1,9 @@
 """The plan of a Dask search: library shards, query blocks sized by the task cost model.
 
-The library is cut into shards of its order (precursor m/z when a precursor
-tolerance is set, so a query block visits only the shards its window touches;
-the library's own order otherwise).  Queries (precursor-sorted with a window) are
+The library is cut into shards of its order (:func:`shard_order`: precursor m/z
+when a precursor tolerance is set, so a query block visits only the shards its
+window touches; the library's own order otherwise; a worker reading the library
+file cuts its shard in the same order).  Queries (precursor-sorted with a window) are
 cut into blocks: a small first block so hits come early, then as many blocks as
 the task cost model (:mod:`.cost`) finds best (fixed cost per task against the
 client's merge of the last block); with a window, blocks are grouped by their
@@ -19,17 +20,34 @@ import numpy as np
 
 from engine.backends import PreparedSpectra
 from engine.distributed.cost import TaskCost
-from engine.distributed.shards import shard_order
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import FIRST_QUERY_BLOCK, library_window
+from engine.search import FIRST_QUERY_BLOCK, library_window, precursor_order
 from engine.search.window import windowed_query_blocks
 
-__all__ = ["BLOCKS_PER_COPY", "SearchPlan", "Task", "make_plan", "query_block_bounds"]
+__all__ = [
+    "BLOCKS_PER_COPY",
+    "SearchPlan",
+    "Task",
+    "make_plan",
+    "query_block_bounds",
+    "shard_order",
+]
 
 #: With a precursor window and shards copied on several workers: blocks per copy
 #: at least (the search ends about one block after its last worker frees up).
 BLOCKS_PER_COPY = 4
+
+
+def shard_order(precursor_mz: np.ndarray, by_precursor: bool) -> np.ndarray:
+    """The library order shards are cut from: by precursor m/z, or the library's own.
+
+    The workers cut a shard from a library file in this same order
+    (:func:`.shards.load_shard`).
+    """
+    if by_precursor:
+        return precursor_order(precursor_mz)
+    return np.arange(len(precursor_mz), dtype=np.int64)
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,11 @@ import numpy as np
 
 from engine.backends import Batch, PreparedSpectra, cpu_fallback, get_backend
 from engine.backends.base import preparation_key
+from engine.distributed.plan import shard_order
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import library_window, precursor_order
+from engine.search import library_window
 
 __all__ = [
     "KERNEL_LOCK",
@@ -40,12 +41,10 @@ __all__ = [
     "ShardFileUnavailable",
     "ShardNotResident",
     "ShardSpec",
-    "file_fingerprint",
     "library_fingerprint",
     "load_shard",
     "resident_tokens",
     "score_task",
-    "shard_order",
     "shard_stats",
     "worker_backend",
     "worker_device",
@@ -144,7 +143,6 @@ _BACKENDS: dict = {}
 #: Backends that ran a task in this process: a first task also pays one-time costs
 #: (host code compiled on first use), so its time is kept out of the cost model.
 _TIMED: set[str] = set()
-_FINGERPRINTS: dict[tuple, str] = {}
 #: What this process did for its shards: ``prepared`` (spectra preprocessed and
 #: weighted), ``received`` (shard spectra sent to it), ``read`` (shards read from a
 #: library file), ``reused`` (a shard found in the store).
@@ -173,29 +171,10 @@ def library_fingerprint(arrays) -> str:
     return h.hexdigest()
 
 
-def file_fingerprint(path: Path) -> str | None:
-    try:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        if key not in _FINGERPRINTS:
-            with np.load(path, allow_pickle=False) as data:
-                _FINGERPRINTS[key] = library_fingerprint(data)
-        return _FINGERPRINTS[key]
-    except Exception:  # noqa: BLE001 - any problem means: do not use the file
-        return None
-
-
 def _shard_library(arrays, index: np.ndarray) -> SpectrumLibrary:
     """The spectra at ``index`` of raw library arrays (no metadata)."""
     full = SpectrumLibrary(**{k: np.asarray(arrays[k]) for k in PEAK_FIELDS}, metadata={})
     return full.subset(index)
-
-
-def shard_order(precursor_mz: np.ndarray, by_precursor: bool) -> np.ndarray:
-    """The library order shards are cut from: by precursor m/z, or the library's own."""
-    if by_precursor:
-        return precursor_order(precursor_mz)
-    return np.arange(len(precursor_mz), dtype=np.int64)
 
 
 def load_shard(spec: ShardSpec, payload: dict | None) -> Shard:

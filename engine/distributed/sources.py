@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from engine.distributed import shards
 from engine.io.cache import cache_path
 from engine.library import SpectrumLibrary
 from engine.memo import derived
 
-__all__ = ["library_file", "library_fingerprint", "resident_workers"]
+__all__ = ["file_fingerprint", "library_file", "library_fingerprint", "resident_workers"]
+
+#: (path, mtime, size) -> the fingerprint of the library that file holds.
+_FILE_FINGERPRINTS: dict[tuple, str] = {}
 
 
 def library_fingerprint(library: SpectrumLibrary) -> str:
@@ -24,6 +29,20 @@ def library_fingerprint(library: SpectrumLibrary) -> str:
         lambda: shards.library_fingerprint({k: getattr(library, k) for k in shards.PEAK_FIELDS}),
         budget=1 << 10,
     )  # fmt: skip
+
+
+def file_fingerprint(path: Path) -> str | None:
+    """The fingerprint of the library an ``.npz`` file holds (once per file version);
+    None when it cannot be read."""
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        if key not in _FILE_FINGERPRINTS:
+            with np.load(path, allow_pickle=False) as data:
+                _FILE_FINGERPRINTS[key] = shards.library_fingerprint(data)
+        return _FILE_FINGERPRINTS[key]
+    except Exception:  # noqa: BLE001 - any problem means: do not use the file
+        return None
 
 
 def library_file(
@@ -44,7 +63,7 @@ def library_file(
         candidates.append(cache_path(library.source.sha256))
     for path in candidates:
         path = path.resolve()
-        if shards.file_fingerprint(path) == fingerprint:
+        if file_fingerprint(path) == fingerprint:
             return str(path)
         if given is not None:
             say(f"{path} does not hold this library; sending the shards' spectra instead")
