@@ -65,8 +65,8 @@ echo "== pyinstaller packaging/simms.spec"
 app="$ROOT/dist/simms-desktop"
 [[ -x "$app/simms-gui" && -x "$app/simms" ]] || { echo "build FAILED: executables missing" >&2; exit 1; }
 
-# Ship the kernels compiled: run each executable once with its cache inside the bundle
-# (simms_gui/frozen.py copies it to the user's cache on a first start).
+# Ship the kernels compiled: run each executable once with its numba cache inside the
+# bundle (simms_gui/frozen.py copies it to the user's cache on a build's first start).
 echo "== compiling the kernels into the bundle"
 cache="$app/_internal/numba_cache"
 rm -rf "$cache"
@@ -78,9 +78,8 @@ for mode in identity analog custom; do
         "$demo/demo_queries.mgf" "$demo/demo_library.mgf" --mode "$mode" \
         -o "$ROOT/build/kernel-cache-$mode.tsv" > /dev/null
 done
-for exe in simms-gui simms; do
-    "$VENV/bin/python" -c "import sys; from simms_gui.frozen import index_kernel_cache as i; \
-print(sys.argv[1], len(i(sys.argv[1], sys.argv[2])), 'cache folders')" "$cache/$exe" "$app/_internal"
+for exe in simms-gui simms; do  # the stamp of this build: the shipped cache is copied once
+    date -u +%Y%m%dT%H%M%S.%N > "$cache/$exe/BUILD"
 done
 echo "kernel cache: $(du -sh "$cache" | cut -f1)"
 

@@ -11,19 +11,16 @@ runtime hook (``packaging/rthook_simms.py``), so the application code needs no
 change. Outside a frozen app it does nothing (unless ``force=True``).
 
 The build ships the kernels already compiled: ``packaging/build.sh`` runs each
-executable once with ``SIMMS_BUILD_KERNEL_CACHE`` set (numba then caches into the
-bundle's ``numba_cache/<executable>/``) and :func:`index_kernel_cache` records
-which source folder each cache folder belongs to.  On a start with an empty
-per-user cache, :func:`seed_numba_cache` copies them there, renamed for where the
-app is installed (numba names a cache folder by a hash of its source folder's
-path).  numba itself checks every entry (the executable's time stamp and size,
-the CPU) and compiles again only what does not fit.
+executable once with ``SIMMS_BUILD_KERNEL_CACHE`` set, so numba caches into the
+bundle's ``numba_cache/<executable>/``, filed by module rather than by source
+path (:mod:`simms_gui.frozen_cache`: the path inside a bundle is the build
+machine's).  On the first start of a build, :func:`seed_numba_cache` copies them
+to the per-user cache.  numba itself checks every entry (the executable's hash,
+the CPU model and features) and compiles again only what does not fit.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 import sys
@@ -35,7 +32,6 @@ __all__ = [
     "enable_numba_cuda_redirect",
     "configure_locale",
     "configure_numba_cache",
-    "index_kernel_cache",
     "is_frozen",
     "numba_cache_dir",
     "seed_numba_cache",
@@ -43,8 +39,14 @@ __all__ = [
 
 #: The bundle's folder of kernels compiled at packaging time, one sub-folder per executable.
 SHIPPED_CACHE = "numba_cache"
-#: Written into a shipped cache folder by :func:`index_kernel_cache`.
-MANIFEST = "manifest.json"
+#: A shipped cache's build stamp (written by ``packaging/build.sh``).
+BUILD_STAMP = "BUILD"
+#: numba's cache locators in a frozen app (``NUMBA_CACHE_LOCATOR_CLASSES``): kernels
+#: filed by module (:mod:`simms_gui.frozen_cache`), then numba's own.
+LOCATORS = (
+    "simms_gui.frozen_cache.BundleCacheLocator,UserProvidedCacheLocator,InTreeCacheLocator,"
+    "UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator"
+)
 
 
 def is_frozen() -> bool:
@@ -104,6 +106,7 @@ def configure_numba_cache(force: bool = False) -> str | None:
     """
     if not (force or is_frozen()):
         return None
+    os.environ.setdefault("NUMBA_CACHE_LOCATOR_CLASSES", LOCATORS)
     if os.environ.get("SIMMS_BUILD_KERNEL_CACHE"):  # packaging time: fill the bundle's cache
         os.environ["NUMBA_CACHE_DIR"] = os.environ["SIMMS_BUILD_KERNEL_CACHE"]
         return os.environ["NUMBA_CACHE_DIR"]
@@ -124,46 +127,12 @@ def configure_numba_cache(force: bool = False) -> str | None:
     return None
 
 
-def _cache_folder_name(source_dir: Path) -> str:
-    """numba's name of the cache folder of the modules in ``source_dir``
-    (its ``_UserProvidedCacheLocator``: the folder's name and the SHA-1 of its path)."""
-    path = os.path.abspath(source_dir)
-    return f"{os.path.basename(path)}_{hashlib.sha1(path.encode()).hexdigest()}"
-
-
-def index_kernel_cache(cache: Path, bundle: Path) -> dict[str, str]:
-    """Write ``cache/manifest.json``: the bundle folder (relative) of each cache folder.
-
-    Parameters
-    ----------
-    cache : Path
-        A cache filled by the app started with ``SIMMS_BUILD_KERNEL_CACHE=cache``.
-    bundle : Path
-        The app's bundle folder (``_internal`` of a PyInstaller one-folder build)
-        where the app ran from.
-
-    Returns
-    -------
-    dict
-        Cache folder name -> source folder relative to ``bundle``.
-    """
-    cache, bundle = Path(cache), Path(bundle)
-    wanted = {p.name for p in cache.iterdir() if p.is_dir()}
-    found: dict[str, str] = {}
-    for folder, _dirs, _files in os.walk(bundle):
-        name = _cache_folder_name(Path(folder))
-        if name in wanted:
-            found[name] = Path(folder).relative_to(bundle).as_posix()
-    (cache / MANIFEST).write_text(json.dumps({"folders": found}, indent=1, sort_keys=True))
-    return found
-
-
 def seed_numba_cache(target: Path, shipped: Path) -> int:
-    """Copy the kernels compiled at packaging time into the user's cache, once.
+    """Copy the kernels compiled at packaging time into the user's cache, once per build.
 
-    Each shipped cache folder is renamed for the bundle's place on this machine;
-    files the user's cache has already are kept.  A marker holding the manifest's
-    hash makes later starts skip the copy until the app is replaced.
+    Files the user's cache has already are kept.  A marker holding the build's
+    stamp (``shipped/BUILD``, written by ``packaging/build.sh``) makes later
+    starts skip the copy until the app is replaced.
 
     Parameters
     ----------
@@ -177,28 +146,22 @@ def seed_numba_cache(target: Path, shipped: Path) -> int:
     int
         The number of files copied (0 when nothing was shipped or all was there).
     """
-    manifest = Path(shipped) / MANIFEST
+    shipped, target = Path(shipped), Path(target)
     try:
-        text = manifest.read_text()
-        folders = json.loads(text)["folders"]
-    except (OSError, ValueError, KeyError):
+        stamp = (shipped / BUILD_STAMP).read_text()
+    except OSError:
         return 0
-    target = Path(target)
     marker = target / ".seeded"
-    stamp = hashlib.sha1(f"{text}{manifest.stat().st_mtime_ns}".encode()).hexdigest()
     if marker.is_file() and marker.read_text() == stamp:
         return 0
-    bundle = Path(shipped).parent.parent
     copied = 0
     try:
-        for name, relative in folders.items():
-            source = Path(shipped) / name
-            here = target / _cache_folder_name(bundle / relative)
-            here.mkdir(parents=True, exist_ok=True)
-            for item in source.iterdir():
-                if item.is_file() and not (here / item.name).exists():
-                    shutil.copy2(item, here / item.name)  # keeps numba's own checks valid
-                    copied += 1
+        for source in shipped.rglob("*"):
+            here = target / source.relative_to(shipped)
+            if source.is_file() and source.name != BUILD_STAMP and not here.exists():
+                here.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, here)
+                copied += 1
         marker.write_text(stamp)
     except OSError as exc:  # a partial copy only means compiling what is missing
         print(f"simms: shipped kernels not copied to {target}: {exc}", file=sys.stderr)

@@ -268,9 +268,13 @@ print(doubled(21))
 
 
 def _run_kernel(bundle: Path, cache: Path) -> str:
-    """Import the bundle's kernel in a fresh process; numba's cache report on stderr."""
+    """Import the bundle's kernel in a fresh process with the frozen app's locators;
+    numba's cache report."""
+    from simms_gui.frozen import LOCATORS
+
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "NUMBA_DEBUG_CACHE": "1",
-           "PYTHONPATH": str(bundle)}  # fmt: skip
+           "NUMBA_CACHE_LOCATOR_CLASSES": LOCATORS,
+           "PYTHONPATH": os.pathsep.join([str(bundle), str(ROOT)])}  # fmt: skip
     done = subprocess.run([sys.executable, "-c", "import kernels.demo"], env=env,
                           capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     assert done.stdout.strip().endswith("42")
@@ -279,7 +283,7 @@ def _run_kernel(bundle: Path, cache: Path) -> str:
 
 @pytest.mark.slow
 def test_kernels_compiled_at_packaging_load_where_the_app_is_installed(tmp_path):
-    from simms_gui.frozen import index_kernel_cache, seed_numba_cache
+    from simms_gui.frozen import BUILD_STAMP, seed_numba_cache
 
     built = tmp_path / "build" / "_internal"  # where the packaging step ran the app
     (built / "kernels").mkdir(parents=True)
@@ -287,16 +291,17 @@ def test_kernels_compiled_at_packaging_load_where_the_app_is_installed(tmp_path)
     (built / "kernels" / "demo.py").write_text(_KERNEL_MODULE)
     shipped = built / "numba_cache" / "simms"
     assert "data saved" in _run_kernel(built, shipped)
-    assert index_kernel_cache(shipped, built) != {}
-    # installed elsewhere (numba names cache folders by a hash of the source folder)
+    assert any((shipped / "kernels").glob("demo.doubled-*.nbi"))  # filed by module
+    (shipped / BUILD_STAMP).write_text("build 1")
+    # installed elsewhere, the build folder gone (its path is in the code objects)
     installed = tmp_path / "opt" / "app" / "_internal"
     shutil.copytree(built, installed)
+    shutil.rmtree(tmp_path / "build")
     user = tmp_path / "home" / "cache"
-    copied = seed_numba_cache(user, installed / "numba_cache" / "simms")
-    assert copied >= 2  # the index and the compiled code
+    assert seed_numba_cache(user, installed / "numba_cache" / "simms") >= 2  # index, code
     report = _run_kernel(installed, user)
     assert "data loaded" in report and "data saved" not in report
-    assert seed_numba_cache(user, installed / "numba_cache" / "simms") == 0  # once only
+    assert seed_numba_cache(user, installed / "numba_cache" / "simms") == 0  # once a build
 
 
 def test_no_shipped_kernels_is_no_error(tmp_path):
@@ -346,5 +351,6 @@ def test_frozen_app_builds_and_passes_its_smoke_test(tmp_path):
     user_cache = tmp_path / ".cache" / "simms" / "numba" / "simms-gui"
     assert any(user_cache.rglob("*.nbi"))
     # the first start found the kernels compiled at packaging time
-    assert (APP_DIR / "_internal" / "numba_cache" / "simms-gui" / "manifest.json").is_file()
+    assert (APP_DIR / "_internal" / "numba_cache" / "simms-gui" / "BUILD").is_file()
+    assert any((user_cache / "engine" / "kernels").glob("*.nbi"))
     assert (user_cache / ".seeded").is_file()
