@@ -17,8 +17,8 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from simms_gui.model.files import LoadedFile
 from simms_gui.reports import profile_warning, report_counts, report_text
-from simms_gui.session import LoadedFile
 
 __all__ = ["LibraryPanel", "ImportReportDialog"]
 

@@ -6,9 +6,12 @@ No Qt here (the loading thread writes :class:`LoadProgress`, the window reads it
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SUPPORTED_SUFFIXES", "LoadProgress", "is_spectrum_file"]
+from engine import SpectrumLibrary
+
+__all__ = ["SUPPORTED_SUFFIXES", "LoadProgress", "LoadedFile", "is_spectrum_file"]
 
 #: File name endings the readers understand.
 SUPPORTED_SUFFIXES = tuple(
@@ -53,3 +56,29 @@ class LoadProgress:
     def fraction(self) -> float:
         """Share of the file's bytes read, 0 to 1."""
         return min(1.0, self.done / self.total) if self.total > 0 else 0.0
+
+
+@dataclass
+class LoadedFile:
+    """A spectrum file loaded into the session.
+
+    Attributes
+    ----------
+    path : Path
+        The file.
+    spectra : SpectrumLibrary
+        Its spectra (``.report`` says what was skipped or repaired).
+    """
+
+    path: Path
+    spectra: SpectrumLibrary
+
+    @property
+    def name(self) -> str:
+        """File name without folders."""
+        return self.path.name
+
+    @property
+    def report(self):
+        """The engine's import report (or None)."""
+        return self.spectra.report
