@@ -358,7 +358,7 @@ def test_viewer_saves_and_opens_sessions(qtbot, tmp_path):
     path = viewer.save_session(tmp_path / "v.simms")
     other = Viewer(show=False)
     qtbot.addWidget(other.window)
-    assert other.sessions.open(path) == []
+    assert other.open_session(path) == []
     pd.testing.assert_frame_equal(other.hits.to_pandas(), viewer.hits.to_pandas())
     assert other.session.selected_hit == (int(hits.query_index[2]), int(hits.library_index[2]))
     row = other.window.results.model.row_of(other.window.results.current_row())
@@ -403,19 +403,18 @@ def test_dropping_a_session_file_opens_it(qtbot, searched, tmp_path):
     other.shutdown()
 
 
-def test_a_large_session_fills_its_table_in_the_background(qtbot, searched, tmp_path, monkeypatch):
-    import simms_gui._qt.session_actions as session_actions
-
+def test_a_session_fills_its_table_from_its_task(qtbot, searched, tmp_path):
+    """The table's columns are made in the open task's thread; the window only shows them."""
     window, _ = searched
     window.results.select_row(5)
     selected = window.session.selected_hit
     path = window.sessions.save(tmp_path / "large.simms")
-    monkeypatch.setattr(session_actions, "RESTORE_IN_BACKGROUND", 10)  # 166 hits count as many
     other = new_window(qtbot)
+    seen = []
+    other.session.events.hits.connect(lambda e: seen.append(e.columns is not None))
     with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
-        other.sessions.open(path, background=False)
-        assert other.slow_steps.text().startswith("Preparing 166 hits for the table")
-        assert other.results.model.rowCount() == 0  # not yet: the GUI thread stays free
+        assert other.sessions.open(path) is None  # returns at once
+    assert seen == [True]  # one event with every hit, its columns made in the task
     assert other.results.model.rowCount() == len(window.session.hits)
     row = other.results.model.row_of(other.results.current_row())
     assert (int(row["query_index"]), int(row["library_index"])) == selected

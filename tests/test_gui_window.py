@@ -54,9 +54,11 @@ def test_demo_loaded_and_panels_filled(demo):
 def test_hits_stream_in_while_search_runs(qtbot, demo):
     model = demo.results.model
     seen: list[tuple[int, bool]] = []
-    model.rowsInserted.connect(lambda *_: seen.append((model.rowCount(), demo.searches.searching)))
+    ended = []
+    demo.searchFinished.connect(lambda _cancelled: ended.append(True))
+    model.rowsInserted.connect(lambda *_: seen.append((model.rowCount(), not ended)))
     params = run_search(qtbot, demo, top_n=5, batch_size=16)
-    # several chunks arrived, each while the worker was still running, growing the table
+    # several chunks arrived, each before the search's end was shown, growing the table
     assert len(seen) >= 3
     assert all(running for _, running in seen)
     counts = [n for n, _ in seen]
@@ -373,7 +375,7 @@ def test_settings_and_recent_files_persist(qtbot, demo):
 
 def test_drop_files_opens_them(qtbot, window, monkeypatch):
     monkeypatch.setattr(
-        window, "ask_kind", lambda path: "queries" if "quer" in Path(path).name else "library"
+        window.files, "ask_kind", lambda path: "queries" if "quer" in Path(path).name else "library"
     )
     mime = QMimeData()
     mime.setUrls(
@@ -388,7 +390,8 @@ def test_drop_files_opens_them(qtbot, window, monkeypatch):
     )
     window.dropEvent(event)
     s = window.session
-    qtbot.waitUntil(lambda: s.library is not None, timeout=30_000)  # large: read in background
+    # both read in the background, side by side in the session's runner
+    qtbot.waitUntil(lambda: s.library is not None and s.queries is not None, timeout=30_000)
     assert s.library is not None and len(s.library) == 3000
     assert s.queries is not None and len(s.queries.spectra) == 40
 
@@ -396,7 +399,7 @@ def test_drop_files_opens_them(qtbot, window, monkeypatch):
 def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypatch):
     from PyQt6.QtWidgets import QMessageBox
 
-    import simms_gui._qt.search_control as search_control
+    import simms_gui._qt.search_controller as search_control
 
     monkeypatch.setattr(search_control, "LARGE_RESULT_ROWS", 100_000)  # demo: 40 x 3,000
     demo.search_panel.top_n.setValue(0)  # "all"

@@ -232,5 +232,3 @@ class TaskRunner:
         deadline = time.monotonic() + timeout
         for task in running:
             task._ended.wait(max(0.0, deadline - time.monotonic()))
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
