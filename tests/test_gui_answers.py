@@ -11,7 +11,7 @@ import engine
 from engine.networking import LABEL_FLOOR
 from engine.search import query_status
 from simms_gui._qt.hit_export import HIT_FORMATS
-from simms_gui._qt.hit_views import hits_filter
+from simms_gui._qt.hits_controller import hits_filter
 from simms_gui._qt.results_model import COLUMNS
 from simms_gui.resources import demo_library_path, demo_queries_path
 

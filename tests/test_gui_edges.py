@@ -157,7 +157,7 @@ def test_runtime_errors_of_background_work_reach_the_user(qtbot, data_dir, monke
     read that fails so must still say so."""
     from PyQt6.QtWidgets import QMessageBox
 
-    import simms_gui._qt.worker as worker
+    import simms_gui.model.analyses as worker
 
     monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: None)
     viewer = simms_gui.Viewer(show=False)

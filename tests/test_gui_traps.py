@@ -116,7 +116,7 @@ def test_query_without_hits_says_so(qtbot, window):
 
 
 def test_parquet_offered_only_when_it_can_be_written(qtbot, searched, monkeypatch):
-    from simms_gui._qt import hit_views
+    from simms_gui._qt import hits_controller as hit_views
 
     offered: list[str] = []
 

@@ -23,7 +23,6 @@ from engine import (
     SpectrumLibrary,
     SpectrumNetwork,
     cluster_spectra,
-    load_library,
     network,
     search_job,
 )
@@ -58,7 +57,7 @@ class LoadTask(Task):
             raise ValueError(f"kind must be 'library' or 'queries', not {kind!r}")
         super().__init__(f"read {Path(path).name}")
         self.session, self.path, self.kind = session, Path(path), kind
-        self.load_progress = LoadProgress()
+        self.load_progress = LoadProgress(self.report)
 
     def cancel(self) -> None:
         super().cancel()
@@ -66,13 +65,7 @@ class LoadTask(Task):
 
     def read(self, path: Path) -> SpectrumLibrary:
         """Read ``path`` reporting into this task (raises ``SpectrumFileError``)."""
-
-        def update(done: int, total: int) -> bool:
-            going = self.load_progress.update(done, total)
-            self.report(self.load_progress.fraction)
-            return going and not self.token.cancelled
-
-        return load_library(Path(path), progress=update)
+        return self.session.read(path, self.load_progress)
 
     def run(self) -> SpectrumLibrary:
         spectra = self.read(self.path)

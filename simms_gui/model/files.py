@@ -6,6 +6,7 @@ No Qt here (the loading thread writes :class:`LoadProgress`, the window reads it
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,14 +35,17 @@ class LoadProgress:
     calls :meth:`cancel`; the reader calls :meth:`update` and stops when told.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_update: Callable[[float], None] | None = None) -> None:
         self.done = 0
         self.total = 0
         self._cancelled = threading.Event()
+        self.on_update = on_update
 
     def update(self, done: int, total: int) -> bool:
         """The reader's progress callback: False once :meth:`cancel` was called."""
         self.done, self.total = int(done), int(total)
+        if self.on_update is not None:
+            self.on_update(self.fraction)
         return not self._cancelled.is_set()
 
     def cancel(self) -> None:
