@@ -102,6 +102,47 @@ def test_session_round_trip_restores_hits_parameters_and_selection(qtbot, search
     other.shutdown()
 
 
+def test_session_round_trip_restores_the_tables_filter_sort_and_best_hits(
+    qtbot, searched, tmp_path
+):
+    """A reopened session lists the hits as they were looked at: text filter, score
+    range, best hit per query and the sort (column and direction)."""
+    window, _ = searched
+    results = window.results
+    results.best_check.setChecked(True)
+    results.score_min.setValue(0.3)
+    word = str(results.model.row_of(0)["library_name"])[:3].lower()
+    results.filter_edit.setText(word)
+    results.table.sortByColumn(COL["score"], Qt.SortOrder.DescendingOrder)
+    shown = results.model.hit_table(visible=True)
+    assert 0 < len(shown) < len(window.session.hits)
+    path = window.sessions.save(tmp_path / "view.simms")
+
+    other = new_window(qtbot)
+    with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
+        other.sessions.open(path)
+    again = other.results
+    assert again.best_check.isChecked() and again.score_min.value() == pytest.approx(0.3)
+    assert again.filter_edit.text() == word
+    header = again.table.horizontalHeader()
+    assert header.sortIndicatorSection() == COL["score"]
+    assert header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    restored = again.model.hit_table(visible=True)
+    np.testing.assert_array_equal(restored.query_index, shown.query_index)
+    np.testing.assert_array_equal(restored.library_index, shown.library_index)
+    # the rows as a chemist reads them: one per query, scores from high to low, all >= 0.3
+    assert len(set(restored.query_index.tolist())) == len(restored)
+    assert np.all(np.diff(restored.score) <= 0) and restored.score.min() >= 0.3
+    names = again.model.column("library_name")
+    others = [again.model.column(k) for k in ("query_name", "query_id", "library_id")]
+    assert all(
+        word in " ".join(str(c[k]) for c in (names, *others)).lower()
+        or word in str(again.model.column("library_inchikey")[k]).lower()
+        for k in range(len(restored))
+    )
+    other.shutdown()
+
+
 def test_a_changed_library_is_reported_and_its_hits_not_restored(tmp_path):
     library, queries = tmp_path / "library.mgf", tmp_path / "queries.mgf"
     shutil.copy(demo_library_path(), library)
