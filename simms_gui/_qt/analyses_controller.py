@@ -159,10 +159,4 @@ class AnalysesController:
             if chosen is None:
                 return None
             path = chosen[0]
-        try:
-            out = self.panel.export_image(path)
-        except Exception as exc:
-            self.desk.error("Export failed", f"{path}: {exc}")
-            return None
-        self.desk.log(f"Wrote the heatmap to {out}")
-        return out
+        return self.desk.write("the heatmap", path, lambda: self.panel.export_image(path))

@@ -74,6 +74,16 @@ class Desk:
         """Tell the user something (why an action does nothing)."""
         QMessageBox.information(self.parent, title, text)
 
+    def write(self, what: str, path: str | Path, write: Callable[[], Path]) -> Path | None:
+        """``write()`` a file, logging it; an error box (and None) when it fails."""
+        try:
+            out = write()
+        except Exception as exc:
+            self.error("Export failed", f"{path}: {exc}")
+            return None
+        self.log(f"Wrote {what} to {out}")
+        return out
+
     def last_dir(self) -> Path:
         """The folder of the last file chosen."""
         return Path(str(settings().value("last_dir", str(Path.home()))))

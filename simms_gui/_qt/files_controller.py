@@ -95,21 +95,33 @@ class FilesController:
         self.desk.log(f"Reading {path.name}…")
         QApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
         task = LoadTask(self.session, path, kind)
-        dialog = self.progress_dialog(path, task.load_progress)
 
-        @on_main_thread
-        def ended(task: Task) -> None:
-            dialog.finish()
+        def ended(task: LoadTask) -> None:
             QApplication.restoreOverrideCursor()
             self._ended(task)
 
-        task.finished.connect(ended)
+        return self.run_reading(task, path, ended, background)
+
+    def run_reading(self, task: Task, path: Path, ended, background: bool = True):
+        """Run a task that reads files (its ``load_progress`` in a dialog) in the runner.
+
+        ``ended(task)`` runs on the GUI thread once it ends.  In the ``background``
+        returns None at once; else waits and returns its result (None when it failed).
+        """
+        dialog = self.progress_dialog(path, task.load_progress)
+
+        @on_main_thread
+        def finish(task: Task) -> None:
+            dialog.finish()
+            ended(task)
+
+        task.finished.connect(finish)
         self.session.runner.submit(task)
         if background:
             return None
         try:
             return task.wait()
-        except Exception:  # noqa: BLE001 - the message box said why
+        except Exception:  # noqa: BLE001 - ended() told the user why
             return None
 
     def _ended(self, task: LoadTask) -> None:

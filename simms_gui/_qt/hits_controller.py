@@ -191,7 +191,7 @@ class HitsController:
             if chosen is None:
                 return None
             path, format = format_of(*chosen)
-        return self._write(
+        return self.desk.write(
             f"{which} hits",
             path,
             lambda: self.session.export(path, self.hits_for_export(which), format),
@@ -208,13 +208,4 @@ class HitsController:
             if chosen is None:
                 return None
             path = chosen[0]
-        return self._write("the mirror plot", path, lambda: view.export_image(path))
-
-    def _write(self, what: str, path, write) -> Path | None:
-        try:
-            out = write()
-        except Exception as exc:
-            self.desk.error("Export failed", f"{path}: {exc}")
-            return None
-        self.desk.log(f"Wrote {what} to {out}")
-        return out
+        return self.desk.write("the mirror plot", path, lambda: view.export_image(path))

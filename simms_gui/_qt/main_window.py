@@ -371,51 +371,31 @@ class MainWindow(QMainWindow):
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
-        file_menu.addAction(self.open_library_action)
-        file_menu.addAction(self.open_queries_action)
+        _fill(file_menu, self.open_library_action, self.open_queries_action)
         self.recent_menu = file_menu.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(lambda: self.files.fill_recent_menu(self.recent_menu))
-        file_menu.addAction(self.demo_action)
+        _fill(file_menu, self.demo_action, None, self.open_session_action, self.save_session_action)
         file_menu.addSeparator()
-        file_menu.addAction(self.open_session_action)
-        file_menu.addAction(self.save_session_action)
-        file_menu.addSeparator()
-        export_menu = file_menu.addMenu("&Export")
-        for action in (
-            self.export_all_action,
-            self.export_filtered_action,
-            self.export_best_action,
-        ):
-            export_menu.addAction(action)
-        export_menu.addSeparator()
-        export_menu.addAction(self.export_mirror_action)
-        export_menu.addAction(self.export_heatmap_action)
-        file_menu.addSeparator()
-        file_menu.addAction(self.quit_action)
-        search_menu = menu.addMenu("&Search")
-        search_menu.addAction(self.search_action)
-        search_menu.addAction(self.stop_action)
-        view_menu = menu.addMenu("&View")
-        view_menu.addAction(self.heatmap_top_action)
-        view_menu.addAction(self.heatmap_selection_action)
-        view_menu.addSeparator()
-        for dock in (self.search_dock, self.files_dock, self.queries_dock, self.log_dock):
-            view_menu.addAction(dock.toggleViewAction())
-        help_menu = menu.addMenu("&Help")
-        help_menu.addAction(self.about_action)
-
+        _fill(
+            file_menu.addMenu("&Export"), self.export_all_action, self.export_filtered_action,
+            self.export_best_action, None, self.export_mirror_action, self.export_heatmap_action,
+        )  # fmt: skip
+        _fill(file_menu, None, self.quit_action)
+        _fill(menu.addMenu("&Search"), self.search_action, self.stop_action)
+        docks = (self.search_dock, self.files_dock, self.queries_dock, self.log_dock)
+        _fill(
+            menu.addMenu("&View"), self.heatmap_top_action, self.heatmap_selection_action, None,
+            *(dock.toggleViewAction() for dock in docks),
+        )  # fmt: skip
+        _fill(menu.addMenu("&Help"), self.about_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main_toolbar")
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for action in (self.open_library_action, self.open_queries_action):
-            toolbar.addAction(action)
-        toolbar.addSeparator()
-        toolbar.addAction(self.search_action)
-        toolbar.addAction(self.stop_action)
-        toolbar.addSeparator()
-        toolbar.addAction(self.export_all_action)
-        toolbar.addAction(self.export_mirror_action)
+        _fill(
+            toolbar, self.open_library_action, self.open_queries_action, None, self.search_action,
+            self.stop_action, None, self.export_all_action, self.export_mirror_action,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ messages
     def log(self, text: str, *, status: bool = True) -> None:
@@ -487,3 +467,12 @@ class MainWindow(QMainWindow):
         self.save_state()
         self.shutdown()
         super().closeEvent(event)
+
+
+def _fill(menu, *actions: QAction | None) -> None:
+    """Add ``actions`` to a menu or toolbar, None as a separator."""
+    for action in actions:
+        if action is None:
+            menu.addSeparator()
+        else:
+            menu.addAction(action)

@@ -217,13 +217,22 @@ class NetworkTab(QWidget):
             )
         self.networkShown.emit()
 
+    def _pick(self, node: int | None = None, edge: int | None = None):
+        """Ring ``node`` or ``edge`` on the network shown; the network (None: none shown)."""
+        net = self.session.network
+        if net is not None:
+            self.selected_node, self.selected_edge = node, edge
+            if node is not None:
+                self.plot.select_node(node)
+            else:
+                self.plot.select_edge(edge)
+        return net
+
     def select_node(self, node: int) -> None:
         """Select spectrum ``node``: ring it, describe it, select it in the query list."""
-        net = self.session.network
+        net = self._pick(node=node)
         if net is None:
             return
-        self.selected_node, self.selected_edge = node, None
-        self.plot.select_node(node)
         columns = net.node_columns()
         text = (
             f"Spectrum {node}: {columns['spectrum_id'][node]} — {columns['name'][node] or '?'}, "
@@ -251,11 +260,9 @@ class NetworkTab(QWidget):
 
     def show_edge(self, edge: int) -> None:
         """Mirror plot of edge ``edge``'s two spectra, matched as the network scored them."""
-        net = self.session.network
+        net = self._pick(edge=edge)
         if net is None:
             return
-        self.selected_edge, self.selected_node = edge, None
-        self.plot.select_edge(edge)
         a, b = (int(i) for i in net.edges[edge])
         pair = compute_pair(net.spectra, a, net.spectra, b, net.params)
         request = self.session.network_request

@@ -25,7 +25,7 @@ from simms_gui._qt.files_controller import FilesController
 from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_panel import SearchPanel
 from simms_gui._qt.settings import settings
-from simms_gui.model import Session, Task
+from simms_gui.model import Session
 from simms_gui.model.events import Restored, SearchStarted
 from simms_gui.model.session_file import SUFFIX, OpenSessionTask, save_session
 
@@ -147,21 +147,8 @@ class SessionsController:
             return None
         self.desk.log(f"Opening the session {path.name}…")
         task = OpenSessionTask(self.session, path)
-        dialog = self.files.progress_dialog(path, task.load_progress)
-
-        @on_main_thread
-        def ended(task: Task) -> None:
-            dialog.finish()
-            self._opened(task)
-
-        task.finished.connect(ended)
-        self.session.runner.submit(task)
-        if background:
-            return None
-        try:
-            return task.wait().problems
-        except Exception:  # noqa: BLE001 - the message box said why
-            return None
+        opened = self.files.run_reading(task, path, self._opened, background)
+        return None if opened is None else opened.problems
 
     def _opened(self, task: OpenSessionTask) -> None:
         if task.error is not None:
