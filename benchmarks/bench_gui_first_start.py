@@ -62,7 +62,8 @@ def child(shots: Path | None, limit: float) -> None:
             times.setdefault("compile note gone", now)
         if "Search pressed" in times and "first hits" not in times and model.rowCount() > 0:
             times["first hits"] = now
-        if "Search pressed" in times and "search done" not in times and not window.searches.searching:
+        searching = window.searches.searching
+        if "Search pressed" in times and "search done" not in times and not searching:
             if now - times["Search pressed"] > 0.2:
                 times["search done"] = now
                 times["hits"] = model.rowCount()
