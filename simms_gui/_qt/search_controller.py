@@ -185,9 +185,8 @@ class SearchController:
 
     @on_main_thread
     def on_progress(self, progress: SearchProgress) -> None:
-        """Show the running search's progress."""
-        if self.searching:
-            self.panel.show_progress(progress)
+        """Show the running search's progress (it comes before ``search_finished``)."""
+        self.panel.show_progress(progress)
 
     @on_main_thread
     def on_message(self, text: str) -> None:
