@@ -39,7 +39,7 @@ def child(shots: Path | None, limit: float) -> None:
     times = {"window shown": time.time() - t0}
     if shots:
         window.grab().save(str(shots / "1-window.png"))
-    window.load_demo(background=True)
+    window.files.load_demo(background=True)
     button = window.search_panel.search_button
     model = window.results.model
 
@@ -62,7 +62,8 @@ def child(shots: Path | None, limit: float) -> None:
             times.setdefault("compile note gone", now)
         if "Search pressed" in times and "first hits" not in times and model.rowCount() > 0:
             times["first hits"] = now
-        if "Search pressed" in times and "search done" not in times and not window.searching:
+        searching = window.searches.searching
+        if "Search pressed" in times and "search done" not in times and not searching:
             if now - times["Search pressed"] > 0.2:
                 times["search done"] = now
                 times["hits"] = model.rowCount()

@@ -67,7 +67,7 @@ def smoke_test() -> int:
         from simms_gui.viewer import Viewer
 
         viewer = Viewer(show=False)
-        if not viewer.window.load_demo(background=False):
+        if not viewer.window.files.load_demo(background=False):
             print("simms-gui smoke test: FAILED: demo data not installed", flush=True)
             return 1
         hits = viewer.search(backend="cpu", top_n=5).wait(timeout=300)
@@ -125,16 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         queries = files.pop(0)
     libraries += files
     for path in libraries:
-        window.open_file(path, "library")
+        window.files.open_file(path, "library")
     if queries:
-        window.open_file(queries, "queries")
+        window.files.open_file(queries, "queries")
     first = first_start()
     if not libraries and not queries:
         # the first start shows the demo; later ones offer the last session (else the demo)
         if first:
-            window.load_demo(background=True)  # the window paints and shows progress at once
+            window.files.load_demo(background=True)  # the window paints and shows progress at once
         else:
-            window.restore_on_start()
+            window.sessions.restore_on_start()
     return run()
 
 

@@ -115,19 +115,15 @@ def compute_pair(
             precursor_mz1=q_prec if np.isfinite(q_prec) else None,
             precursor_mz2=l_prec if np.isfinite(l_prec) else None,
         )  # fmt: skip
-        return SpectrumPair(
-            qmz, qint, lmz, lint, q_prec, l_prec, matches,
-            spectrum_label(queries, query_index), spectrum_label(library, library_index),
-            spectrum_name(queries, query_index), spectrum_name(library, library_index),
+    else:
+        matches = greedy_matches(
+            qmz, qint, lmz, lint,
+            tolerance=params.tolerance,
+            mz_power=params.mz_power,
+            intensity_power=params.intensity_power,
+            precursor_mz1=q_prec if params.modified else None,
+            precursor_mz2=l_prec if params.modified else None,
         )  # fmt: skip
-    matches = greedy_matches(
-        qmz, qint, lmz, lint,
-        tolerance=params.tolerance,
-        mz_power=params.mz_power,
-        intensity_power=params.intensity_power,
-        precursor_mz1=q_prec if params.modified else None,
-        precursor_mz2=l_prec if params.modified else None,
-    )  # fmt: skip
     return SpectrumPair(
         qmz, qint, lmz, lint, q_prec, l_prec, matches,
         spectrum_label(queries, query_index), spectrum_label(library, library_index),

@@ -11,19 +11,13 @@ from pathlib import Path
 from PyQt6.QtGui import QIcon
 from PyQt6.QtWidgets import QApplication
 
-from engine import (
-    ClusterParameters,
-    ClusterResult,
-    SearchParameters,
-    SpectrumLibrary,
-)
+from engine import ClusterParameters, SearchParameters, SpectrumLibrary
 from engine.networking import NetworkSettings, network_parameters
-from simms_gui.handles import NetworkHandle, SearchHandle
-from simms_gui.network_session import NetworkRequest
+from simms_gui.model import ClusterTask, NetworkRequest, NetworkTask, SearchTask, Session
+from simms_gui.model.answers import HitList
 from simms_gui.resources import resource_path
-from simms_gui.session import HitList, Session
 
-__all__ = ["NetworkHandle", "Viewer", "SearchHandle", "get_app"]
+__all__ = ["Viewer", "get_app"]
 
 
 def get_app() -> QApplication:
@@ -86,7 +80,7 @@ class Viewer:
         if title:
             self.window.setWindowTitle(title)
         if demo:
-            self.window.load_demo(background=False)
+            self.window.files.load_demo(background=False)
         if show:
             self.window.show()
             self.window.raise_()
@@ -131,7 +125,7 @@ class Viewer:
     # -- search -----------------------------------------------------------------------
     def search(
         self, backend: str | None = None, dask_address: str | None = None, **params
-    ) -> SearchHandle:
+    ) -> SearchTask:
         """Start a search of the queries against the active library; returns at once.
 
         Parameters
@@ -142,7 +136,7 @@ class Viewer:
             The Dask scheduler, ``tcp://HOST:8786``, or ``local:N`` to start N
             local worker processes; needed with ``backend="dask"``.  The client
             is kept for later searches at the same address and closed with the
-            window.  An unreachable cluster makes :meth:`SearchHandle.wait`
+            window.  An unreachable cluster makes :meth:`SearchTask.wait`
             raise ``RuntimeError`` with the reason.
         **params
             :class:`~engine.SearchParameters` fields
@@ -153,25 +147,20 @@ class Viewer:
 
         Returns
         -------
-        SearchHandle
-            ``.wait()`` for the hits, ``.cancel()`` to stop.
+        SearchTask
+            ``.wait()`` for the hits, ``.cancel()`` to stop, ``.progress``.
 
         Raises
         ------
         ValueError
             Invalid parameters, or the ``dask`` backend without an address.
         """
-        backend = backend or "auto"
-        params = SearchParameters(**params)
-        self.session.search(params, backend, dask_address)
-        if self.session.state != "running":
-            raise RuntimeError("the search could not start")
-        return SearchHandle(self.session, params, backend)
+        return self.session.search(SearchParameters(**params), backend or "auto", dask_address)
 
     def cluster(
         self, which: str = "queries", backend: str | None = None, consensus: bool = False, **params
-    ) -> ClusterResult:
-        """Cluster the query spectra (or the active library) by exact similarity; blocks.
+    ) -> ClusterTask:
+        """Cluster the query spectra (or the active library) by exact similarity; returns at once.
 
         Parameters
         ----------
@@ -187,15 +176,13 @@ class Viewer:
 
         Returns
         -------
-        ClusterResult
-            ``.labels``, ``.representatives``, ``.to_pandas()``, ``.write_table()``;
-            kept as ``viewer.session.clusters``, and the window logs its summary.
+        ClusterTask
+            ``.wait()`` gives the :class:`~engine.ClusterResult` (``.labels``,
+            ``.representatives``, ``.to_pandas()``), kept as
+            ``viewer.session.clusters``; the window logs its summary.
         """
-        result = self.session.run_cluster(
-            which, ClusterParameters(**params), backend or "auto", consensus=consensus
-        )
-        self._app.processEvents()
-        return result
+        params = ClusterParameters(**params)
+        return self.session.cluster(which, params, backend or "auto", consensus=consensus)
 
     @property
     def hits(self) -> HitList:
@@ -214,7 +201,7 @@ class Viewer:
         link_method: str = "single",
         max_component_size: int = 100,
         **params,
-    ) -> NetworkHandle:
+    ) -> NetworkTask:
         """Build the molecular network of the queries (or the library) on a worker.
 
         Shown in the window's Network tab; returns at once.
@@ -234,7 +221,7 @@ class Viewer:
 
         Returns
         -------
-        NetworkHandle
+        NetworkTask
             ``.wait()`` for the :class:`~engine.SpectrumNetwork`, ``.cancel()`` to stop.
         """
         settings = NetworkSettings(
@@ -245,8 +232,7 @@ class Viewer:
             spectra, network_parameters(**params), settings, label_with_library, backend
         )
         self.window.tabs.setCurrentWidget(self.window.network_tab)
-        self.session.request_network(request)
-        return NetworkHandle(self.session, request)
+        return self.session.request_network(request)
 
     def select_network_node(self, node: int) -> None:
         """Select spectrum ``node`` of the network shown, as a click on it does."""
@@ -270,7 +256,7 @@ class Viewer:
         if row >= 0:
             w.results.select_row(row)
         else:
-            w.show_pair(query, hit)
+            w.hits.show_pair(query, hit)
         self._app.processEvents()
 
     def export_mirror(
@@ -303,7 +289,7 @@ class Viewer:
             No pair given and none shown, or another suffix.
         """
         if query is None and hit is None:
-            return self.window.current_pair_view().export_image(path, dpi=dpi)
+            return self.window.hits.current_pair_view().export_image(path, dpi=dpi)
         if query is None or hit is None:
             raise ValueError("give both query and hit, or neither")
         from simms_gui._qt.mirror_export import export_mirror
@@ -348,8 +334,9 @@ class Viewer:
         Path
             The file written (``.simms`` appended when ``path`` has no suffix).
         """
-        from simms_gui.session_file import save_session
+        from simms_gui.model.session_file import save_session
 
+        self.session.table_view = self.window.results.view_state()
         return save_session(self.session, path)
 
     def open_session(self, path: str | Path) -> list[str]:
@@ -366,11 +353,9 @@ class Viewer:
         simms_gui.session_file.SessionFileError
             ``path`` is not a session file this version reads.
         """
-        from simms_gui.session_file import open_session
+        from simms_gui.model.session_file import open_session
 
-        problems = open_session(self.session, path)
-        self._app.processEvents()
-        return problems
+        return open_session(self.session, path)
 
     def screenshot(self, path: str | Path) -> Path:
         """Save a PNG of the whole window."""

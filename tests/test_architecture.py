@@ -146,13 +146,16 @@ from simms_gui.session import Session
 import engine
 s = Session()
 events = []
-s.connect(events.append)
+s.events.search_finished.connect(events.append)
+s.events.hits.connect(events.append)
 s.open({str(ROOT.parent / "shared" / "data" / "pesticides.mgf")!r}, "library")
 s.open({str(ROOT.parent / "shared" / "data" / "pesticides.mgf")!r}, "queries")
 hits = s.run_search(engine.SearchParameters(mode="custom", top_n=3), "cpu")
 expected = engine.search(s.queries.spectra, s.library, s.params, backend="cpu")
 assert len(hits) == len(expected) > 0 and (hits.library_index == expected.library_index).all()
-assert s.state == "idle" and events.count("search_finished") == 1 and "hits" in events
+finished = [e for e in events if type(e).__name__ == "SearchFinished"]
+assert s.state == "idle" and len(finished) == 1 and finished[0].n_hits == len(hits)
+assert sum(len(e.hits) for e in events if type(e).__name__ == "HitsChanged") == len(hits)
 out = s.export({str(tmp_path / "hits.tsv")!r}, "best")
 assert out.exists()
 qt = sorted(m for m in sys.modules if m.split(".")[0] in {QT!r})

@@ -11,7 +11,7 @@ import engine
 from engine.networking import LABEL_FLOOR
 from engine.search import query_status
 from simms_gui._qt.hit_export import HIT_FORMATS
-from simms_gui._qt.hit_views import hits_filter
+from simms_gui._qt.hits_controller import hits_filter
 from simms_gui._qt.results_model import COLUMNS
 from simms_gui.resources import demo_library_path, demo_queries_path
 
@@ -42,7 +42,7 @@ def _search(qtbot, window, queries, library, params, qpath="q.mgf", lpath="lib.m
     s.add_library(lpath, library)
     s.set_queries(qpath, queries)
     with qtbot.waitSignal(window.searchFinished, timeout=180_000):
-        assert window.start_search(params, "cpu") is not None
+        assert window.searches.start(params, "cpu") is not None
     return s
 
 
@@ -132,7 +132,7 @@ def test_fdr_search_shows_q_values_queries_sheet_and_exports(qtbot, window, demo
     offered = hits_filter()
     assert "mzTab-M" in offered and "GNPS" in offered
     mztab = pytest.importorskip("pyteomics.mztab")
-    out = window.export_hits(tmp_path / "hits.mztab", "all")
+    out = window.hits.export_hits(tmp_path / "hits.mztab", "all")
     table = mztab.MzTab(str(out))
     sme = table.small_molecule_evidence_table
     assert len(sme) == len(ref)
@@ -143,7 +143,7 @@ def test_fdr_search_shows_q_values_queries_sheet_and_exports(qtbot, window, demo
     target = tmp_path / "gnps_hits"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), gnps_filter))
-        out = window.export_hits(None, "all")
+        out = window.hits.export_hits(None, "all")
     assert out.name == "gnps_hits.tsv"
     frame = pd.read_csv(out, sep="\t")
     assert len(frame) == len(ref) and "Compound_Name" in frame and "SimMS_QValue" in frame
@@ -192,7 +192,7 @@ def test_tied_best_hits_in_tie_order_with_flags_in_table_pane_and_sheet(
     assert sheet.columns["tied"].tolist() == [3]
     assert sheet.columns["best_library_name"].tolist() == [ACIDS[0]]
     window.results.select_row(2)
-    window.show_query(0)  # a query picked in the query list: its best hit, in tie order
+    window.hits.show_query(0)  # a query picked in the query list: its best hit, in tie order
     assert window.results.model.row_of(window.results.current_row())["library_name"] == ACIDS[0]
     assert "tied with 2 other compounds" in sheet.columns["flags"][0]
 

@@ -7,7 +7,7 @@ import pytest
 
 import engine
 import simms_gui
-from simms_gui.session import Session
+from simms_gui.model import ClusterTask, Session
 
 
 def test_viewer_cluster_equals_the_engine_and_the_window_logs_it(qtbot, data_dir):
@@ -15,7 +15,10 @@ def test_viewer_cluster_equals_the_engine_and_the_window_logs_it(qtbot, data_dir
     qtbot.addWidget(viewer.window)
     try:
         queries = viewer.open_queries(data_dir / "pesticides.mgf")
-        result = viewer.cluster(threshold=0.7, backend="cpu")
+        task = viewer.cluster(threshold=0.7, backend="cpu")  # returns at once: a task
+        assert isinstance(task, ClusterTask)
+        result = task.wait(timeout=120)
+        assert task.done and task.state == "done" and task.progress == 1.0
         want = engine.cluster_spectra(queries, threshold=0.7, backend="cpu")
         assert np.array_equal(result.labels, want.labels)
         assert np.array_equal(result.representatives, want.representatives)
@@ -28,11 +31,11 @@ def test_viewer_cluster_equals_the_engine_and_the_window_logs_it(qtbot, data_dir
 def test_session_clusters_a_library_without_qt(data_dir):
     session = Session()
     events = []
-    session.connect(events.append)
+    session.events.clusters.connect(events.append)
     with pytest.raises(RuntimeError, match="open a library"):
         session.run_cluster("library")
     session.open(data_dir / "pesticides.mgf", "library")
     params = engine.ClusterParameters(linkage="single", threshold=0.7)
     result = session.run_cluster("library", params, "cpu")
-    assert events[-1] == "clusters"
+    assert events == [result]
     assert result.params.linkage == "single" and len(result) == len(session.library)

@@ -39,11 +39,11 @@ def window(qtbot, boxes, data):
     qtbot.addWidget(w)
     w.show()
     queries, library = data
-    assert w._loaded("library", Path("pesticides.mgf"), library)
-    assert w._loaded("queries", Path("pesticide-queries.mgf"), queries)
+    assert w.session.add_library(Path("pesticides.mgf"), library)
+    assert w.session.set_queries(Path("pesticide-queries.mgf"), queries)
     yield w
     w.shutdown()
-    assert w.dask.address is None
+    assert w.session.dask.address is None
 
 
 def assert_identical(got, expected):
@@ -87,8 +87,8 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     assert s.backend == "dask" and cluster.scheduler_address in s.device
     log = window.log_view.toPlainText()
     assert f"Dask cluster at {cluster.scheduler_address}" in log
-    client = window.dask._client
-    assert window.dask.address == cluster.scheduler_address
+    client = window.session.dask._client
+    assert window.session.dask.address == cluster.scheduler_address
 
     # the client stays open and is reused; a precursor window gives the same rows too
     params = engine.SearchParameters(
@@ -96,15 +96,15 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     )
     panel.set_parameters(params)
     assert click_search(qtbot, window) is False
-    assert window.dask._client is client
+    assert window.session.dask._client is client
     assert_identical(window.session.hits, engine.search(queries, library, params, backend="cpu"))
 
     # Stop cancels the job; the window stays usable
-    controller = window.start_search(engine.SearchParameters(mode="custom", top_n=0), "dask")
+    controller = window.searches.start(engine.SearchParameters(mode="custom", top_n=0), "dask")
     with qtbot.waitSignal(window.searchFinished, timeout=60_000) as blocker:
-        window.stop_search()
+        window.searches.stop()
     assert blocker.args[0] is True and controller.cancelled
-    assert window.dask._client is client
+    assert window.session.dask._client is client
 
     # the settings remember the backend and the address
     panel.save_settings()
@@ -118,7 +118,7 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     # another address closes the kept client (in the background)
     panel.dask_address.setText("tcp://127.0.0.1:1")
     panel.dask_address.editingFinished.emit()
-    qtbot.waitUntil(lambda: window.dask.address is None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.session.dask.address is None, timeout=20_000)
     assert client.status in ("closing", "closed")
 
 
@@ -144,18 +144,18 @@ def test_unreachable_cluster_is_a_message_not_a_crash(qtbot, window, boxes, monk
     assert text.startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:1")
     assert "\n" not in text
     assert "cannot reach the Dask scheduler" in window.statusBar().currentMessage()
-    assert window.search_panel.search_button.isEnabled() and not window.searching
+    assert window.search_panel.search_button.isEnabled() and not window.searches.searching
 
     # no address: a message, nothing starts
     panel.dask_address.clear()
-    assert window.start_search() is None
+    assert window.searches.start() is None
     assert boxes[-1][0] == "information" and "address" in boxes[-1][2]
 
     # still usable: a search on the CPU works
     queries, library = data
     params = engine.SearchParameters(mode="custom", top_n=2)
     with qtbot.waitSignal(window.searchFinished, timeout=60_000):
-        window.start_search(params, "cpu")
+        window.searches.start(params, "cpu")
     assert_identical(window.session.hits, engine.search(queries, library, params, backend="cpu"))
 
 
@@ -175,7 +175,7 @@ def test_viewer_search_on_dask(qtbot, cluster, data_dir):
             viewer.search(backend="dask", dask_address="  ")
     finally:
         viewer.close()
-    assert viewer.window.dask.address is None
+    assert viewer.window.session.dask.address is None
 
 
 @pytest.mark.slow
@@ -183,10 +183,10 @@ def test_local_cluster_address_starts_and_stops_workers(qtbot, window, data):
     queries, library = data
     params = engine.SearchParameters(mode="custom", top_n=2)
     with qtbot.waitSignal(window.searchFinished, timeout=60_000):
-        window.start_search(params, "dask", "local:1")
-    assert window.controller.error is None
+        window.searches.start(params, "dask", "local:1")
+    assert window.session.error is None
     assert_identical(window.session.hits, engine.search(queries, library, params, backend="cpu"))
-    cluster = window.dask._client.cluster
-    assert window.dask.address == "local:1" and len(cluster.workers) == 1
+    cluster = window.session.dask._client.cluster
+    assert window.session.dask.address == "local:1" and len(cluster.workers) == 1
     window.shutdown()
     assert cluster.status.name == "closed"

@@ -46,13 +46,13 @@ def window(qtbot, boxes):
 def search(qtbot, window, **params):
     p = engine.SearchParameters(**params)
     with qtbot.waitSignal(window.searchFinished, timeout=180_000):
-        assert window.start_search(p, "cpu") is not None
+        assert window.searches.start(p, "cpu") is not None
     return p
 
 
 @pytest.fixture
 def searched(qtbot, window):
-    assert window.load_demo(background=False)
+    assert window.files.load_demo(background=False)
     params = search(qtbot, window, top_n=5, tolerance=0.03)
     return window, params
 
@@ -77,13 +77,13 @@ def test_session_round_trip_restores_hits_parameters_and_selection(qtbot, search
     window.query_list.select_rows([1, 4])
     selected = s.selected_hit
     assert selected is not None and s.selected_queries == [1, 4]
-    path = window.save_session(tmp_path / "demo")
+    path = window.sessions.save(tmp_path / "demo")
     assert path.name == "demo.simms" and not s.unsaved
 
     other = new_window(qtbot)
     other.show()
     with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
-        other.open_session(path)  # in the background, with the load progress
+        other.sessions.open(path)  # in the background, with the load progress
     t = other.session
     np.testing.assert_array_equal(t.hits.query_index, s.hits.query_index)
     np.testing.assert_array_equal(t.hits.library_index, s.hits.library_index)
@@ -99,6 +99,47 @@ def test_session_round_trip_restores_hits_parameters_and_selection(qtbot, search
     # the hits equal a fresh search of the reopened files
     expected = engine.search(t.queries.spectra, t.library, params, backend="cpu")
     np.testing.assert_array_equal(t.hits.library_index, expected.library_index)
+    other.shutdown()
+
+
+def test_session_round_trip_restores_the_tables_filter_sort_and_best_hits(
+    qtbot, searched, tmp_path
+):
+    """A reopened session lists the hits as they were looked at: text filter, score
+    range, best hit per query and the sort (column and direction)."""
+    window, _ = searched
+    results = window.results
+    results.best_check.setChecked(True)
+    results.score_min.setValue(0.3)
+    word = str(results.model.row_of(0)["library_name"])[:3].lower()
+    results.filter_edit.setText(word)
+    results.table.sortByColumn(COL["score"], Qt.SortOrder.DescendingOrder)
+    shown = results.model.hit_table(visible=True)
+    assert 0 < len(shown) < len(window.session.hits)
+    path = window.sessions.save(tmp_path / "view.simms")
+
+    other = new_window(qtbot)
+    with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
+        other.sessions.open(path)
+    again = other.results
+    assert again.best_check.isChecked() and again.score_min.value() == pytest.approx(0.3)
+    assert again.filter_edit.text() == word
+    header = again.table.horizontalHeader()
+    assert header.sortIndicatorSection() == COL["score"]
+    assert header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    restored = again.model.hit_table(visible=True)
+    np.testing.assert_array_equal(restored.query_index, shown.query_index)
+    np.testing.assert_array_equal(restored.library_index, shown.library_index)
+    # the rows as a chemist reads them: one per query, scores from high to low, all >= 0.3
+    assert len(set(restored.query_index.tolist())) == len(restored)
+    assert np.all(np.diff(restored.score) <= 0) and restored.score.min() >= 0.3
+    names = again.model.column("library_name")
+    others = [again.model.column(k) for k in ("query_name", "query_id", "library_id")]
+    assert all(
+        word in " ".join(str(c[k]) for c in (names, *others)).lower()
+        or word in str(again.model.column("library_inchikey")[k]).lower()
+        for k in range(len(restored))
+    )
     other.shutdown()
 
 
@@ -145,7 +186,7 @@ def test_quit_asks_with_unsaved_hits_only(qtbot, monkeypatch, tmp_path):
     asked = answer(monkeypatch, Button.Cancel)
     assert window.close() and asked == []  # nothing found: no question
     window.show()
-    assert window.load_demo(background=False)
+    assert window.files.load_demo(background=False)
     search(qtbot, window, top_n=3)
     assert window.session.unsaved
     assert not window.close() and asked == ["Save the session?"]
@@ -169,7 +210,7 @@ def test_discard_closes_without_saving(qtbot, monkeypatch):
     window = new_window(qtbot)
     window.confirm_unsaved = True
     window.show()
-    window.load_demo(background=False)
+    window.files.load_demo(background=False)
     search(qtbot, window, top_n=2)
     asked = answer(monkeypatch, Button.Discard)
     assert window.close() and asked == ["Save the session?"]
@@ -181,7 +222,7 @@ def test_stale_banner_after_new_queries_and_parameters_until_the_next_search(qtb
     window, _ = searched
     banner = window.results.stale_banner
     assert window.session.stale == [] and banner.isHidden()
-    window.open_file(demo_queries_path(), "queries", background=False)  # read again
+    window.files.open_file(demo_queries_path(), "queries", background=False)  # read again
     assert window.session.stale == ["queries"]
     assert banner.isVisible() and "the queries changed" in banner.text()
     assert "gray" in window.results.table.styleSheet()
@@ -195,7 +236,7 @@ def test_stale_banner_after_new_queries_and_parameters_until_the_next_search(qtb
     qtbot.waitUntil(lambda: banner.isHidden(), timeout=5000)
     # a scripted search finer than the panel shows (4 decimals) is not out of date
     search(qtbot, window, top_n=5, tolerance=0.031234)
-    window._show_params_to_session()  # noqa: SLF001 - as the panel's timer does
+    window.sessions.show_params_to_session()  # noqa: SLF001 - as the panel's timer does
     assert window.session.stale == [] and banner.isHidden()
 
 
@@ -204,7 +245,7 @@ def test_compile_note_never_overwrites_search_done(qtbot, window, monkeypatch):
     import simms_gui._qt.main_window as main_window
     import simms_gui._qt.search_progress as search_panel
 
-    window.load_demo(background=False)
+    window.files.load_demo(background=False)
     monkeypatch.setattr(main_window, "warming_up", lambda: True)
     monkeypatch.setattr(search_panel, "warming_up", lambda: True)
     window._warm_up_started -= 30  # noqa: SLF001 - as if the warm-up had run for 30 s
@@ -243,11 +284,11 @@ def test_reading_a_file_shows_in_the_status_line_and_the_spectra_panel(
 ):
     monkeypatch.setenv("SIMMS_CACHE_DIR", str(tmp_path / "cache"))  # a cold read
     with qtbot.waitSignal(window.fileLoaded, timeout=120_000):
-        window.open_file(data_dir / "pesticides.mgf", "library")
+        window.files.open_file(data_dir / "pesticides.mgf", "library")
         assert window.slow_steps.text().startswith("Reading pesticides.mgf…")
         (row,) = window.library_panel.loading.values()
         assert row.text(0).startswith("Reading pesticides.mgf…")
-        assert window.load_dialogs[-1].labelText() == "Reading pesticides.mgf…"
+        assert window.files.load_dialogs[-1].labelText() == "Reading pesticides.mgf…"
     assert window.slow_steps.text() == "" and window.library_panel.loading == {}
 
 
@@ -336,13 +377,13 @@ def test_second_start_is_not_empty(qtbot, monkeypatch, tmp_path):
     assert first_start() and not first_start()  # this is a second start
     window = new_window(qtbot)
     asked = answer(monkeypatch, Button.Open)
-    assert window.restore_on_start() == "demo" and asked == []  # no session saved yet
+    assert window.sessions.restore_on_start() == "demo" and asked == []  # no session saved yet
     assert window.session.library is not None and window.session.queries is not None
     search(qtbot, window, top_n=2)
-    saved = window.save_session(tmp_path / "last.simms")
+    saved = window.sessions.save(tmp_path / "last.simms")
     window.shutdown()
     again = new_window(qtbot)
-    assert again.restore_on_start() == "session" and asked == ["Reopen the last session?"]
+    assert again.sessions.restore_on_start() == "session" and asked == ["Reopen the last session?"]
     assert len(again.session.hits) == len(window.session.hits) > 0
     assert saved.is_file()
     again.shutdown()
@@ -389,7 +430,7 @@ def test_dropping_a_session_file_opens_it(qtbot, searched, tmp_path):
     from PyQt6.QtGui import QDropEvent
 
     window, _ = searched
-    path = window.save_session(tmp_path / "dropped.simms")
+    path = window.sessions.save(tmp_path / "dropped.simms")
     other = new_window(qtbot)
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
@@ -403,19 +444,18 @@ def test_dropping_a_session_file_opens_it(qtbot, searched, tmp_path):
     other.shutdown()
 
 
-def test_a_large_session_fills_its_table_in_the_background(qtbot, searched, tmp_path, monkeypatch):
-    import simms_gui._qt.session_actions as session_actions
-
+def test_a_session_fills_its_table_from_its_task(qtbot, searched, tmp_path):
+    """The table's columns are made in the open task's thread; the window only shows them."""
     window, _ = searched
     window.results.select_row(5)
     selected = window.session.selected_hit
-    path = window.save_session(tmp_path / "large.simms")
-    monkeypatch.setattr(session_actions, "RESTORE_IN_BACKGROUND", 10)  # 166 hits count as many
+    path = window.sessions.save(tmp_path / "large.simms")
     other = new_window(qtbot)
+    seen = []
+    other.session.events.hits.connect(lambda e: seen.append(e.columns is not None))
     with qtbot.waitSignal(other.sessionOpened, timeout=60_000):
-        other.open_session(path, background=False)
-        assert other.slow_steps.text().startswith("Preparing 166 hits for the table")
-        assert other.results.model.rowCount() == 0  # not yet: the GUI thread stays free
+        assert other.sessions.open(path) is None  # returns at once
+    assert seen == [True]  # one event with every hit, its columns made in the task
     assert other.results.model.rowCount() == len(window.session.hits)
     row = other.results.model.row_of(other.results.current_row())
     assert (int(row["query_index"]), int(row["library_index"])) == selected

@@ -97,7 +97,7 @@ def test_window_reads_files_off_the_gui_thread(qtbot, data_dir, monkeypatch):
         return engine.load_library(data_dir / "sample.msp")
 
     monkeypatch.setattr(window.session, "read", slow_read)
-    assert window.open_file(data_dir / "sample.msp", "library") is None  # returns at once
+    assert window.files.open_file(data_dir / "sample.msp", "library") is None  # returns at once
     qtbot.waitUntil(lambda: bool(reader), timeout=10_000)
     assert reader[0] is not threading.main_thread()
     ticks = []
@@ -114,12 +114,12 @@ def test_closing_windows_with_finished_and_running_tasks(qtbot, data_dir):
     for round_ in range(5):
         window = MainWindow(persist_settings=False)
         qtbot.addWidget(window)
-        window.open_file(data_dir / "sample.msp", "library")
+        window.files.open_file(data_dir / "sample.msp", "library")
         if round_ % 2:
             qtbot.waitUntil(lambda w=window: w.session.library is not None, timeout=30_000)
         window.close()  # shutdown waits for every task's thread, without error
-        assert all(task.is_finished() for task in window._tasks)
-        qtbot.waitUntil(lambda w=window: not w._tasks, timeout=10_000)
+        assert all(task.done for task in window.session.runner.tasks)
+        qtbot.waitUntil(lambda w=window: not w.session.runner.tasks, timeout=10_000)
 
 
 def test_ldd_output_maps_to_debian_packages():
@@ -157,7 +157,7 @@ def test_runtime_errors_of_background_work_reach_the_user(qtbot, data_dir, monke
     read that fails so must still say so."""
     from PyQt6.QtWidgets import QMessageBox
 
-    import simms_gui._qt.worker as worker
+    import simms_gui.model.analyses as worker
 
     monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: None)
     viewer = simms_gui.Viewer(show=False)
@@ -176,6 +176,6 @@ def test_runtime_errors_of_background_work_reach_the_user(qtbot, data_dir, monke
 
     monkeypatch.setattr(viewer.session, "read", lost)
     with qtbot.waitSignal(viewer.window.loadFailed, timeout=10_000) as failed:
-        viewer.window.open_file(data_dir / "sample.msp", "library", background=True)
+        viewer.window.files.open_file(data_dir / "sample.msp", "library", background=True)
     assert "workers were lost" in failed.args[0]
     viewer.close()

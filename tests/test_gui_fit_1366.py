@@ -91,7 +91,7 @@ def test_network_pair_plot_is_readable_and_described(viewer, qtbot, data_dir, tm
     assert str(spectra.ids[a]) in text and str(spectra.ids[b]) in text
     assert f"{net.score[0]:.4f}" in text
     # File → Export mirror plot on the Network tab writes the edge shown there
-    out = viewer.window.export_mirror(tmp_path / "edge.svg")
+    out = viewer.window.hits.export_mirror(tmp_path / "edge.svg")
     assert f"edge {a}–{b}" in out.read_text(encoding="utf-8")
 
 
@@ -101,7 +101,7 @@ def test_heatmap_pair_plot_is_readable_and_described(viewer, qtbot, data_dir):
     viewer.search(backend="cpu", top_n=3, mode="analog").wait(timeout=120)
     w = viewer.window
     with qtbot.waitSignal(w.heatmapReady, timeout=60_000):
-        w.heatmap_top_hits([51, 53])
+        w.analyses.heatmap_top_hits([51, 53])
     request = w.heatmap_panel.request
     w.heatmap_panel._clicked(0, 1)  # noqa: SLF001  (a click on the cell)
     qtbot.wait(100)

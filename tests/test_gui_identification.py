@@ -37,7 +37,7 @@ def test_identity_search_shows_evidence_and_the_hit_pane(qtbot, window, data_dir
     s.set_queries(data_dir / "massbank_ms2_queries.mgf.gz", queries)
     params = engine.SearchParameters(top_n=5)
     with qtbot.waitSignal(window.searchFinished, timeout=180_000):
-        assert window.start_search(params, "cpu") is not None
+        assert window.searches.start(params, "cpu") is not None
     model = window.results.model
     assert model.rowCount() > 12
     expected = hit_columns(s.hits, queries, library, params)

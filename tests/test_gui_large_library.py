@@ -76,7 +76,7 @@ def test_opening_a_1_5_million_spectrum_library_shows_progress_and_cancels(
     started = time.perf_counter()
     with qtbot.waitSignal(window.loadFailed, timeout=120_000) as failed:
         window.open_library_action.trigger()  # as File → Open library… does
-        dialog = window.load_dialogs[-1]
+        dialog = window.files.load_dialogs[-1]
         assert dialog.labelText() == f"Reading {large_mgf.name}…"
         qtbot.waitUntil(dialog.isVisible, timeout=20_000)  # shown after half a second
         values: list[int] = []
@@ -91,7 +91,7 @@ def test_opening_a_1_5_million_spectrum_library_shows_progress_and_cancels(
     print(f"\n1.5 M spectra: opened, advanced and cancelled in {seconds:.1f} s")
     assert failed.args == [f"{large_mgf}: cancelled"]
     assert len(window.session.libraries) == libraries  # nothing added
-    assert window.load_dialogs == []  # the dialog closed
+    assert window.files.load_dialogs == []  # the dialog closed
     assert QApplication.overrideCursor() is None  # the busy cursor is gone
     assert not window.slow_steps.text().startswith("Reading")
     assert boxes == []  # a cancel is no error
@@ -101,7 +101,7 @@ def test_opening_a_1_5_million_spectrum_library_shows_progress_and_cancels(
         window.open_library_action.trigger()
     assert len(window.session.libraries) == libraries + 1
     assert len(window.session.library) == 76
-    assert window.load_dialogs == []
+    assert window.files.load_dialogs == []
 
 
 @pytest.mark.slow
@@ -120,6 +120,6 @@ def test_a_1_5_million_spectrum_library_opens_whole_then_from_the_cache(
         library = window.session.library
         assert len(library) == N_SPECTRA and library.n_peaks == 3 * N_SPECTRA
         assert library.ids[N_SPECTRA - 1] == f"S{N_SPECTRA - 1:07d}"
-        assert window.load_dialogs == [] and boxes == []
+        assert window.files.load_dialogs == [] and boxes == []
         assert any(p.is_file() for p in cache.rglob("*"))  # the read left its cache
         window.session.remove_library(len(window.session.libraries) - 1)

@@ -8,7 +8,7 @@ from PyQt6 import QtCore
 
 import engine
 import simms_gui
-from simms_gui.network_session import NetworkRequest
+from simms_gui.model import NetworkRequest
 from simms_gui.session import Session
 
 SCORE = {"preprocess": "none", "tolerance": 0.1, "threshold": 0.7, "min_matches": 6}
@@ -106,11 +106,12 @@ def test_session_builds_networks_without_qt(data_dir):
     session = Session()
     session.open(data_dir / "pesticides.mgf", "queries")
     events = []
-    session.connect(events.append)
+    session.events.network_started.connect(lambda r: events.append(("started", r)))
+    session.events.network_finished.connect(lambda e: events.append(("finished", e.network)))
     from engine.networking import network_parameters
 
     net = session.run_network(NetworkRequest(params=network_parameters(**SCORE), backend="cpu"))
-    assert events == ["network_started", "network_finished"]
+    assert [what for what, _ in events] == ["started", "finished"] and events[1][1] is net
     expected = engine.network(session.queries.spectra, **SCORE)
     np.testing.assert_array_equal(net.edges, expected.edges)
     assert session.network is net and session.network_state == "idle"

@@ -22,8 +22,8 @@ def window(qtbot, boxes, pesticides):
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
-    assert w._loaded("library", Path("pesticides.mgf"), pesticides)
-    assert w._loaded("queries", Path("queries.mgf"), pesticides.subset(range(0, 76, 2)))
+    assert w.session.add_library(Path("pesticides.mgf"), pesticides)
+    assert w.session.set_queries(Path("queries.mgf"), pesticides.subset(range(0, 76, 2)))
     yield w
     w.shutdown()
 

@@ -17,7 +17,7 @@ def _in_query_order(model) -> None:
 
 
 def test_rows_stream_in_query_order(qtbot, window):
-    assert window.load_demo(background=False)
+    assert window.files.load_demo(background=False)
     model = window.results.model
     seen: list[int] = []
     model.rowsInserted.connect(lambda *_: seen.append(model.rowCount()))
@@ -25,7 +25,7 @@ def test_rows_stream_in_query_order(qtbot, window):
     # a precursor window: the search visits queries in precursor order, in several chunks
     params = engine.SearchParameters(top_n=5, precursor_tolerance=0.05, batch_size=8)
     with qtbot.waitSignal(window.searchFinished, timeout=180_000):
-        assert window.start_search(params, "cpu") is not None
+        assert window.searches.start(params, "cpu") is not None
     assert len(seen) > 1  # it did stream
     _in_query_order(model)
     rows = model.view_rows

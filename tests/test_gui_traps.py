@@ -30,9 +30,9 @@ def window(qtbot, boxes):
 
 @pytest.fixture
 def searched(qtbot, window):
-    assert window.load_demo(background=False)
+    assert window.files.load_demo(background=False)
     with qtbot.waitSignal(window.searchFinished, timeout=120_000):
-        assert window.start_search(engine.SearchParameters(top_n=10), "cpu") is not None
+        assert window.searches.start(engine.SearchParameters(top_n=10), "cpu") is not None
     assert len(window.session.hits) > 40
     return window
 
@@ -109,14 +109,14 @@ def test_query_click_shows_its_best_hit_and_double_click_filters_visibly(qtbot, 
 
 
 def test_query_without_hits_says_so(qtbot, window):
-    assert window.load_demo(background=False)
-    window.show_query(0)
+    assert window.files.load_demo(background=False)
+    window.hits.show_query(0)
     mirror = window.pair_view.mirror
     assert mirror.hint.isVisible() and "No hits" in mirror.hint.text()
 
 
 def test_parquet_offered_only_when_it_can_be_written(qtbot, searched, monkeypatch):
-    from simms_gui._qt import hit_views
+    from simms_gui._qt import hits_controller as hit_views
 
     offered: list[str] = []
 
@@ -126,7 +126,7 @@ def test_parquet_offered_only_when_it_can_be_written(qtbot, searched, monkeypatc
 
     monkeypatch.setattr(QFileDialog, "getSaveFileName", fake_dialog)
     assert importlib.util.find_spec("pyarrow") is not None  # in the test environment
-    searched.export_hits(None, "all")
+    searched.hits.export_hits(None, "all")
     assert "Parquet (*.parquet)" in offered[-1]
 
     real = importlib.util.find_spec
@@ -135,7 +135,7 @@ def test_parquet_offered_only_when_it_can_be_written(qtbot, searched, monkeypatc
         "find_spec",
         lambda name, *a: None if name == "pyarrow" else real(name, *a),
     )
-    searched.export_hits(None, "all")
+    searched.hits.export_hits(None, "all")
     assert "arquet" not in offered[-1] and "Tab-separated (*.tsv)" in offered[-1]
     assert "pyarrow" in searched.log_view.toPlainText()
 
@@ -148,7 +148,7 @@ def _ticks(axis) -> list[str]:
 def test_heatmap_axes_name_rows_and_columns(qtbot, searched):
     queries = searched.session.queries.spectra
     with qtbot.waitSignal(searched.heatmapReady, timeout=60_000):
-        searched.heatmap_selection([0, 1, 2, 3, 4])
+        searched.analyses.heatmap_selection([0, 1, 2, 3, 4])
     heatmap = searched.heatmap_panel.heatmap
     assert heatmap.stack.currentWidget() is heatmap.graphics
     plot = heatmap.plot_item
@@ -160,7 +160,7 @@ def test_heatmap_axes_name_rows_and_columns(qtbot, searched):
         assert name.startswith(tick.rstrip("…"))
 
     with qtbot.waitSignal(searched.heatmapReady, timeout=60_000):
-        searched.heatmap_top_hits([0, 1, 2])
+        searched.analyses.heatmap_top_hits([0, 1, 2])
     assert plot.getAxis("bottom").labelText == "library hit"
     assert plot.getAxis("left").labelText == "query"
 

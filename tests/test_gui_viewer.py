@@ -110,12 +110,12 @@ def test_window_follows_the_session(viewer, qtbot, data_dir):
     session.open(data_dir / "pesticides.mgf", "queries")
     assert viewer.window.query_list.model.rowCount() == 76
     started, finished = [], []
-    session.connect(lambda what: started.append(what) if what == "search_started" else None)
-    session.connect(lambda what: finished.append(what) if what == "search_finished" else None)
-    session.search(engine.SearchParameters(mode="custom", top_n=2), "cpu")
-    assert session.state == "running" and started
-    assert viewer.window.search_panel.parameters().top_n == 2
-    qtbot.waitUntil(lambda: session.state == "idle", timeout=120_000)
+    session.events.search_started.connect(started.append)
+    session.events.search_finished.connect(finished.append)
+    with qtbot.waitSignal(viewer.window.searchFinished, timeout=120_000):
+        session.search(engine.SearchParameters(mode="custom", top_n=2), "cpu")
+        assert session.state == "running" and started
+        qtbot.waitUntil(lambda: viewer.window.search_panel.parameters().top_n == 2)
     assert finished and not session.cancelled and session.error is None
     model = viewer.window.results.model
     assert model.rowCount() == len(session.hits) > 0

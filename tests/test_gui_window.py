@@ -24,14 +24,14 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 @pytest.fixture
 def demo(window):
-    assert window.load_demo(background=False)
+    assert window.files.load_demo(background=False)
     return window
 
 
 def run_search(qtbot, window, timeout=120_000, **params):
     p = engine.SearchParameters(**params)
     with qtbot.waitSignal(window.searchFinished, timeout=timeout):
-        controller = window.start_search(p, "cpu")
+        controller = window.searches.start(p, "cpu")
         assert controller is not None
     return p
 
@@ -54,9 +54,11 @@ def test_demo_loaded_and_panels_filled(demo):
 def test_hits_stream_in_while_search_runs(qtbot, demo):
     model = demo.results.model
     seen: list[tuple[int, bool]] = []
-    model.rowsInserted.connect(lambda *_: seen.append((model.rowCount(), demo.controller.running)))
+    ended = []
+    demo.searchFinished.connect(lambda _cancelled: ended.append(True))
+    model.rowsInserted.connect(lambda *_: seen.append((model.rowCount(), not ended)))
     params = run_search(qtbot, demo, top_n=5, batch_size=16)
-    # several chunks arrived, each while the worker was still running, growing the table
+    # several chunks arrived, each before the search's end was shown, growing the table
     assert len(seen) >= 3
     assert all(running for _, running in seen)
     counts = [n for n, _ in seen]
@@ -183,7 +185,7 @@ def test_modified_cosine_mirror_plot(qtbot, demo):
 def test_export_hits_reads_back(qtbot, searched, tmp_path, monkeypatch):
     window, _ = searched
     s = window.session
-    out = window.export_hits(tmp_path / "all.tsv", "all")
+    out = window.hits.export_hits(tmp_path / "all.tsv", "all")
     cols, provenance = read_hits(out)
     np.testing.assert_array_equal(cols["query_index"], s.hits.query_index)
     np.testing.assert_array_equal(cols["library_index"], s.hits.library_index)
@@ -218,14 +220,14 @@ def test_export_hits_reads_back(qtbot, searched, tmp_path, monkeypatch):
 
 
 def test_stop_keeps_partial_hits(qtbot, window, massbank_library, massbank_queries):
-    window.open_file(DATA / "massbank_ms2.mgf.gz", "library", background=False)
-    window.open_file(DATA / "massbank_ms2_queries.mgf.gz", "queries", background=False)
+    window.files.open_file(DATA / "massbank_ms2.mgf.gz", "library", background=False)
+    window.files.open_file(DATA / "massbank_ms2_queries.mgf.gz", "queries", background=False)
     s = window.session
     assert len(s.library) == len(massbank_library) and len(s.queries.spectra) == 1000
     params = engine.SearchParameters(mode="custom", top_n=10, batch_size=256)
     with qtbot.waitSignal(window.results.model.rowsInserted, timeout=120_000):
-        window.start_search(params, "cpu")
-    assert window.searching
+        window.searches.start(params, "cpu")
+    assert window.searches.searching
     with qtbot.waitSignal(window.searchFinished, timeout=30_000) as finished:
         start = time.perf_counter()
         qtbot.mouseClick(window.search_panel.stop_button, Qt.MouseButton.LeftButton)
@@ -252,19 +254,19 @@ def test_stop_keeps_partial_hits(qtbot, window, massbank_library, massbank_queri
 def test_broken_file_shows_an_error_not_a_crash(qtbot, window, boxes, tmp_path):
     garbage = tmp_path / "broken.mgf"
     garbage.write_bytes(b"\x00\x01 this is not a spectrum file \xff\xfe\n" * 20)
-    assert window.open_file(garbage, "library", background=False) is None
+    assert window.files.open_file(garbage, "library", background=False) is None
     assert boxes and "broken.mgf" in boxes[-1][2]
     assert window.session.libraries == []
 
     # same in the background reader
     boxes.clear()
     with qtbot.waitSignal(window.loadFailed, timeout=30_000):
-        window.open_file(garbage, "library", background=True)
+        window.files.open_file(garbage, "library", background=True)
     assert boxes and "broken.mgf" in boxes[-1][2]
 
     missing = tmp_path / "missing.mgf"
     boxes.clear()
-    window.open_file(missing, "queries", background=False)
+    window.files.open_file(missing, "queries", background=False)
     assert boxes and boxes[-1][0] == "critical" and "missing.mgf" in boxes[-1][2]
 
 
@@ -274,7 +276,7 @@ def test_partly_broken_file_shows_its_import_report(window, boxes, tmp_path, dat
     bad = "BEGIN IONS\nTITLE=broken record\nPEPMASS=300.1\n12.0 abc\nxyz\nEND IONS\n"
     path = tmp_path / "partly.mgf"
     path.write_text("END IONS".join(blocks[:3]) + "END IONS\n" + bad)
-    spectra = window.open_file(path, "library", background=False)
+    spectra = window.files.open_file(path, "library", background=False)
     assert spectra is not None and len(spectra) == 3
     item = window.library_panel.libraries_item.child(0)
     skipped, repaired = int(item.text(2)), int(item.text(3))
@@ -298,7 +300,7 @@ def test_profile_spectra_are_named_in_the_spectra_panel(window, tmp_path):
     from tests.test_profile_spectra import profile_mgf
 
     path = profile_mgf(tmp_path / "profile.mgf", 300)
-    assert window.open_file(path, "library", background=False) is not None
+    assert window.files.open_file(path, "library", background=False) is not None
     item = window.library_panel.libraries_item.child(0)
     assert "profile-mode data (not centroided)" in item.toolTip(1)
     window.library_panel.tree.setCurrentItem(item)
@@ -329,7 +331,7 @@ def test_heatmaps_and_cell_click(qtbot, searched):
     window, params = searched
     window.query_list.select_rows([0, 1, 2, 3, 4])
     with qtbot.waitSignal(window.heatmapReady, timeout=60_000):
-        window.heatmap_selection()
+        window.analyses.heatmap_selection()
     panel = window.heatmap_panel
     assert panel.scores.shape == (5, 5)
     np.testing.assert_allclose(np.diag(panel.scores), 1.0, atol=1e-9)
@@ -339,7 +341,7 @@ def test_heatmaps_and_cell_click(qtbot, searched):
     assert pair.matches.score == pytest.approx(panel.scores[1, 3], abs=1e-6)
 
     with qtbot.waitSignal(window.heatmapReady, timeout=60_000):
-        window.heatmap_top_hits([0, 1, 2])
+        window.analyses.heatmap_top_hits([0, 1, 2])
     hits = window.session.hits
     sub = hits.take(np.isin(hits.query_index, [0, 1, 2])).top_per_query(10)
     assert panel.scores.shape == (3, len(np.unique(sub.library_index)))
@@ -373,7 +375,7 @@ def test_settings_and_recent_files_persist(qtbot, demo):
 
 def test_drop_files_opens_them(qtbot, window, monkeypatch):
     monkeypatch.setattr(
-        window, "ask_kind", lambda path: "queries" if "quer" in Path(path).name else "library"
+        window.files, "ask_kind", lambda path: "queries" if "quer" in Path(path).name else "library"
     )
     mime = QMimeData()
     mime.setUrls(
@@ -388,7 +390,8 @@ def test_drop_files_opens_them(qtbot, window, monkeypatch):
     )
     window.dropEvent(event)
     s = window.session
-    qtbot.waitUntil(lambda: s.library is not None, timeout=30_000)  # large: read in background
+    # both read in the background, side by side in the session's runner
+    qtbot.waitUntil(lambda: s.library is not None and s.queries is not None, timeout=30_000)
     assert s.library is not None and len(s.library) == 3000
     assert s.queries is not None and len(s.queries.spectra) == 40
 
@@ -396,24 +399,24 @@ def test_drop_files_opens_them(qtbot, window, monkeypatch):
 def test_keeping_every_hit_asks_before_a_huge_table(qtbot, demo, boxes, monkeypatch):
     from PyQt6.QtWidgets import QMessageBox
 
-    import simms_gui._qt.search_control as search_control
+    import simms_gui._qt.search_controller as search_control
 
     monkeypatch.setattr(search_control, "LARGE_RESULT_ROWS", 100_000)  # demo: 40 x 3,000
     demo.search_panel.top_n.setValue(0)  # "all"
-    assert demo.start_search() is None  # the question was not answered "Yes"
+    assert demo.searches.start() is None  # the question was not answered "Yes"
     assert [(kind, title) for kind, title, _ in boxes] == [("question", "Keep every hit?")]
     assert "120,000 rows" in boxes[0][2]
     monkeypatch.setattr(
         QMessageBox, "question", staticmethod(lambda *a, **k: QMessageBox.StandardButton.Yes)
     )
     with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
-        assert demo.start_search() is not None
+        assert demo.searches.start() is not None
     assert demo.results.model.rowCount() == len(demo.session.hits) > 0
     # a top N never asks, nor does a scripted search with its own parameters
     boxes.clear()
     demo.search_panel.top_n.setValue(10)
     with qtbot.waitSignal(demo.searchFinished, timeout=120_000):
-        assert demo.start_search() is not None
+        assert demo.searches.start() is not None
     assert boxes == []
 
 
@@ -454,13 +457,13 @@ def test_opening_a_large_library_shows_progress_and_cancels(
     )
     path = data_dir / "massbank_ms2.mgf.gz"
     with qtbot.waitSignal(window.fileLoaded, timeout=300_000):
-        window.open_file(path, "library")
-        dialog = window.load_dialogs[-1]
+        window.files.open_file(path, "library")
+        dialog = window.files.load_dialogs[-1]
         assert dialog.labelText() == "Reading massbank_ms2.mgf.gz…"
         qtbot.waitUntil(dialog.isVisible, timeout=20_000)  # shown after half a second
         assert window.slow_steps.text().startswith("Reading massbank_ms2.mgf.gz…")
     assert len(window.session.library) == 54_390
-    assert window.load_dialogs == []  # closed when the read ended
+    assert window.files.load_dialogs == []  # closed when the read ended
     assert len(reports) > 10  # the reader reports as it goes, not only at start and end
     done = [d for d, _ in reports]
     assert done == sorted(done) and reports[-1][0] == reports[-1][1] > 0
@@ -468,9 +471,9 @@ def test_opening_a_large_library_shows_progress_and_cancels(
     monkeypatch.setenv("SIMMS_CACHE_DIR", str(tmp_path / "cache2"))
     libraries = len(window.session.libraries)
     with qtbot.waitSignal(window.loadFailed, timeout=300_000) as failed:
-        window.open_file(path, "library")
-        dialog = window.load_dialogs[-1]
+        window.files.open_file(path, "library")
+        dialog = window.files.load_dialogs[-1]
         next(b for b in dialog.findChildren(QPushButton) if b.text() == "Cancel").click()
     assert failed.args == [f"{path}: cancelled"]
     assert len(window.session.libraries) == libraries
-    assert window.load_dialogs == []
+    assert window.files.load_dialogs == []

@@ -7,7 +7,7 @@ import html
 import pyqtgraph as pg
 from PyQt6 import QtCore, QtGui, QtWidgets
 
-__all__ = ["COLORS", "LEGEND_NAMES", "AbsoluteAxis", "FitLabel", "hint_or_plot"]
+__all__ = ["COLORS", "LEGEND_NAMES", "AbsoluteAxis", "FitLabel", "hint_or_plot", "plain_axes"]
 
 #: Colours of the mirror plot (colour-blind safe: blue / orange / grey / purple).
 COLORS = {
@@ -128,3 +128,14 @@ def hint_or_plot(
     stack.addWidget(hint)
     stack.addWidget(plot)
     return hint, stack
+
+
+def plain_axes(plot: pg.PlotItem) -> pg.PlotItem:
+    """A figure's plot: no auto-range button nor context menu, dark grey axes."""
+    plot.hideButtons()
+    plot.setMenuEnabled(False)
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen("#444444"))
+        axis.setTextPen(pg.mkPen("#222222"))
+    return plot

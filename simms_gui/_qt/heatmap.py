@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PyQt6 import QtCore, QtGui, QtWidgets
 
-from simms_gui._qt.figure_parts import hint_or_plot
+from simms_gui._qt.figure_parts import hint_or_plot, plain_axes
 from simms_gui._qt.plots import export_plot
 
 __all__ = ["HeatmapWidget"]
@@ -115,12 +115,7 @@ class HeatmapWidget(QtWidgets.QWidget):
 
         self.plot_item: pg.PlotItem = self.graphics.addPlot(row=0, col=0)
         plot = self.plot_item
-        plot.hideButtons()
-        plot.setMenuEnabled(False)
-        for name in ("left", "bottom"):
-            axis = plot.getAxis(name)
-            axis.setPen(pg.mkPen("#444444"))
-            axis.setTextPen(pg.mkPen("#222222"))
+        plain_axes(plot)
         vb = plot.getViewBox()
         vb.invertY(True)
         vb.setDefaultPadding(0)

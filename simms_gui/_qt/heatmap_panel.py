@@ -8,7 +8,7 @@ import numpy as np
 from PyQt6.QtCore import pyqtSignal
 from PyQt6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from simms_gui.heatmap_requests import (
+from simms_gui.model.requests import (
     MAX_SIDE,
     HeatmapRequest,
     spectrum_labels,

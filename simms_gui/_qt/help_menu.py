@@ -27,6 +27,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from simms_gui._qt.layouts import closable
 from simms_gui._qt.parameter_tips import apply_parameter_tips
 from simms_gui.resources import resource_path
 
@@ -82,12 +83,7 @@ class GuideDialog(QDialog):
         self.browser = QTextBrowser()
         self.browser.setOpenExternalLinks(True)
         self.browser.setMarkdown(guide_text())
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.close)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.browser)
-        layout.addWidget(buttons)
-        self.resize(820, 680)
+        closable(self, self.browser, 820, 680)
 
 
 def _plain(text: str) -> str:

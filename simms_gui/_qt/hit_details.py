@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from PyQt6.QtWidgets import QTextBrowser, QWidget
 
-from simms_gui.answers import flag_lines
+from simms_gui.model.answers import flag_lines
 
 __all__ = ["DETAIL_FIELDS", "PPM_LIMIT_DA", "HitDetails"]
 
@@ -56,7 +56,7 @@ def detail_html(
     sides: tuple[str, str] = ("query", "library"),
 ) -> str:
     """The pane's HTML for one hit row (fields missing from ``row`` are left out),
-    under its ambiguity warnings (:func:`simms_gui.answers.flag_lines`).
+    under its ambiguity warnings (:func:`simms_gui.model.answers.flag_lines`).
 
     Labels are never broken; ``stacked`` puts each value under its label (a
     narrow pane), so IDs and names get the pane's whole width.  ``sides``

@@ -16,7 +16,7 @@ HIT_FORMATS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-#: The filters of the hit export dialog (``hit_views.hits_filter`` drops Parquet without pyarrow).
+#: The hit export dialog's filters (``hits_controller.hits_filter`` drops Parquet without pyarrow).
 HITS_FILTER = ";;".join(text for _fmt, text, _suffix in HIT_FORMATS)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -17,8 +15,9 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
+from simms_gui._qt.layouts import closable, group_box
+from simms_gui.model.files import LoadedFile
 from simms_gui.reports import profile_warning, report_counts, report_text
-from simms_gui.session import LoadedFile
 
 __all__ = ["LibraryPanel", "ImportReportDialog"]
 
@@ -32,12 +31,7 @@ class ImportReportDialog(QDialog):
         self.text = QPlainTextEdit(text)
         self.text.setReadOnly(True)
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.text)
-        layout.addWidget(buttons)
-        self.resize(720, 420)
+        closable(self, self.text, 720, 420)
 
 
 class LibraryPanel(QWidget):
@@ -89,12 +83,7 @@ class LibraryPanel(QWidget):
         buttons.addWidget(self.use_button)
         buttons.addWidget(self.report_button)
         buttons.addWidget(self.remove_button)
-        box = QGroupBox("Spectra")
-        inner = QVBoxLayout(box)
-        inner.addWidget(self.tree)
-        inner.addLayout(buttons)
-        inner.addWidget(self.report_view)
-        inner.addWidget(self.hint)
+        box = group_box("Spectra", self.tree, buttons, self.report_view, self.hint)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(box)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PyQt6.QtCore import QTimer, pyqtSignal
 from PyQt6.QtWidgets import QProgressDialog, QWidget
 
-from simms_gui.files import LoadProgress
+from simms_gui.model.files import LoadProgress
 
 __all__ = ["LoadProgressDialog"]
 

@@ -3,57 +3,72 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from PyQt6.QtCore import QByteArray, QEvent, Qt, QTimer, pyqtSignal
-from PyQt6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PyQt6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+)
 from PyQt6.QtWidgets import (
     QDockWidget,
     QGroupBox,
     QMainWindow,
-    QMessageBox,
     QPlainTextEdit,
     QSplitter,
     QTabWidget,
     QWidget,
 )
 
+from engine.backends import interactive_threads
 from engine.warmup import warm_up_in_background, warming_up
-from simms_gui._qt.file_loading import FileLoading
+from simms_gui._qt.analyses_controller import AnalysesController
+from simms_gui._qt.desk import Desk, pump_events
+from simms_gui._qt.files_controller import FilesController, droppable
 from simms_gui._qt.heatmap_panel import HeatmapPanel
 from simms_gui._qt.help_menu import install_help_menu
-from simms_gui._qt.hit_views import HitViews
+from simms_gui._qt.hits_controller import HitsController
 from simms_gui._qt.library_panel import LibraryPanel
 from simms_gui._qt.network_view import NetworkTab
 from simms_gui._qt.query_list import QueryList
 from simms_gui._qt.query_status_view import QueryStatusPanel
 from simms_gui._qt.results_view import ResultsPanel
-from simms_gui._qt.search_control import SearchControl, local_backend
+from simms_gui._qt.search_controller import SearchController
 from simms_gui._qt.search_panel import SearchPanel
-from simms_gui._qt.session_actions import SessionActions
-from simms_gui._qt.settings import settings
+from simms_gui._qt.sessions_controller import SessionsController
+from simms_gui._qt.settings import first_start, settings
 from simms_gui._qt.spectrum_view import PairView
 from simms_gui._qt.status_line import SlowSteps
-from simms_gui._qt.worker import BackgroundTask, SearchController
-from simms_gui.dask_connection import DaskConnection
-from simms_gui.session import Session
+from simms_gui.model import Session, TaskRunner
+from simms_gui.model.analyses import local
 
-__all__ = ["MainWindow"]
+__all__ = ["MainWindow", "first_start"]
 
 
 #: Below this screen height the Spectra and Queries panels share one tabbed dock.
 COMPACT_HEIGHT = 1000
 #: The kernels' note, while numba compiles them (or loads them from its cache).
 KERNELS_NOTE = "Preparing the search kernels (first run only)…"
+#: Threads of the session's runner under the window: a file read that blocks (a slow
+#: disk, a FIFO) never holds back a search.
+RUNNER_THREADS = 16
 
 
-class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWindow):
-    """Main window of SimMS desktop.
+class MainWindow(QMainWindow):
+    """Main window of SimMS desktop: widgets, and the controllers that join them to a session.
+
+    The session runs its work in a thread pool (its runner) and announces
+    changes; the controllers show them: ``files``, ``searches``, ``hits``,
+    ``sessions`` and ``analyses`` (plain objects, each given what it uses).
 
     Parameters
     ----------
     session : Session, optional
-        The headless model shown (a new one when omitted).
+        The headless model shown (a new one when omitted); its runner becomes a
+        thread pool, and it prepares what the window shows (``display``).
 
     Signals
     -------
@@ -89,13 +104,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         #: neither read nor write them, so a script runs the same everywhere.
         self.persist_settings = persist_settings
         self.session = session or Session()
-        self.controller: SearchController | None = None
-        self._tasks: set[BackgroundTask] = set()
-        #: Progress dialogs of files being read (newest last).
-        self.load_dialogs: list = []
-        self._search_started = 0.0
-        #: The Dask client kept between searches (see :class:`DaskConnection`).
-        self.dask = DaskConnection()
+        self.session.runner = TaskRunner(RUNNER_THREADS, pump_events, interactive_threads())
+        self.session.display = True
         self.setWindowTitle("SimMS — MS/MS library search")
         self.setAcceptDrops(True)
 
@@ -140,21 +150,18 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
 
         self.slow_steps = SlowSteps()
         self.statusBar().addPermanentWidget(self.slow_steps)
+        self.desk = Desk(self, self.log_view, self.statusBar(), self.slow_steps, persist_settings)
+        self._make_controllers()
         self._make_actions()
         install_help_menu(self)
-        self._connect()
-        self._follow_selection()
-        self._watch_parameters()
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
         if self.search_panel.settings_note:
             self.log(self.search_panel.settings_note)
         self.resize(1600, 1000)
         self.arrange_docks()
         self._restore_state()
-        self.session.connect(self._on_session_event)
-        self._refresh_files()
         # compile the search kernels while the user looks around, not on first Search
-        warm_up_in_background(local_backend(self.search_panel.backend_name()))
+        warm_up_in_background(local(self.search_panel.backend_name()))
         self._warm_up_started = time.perf_counter()
         self._warm_up_timer = QTimer(self, interval=250, timeout=self._check_warm_up)
         self._warm_up_timer.start()
@@ -177,6 +184,39 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
             self.log(f"Search kernels compiled and cached in {seconds:.0f} s", status=False)
         else:
             self.slow_steps.clear_step("kernels")
+
+    def _make_controllers(self) -> None:
+        s, desk = self.session, self.desk
+        self.files = FilesController(
+            s, desk, self.library_panel, self.query_list, self.search_panel,
+            self.fileLoaded, self.loadFailed,
+        )  # fmt: skip
+        self.searches = SearchController(
+            s, desk, self.search_panel, self.results, self.pair_view,
+            (QAction("&Search", self), QAction("S&top", self)),
+            self.searchStarted, self.searchFinished,
+        )  # fmt: skip
+        self.hits = HitsController(
+            s, desk, self.results, self.pair_view, self.query_list, self.tabs,
+            {1: self.heatmap_pair_view, 2: self.network_tab.pair_view},
+        )  # fmt: skip
+        self.query_status.queryActivated.connect(self.hits.filter_to_query)
+        self.sessions = SessionsController(
+            s, desk, self.search_panel, self.results, self.files, self.sessionOpened, self
+        )
+        self.analyses = AnalysesController(
+            s, desk, self.heatmap_panel, self.heatmap_pair_view, self.search_panel,
+            self.results, self.query_list, self.tabs, self.heatmapReady,
+        )  # fmt: skip
+
+    @property
+    def confirm_unsaved(self) -> bool:
+        """Ask "save first?" when the window closes with unsaved hits (the application)."""
+        return self.sessions.confirm_unsaved
+
+    @confirm_unsaved.setter
+    def confirm_unsaved(self, value: bool) -> None:
+        self.sessions.confirm_unsaved = bool(value)
 
     def _make_docks(self) -> None:
         """Search, Spectra and Queries as dock panels: closable, movable, floatable."""
@@ -263,8 +303,8 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.compact_docks = compact
 
     # ------------------------------------------------------------------ building
-    def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
-        action = QAction(text, self)
+    def _action(self, text: str, slot, shortcut=None, tip: str = "", action=None) -> QAction:
+        action = action or QAction(text, self)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
         if tip:
@@ -276,124 +316,91 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         a = self._action
         self.open_library_action = a(
             "Open &library…",
-            lambda: self.open_dialog("library"),
+            lambda: self.files.open_dialog("library"),
             QKeySequence.StandardKey.Open,
             "Open an MGF, MSP, mzML, mzXML or JSON spectral library",
         )
         self.open_queries_action = a(
             "Open &queries…",
-            lambda: self.open_dialog("queries"),
+            lambda: self.files.open_dialog("queries"),
             "Ctrl+Shift+O",
             "Open the query spectra to search",
         )
-        self.demo_action = a("Load &demo data", self.load_demo, None, "Load the bundled demo")
-        self.search_action = a("&Search", self.start_search, "Ctrl+R", "Search queries vs library")
-        self.stop_action = a("S&top", self.stop_search, "Esc", "Stop; hits found so far are kept")
+        self.demo_action = a("Load &demo data", self.files.load_demo, None, "Load the bundled demo")
+        search, stop = self.searches.search_action, self.searches.stop_action
+        self.search_action = a(
+            "", self.searches.start, "Ctrl+R", "Search queries vs library", search
+        )
+        self.stop_action = a(
+            "", self.searches.stop, "Esc", "Stop; hits found so far are kept", stop
+        )
         self.stop_action.setEnabled(False)
         self.export_all_action = a(
-            "Export &all hits…", lambda: self.export_hits(None, "all"), "Ctrl+E"
+            "Export &all hits…", lambda: self.hits.export_hits(None, "all"), "Ctrl+E"
         )
         self.export_filtered_action = a(
-            "Export &filtered hits…", lambda: self.export_hits(None, "filtered")
+            "Export &filtered hits…", lambda: self.hits.export_hits(None, "filtered")
         )
         self.export_best_action = a(
-            "Export &best hit per query…", lambda: self.export_hits(None, "best")
+            "Export &best hit per query…", lambda: self.hits.export_hits(None, "best")
         )
-        self.export_mirror_action = a("Export &mirror plot…", lambda: self.export_mirror(None))
-        self.export_heatmap_action = a("Export &heatmap…", lambda: self.export_heatmap(None))
+        self.export_mirror_action = a("Export &mirror plot…", lambda: self.hits.export_mirror(None))
+        self.export_heatmap_action = a(
+            "Export &heatmap…", lambda: self.analyses.export_heatmap(None)
+        )
         self.save_session_action = a(
             "&Save session…",
-            lambda: self.save_session(None),
+            lambda: self.sessions.save(None),
             QKeySequence.StandardKey.Save,
             "Save the files (by path and content hash), parameters, hits and selection",
         )
         self.open_session_action = a(
             "Open s&ession…",
-            lambda: self.open_session(None),
+            lambda: self.sessions.open(None),
             "Ctrl+Alt+O",
             "Open a saved session: its files are read again and its hits restored",
         )
         self.quit_action = a("&Quit", self.close, QKeySequence.StandardKey.Quit)
-        self.heatmap_top_action = a("Heatmap of &top hits", self.heatmap_top_hits, "Ctrl+H")
-        self.heatmap_selection_action = a(
-            "Heatmap of &selection", self.heatmap_selection, "Ctrl+Shift+H"
+        self.heatmap_top_action = a(
+            "Heatmap of &top hits", self.analyses.heatmap_top_hits, "Ctrl+H"
         )
-        self.about_action = a("&About SimMS", self._about)
+        self.heatmap_selection_action = a(
+            "Heatmap of &selection", self.analyses.heatmap_selection, "Ctrl+Shift+H"
+        )
+        self.about_action = QAction("&About SimMS", self)  # help_menu connects it
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
-        file_menu.addAction(self.open_library_action)
-        file_menu.addAction(self.open_queries_action)
+        _fill(file_menu, self.open_library_action, self.open_queries_action)
         self.recent_menu = file_menu.addMenu("Open &recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
-        file_menu.addAction(self.demo_action)
+        self.recent_menu.aboutToShow.connect(lambda: self.files.fill_recent_menu(self.recent_menu))
+        _fill(file_menu, self.demo_action, None, self.open_session_action, self.save_session_action)
         file_menu.addSeparator()
-        file_menu.addAction(self.open_session_action)
-        file_menu.addAction(self.save_session_action)
-        file_menu.addSeparator()
-        export_menu = file_menu.addMenu("&Export")
-        for action in (
-            self.export_all_action,
-            self.export_filtered_action,
-            self.export_best_action,
-        ):
-            export_menu.addAction(action)
-        export_menu.addSeparator()
-        export_menu.addAction(self.export_mirror_action)
-        export_menu.addAction(self.export_heatmap_action)
-        file_menu.addSeparator()
-        file_menu.addAction(self.quit_action)
-        search_menu = menu.addMenu("&Search")
-        search_menu.addAction(self.search_action)
-        search_menu.addAction(self.stop_action)
-        view_menu = menu.addMenu("&View")
-        view_menu.addAction(self.heatmap_top_action)
-        view_menu.addAction(self.heatmap_selection_action)
-        view_menu.addSeparator()
-        for dock in (self.search_dock, self.files_dock, self.queries_dock, self.log_dock):
-            view_menu.addAction(dock.toggleViewAction())
-        help_menu = menu.addMenu("&Help")
-        help_menu.addAction(self.about_action)
-
+        _fill(
+            file_menu.addMenu("&Export"), self.export_all_action, self.export_filtered_action,
+            self.export_best_action, None, self.export_mirror_action, self.export_heatmap_action,
+        )  # fmt: skip
+        _fill(file_menu, None, self.quit_action)
+        _fill(menu.addMenu("&Search"), self.search_action, self.stop_action)
+        docks = (self.search_dock, self.files_dock, self.queries_dock, self.log_dock)
+        _fill(
+            menu.addMenu("&View"), self.heatmap_top_action, self.heatmap_selection_action, None,
+            *(dock.toggleViewAction() for dock in docks),
+        )  # fmt: skip
+        _fill(menu.addMenu("&Help"), self.about_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main_toolbar")
         toolbar.setMovable(False)
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for action in (self.open_library_action, self.open_queries_action):
-            toolbar.addAction(action)
-        toolbar.addSeparator()
-        toolbar.addAction(self.search_action)
-        toolbar.addAction(self.stop_action)
-        toolbar.addSeparator()
-        toolbar.addAction(self.export_all_action)
-        toolbar.addAction(self.export_mirror_action)
-
-    def _connect(self) -> None:
-        self.search_panel.searchRequested.connect(self.start_search)
-        self.search_panel.stopRequested.connect(self.stop_search)
-        self.search_panel.dask_address.editingFinished.connect(self._dask_address_edited)
-        self.library_panel.activeChanged.connect(self._set_active_library)
-        self.library_panel.removeRequested.connect(self._remove_library)
-        self.results.hitSelected.connect(self.show_hit)
-        self.query_list.queryActivated.connect(self._filter_to_query)
-        self.query_status.queryActivated.connect(self._filter_to_query)
-        self.query_list.querySelected.connect(self.show_query)
-        self.query_list.heatmapRequested.connect(lambda _rows: self.heatmap_selection())
-        self.heatmap_panel.topHitsRequested.connect(self.heatmap_top_hits)
-        self.heatmap_panel.selectionRequested.connect(self.heatmap_selection)
-        self.heatmap_panel.pairClicked.connect(self._show_heatmap_pair)
-        self.heatmap_panel.export_button.clicked.connect(lambda: self.export_heatmap(None))
+        _fill(
+            toolbar, self.open_library_action, self.open_queries_action, None, self.search_action,
+            self.stop_action, None, self.export_all_action, self.export_mirror_action,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ messages
     def log(self, text: str, *, status: bool = True) -> None:
         """Append ``text`` to the log (and show it in the status bar)."""
-        self.log_view.appendPlainText(f"{time.strftime('%H:%M:%S')}  {text}")
-        if status:
-            self.statusBar().showMessage(text, 15000)
-
-    def _error(self, title: str, text: str) -> None:
-        self.log(f"{title}: {text}")
-        QMessageBox.critical(self, title, text)
+        self.desk.log(text, status=status)
 
     # ------------------------------------------------------------------ state
     def _restore_state(self) -> None:
@@ -426,18 +433,24 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         self.search_panel.save_settings()
         s.sync()
 
-    def _remember_dir(self, path: str | Path) -> None:
-        if self.persist_settings:
-            settings().setValue("last_dir", str(Path(path).parent))
-
     def shutdown(self) -> None:
-        """Stop the search and background tasks (waits for their threads)."""
-        if self.controller is not None and self.controller.running:
-            self.controller.cancel()
-            self.controller.wait(30000)
-        for runner in list(self._tasks):
-            runner.wait(30000)
-        self.dask.close()
+        """Stop the session's tasks (waits for their threads) and its Dask client."""
+        self.session.runner.shutdown(30.0)
+        self.session.dask.close()
+
+    # drag and drop
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if any(u.isLocalFile() and droppable(u.toLocalFile()) for u in urls):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        event.acceptProposedAction()
+        for path in self.files.drop(paths):
+            self.sessions.open(path)
 
     def event(self, event: QEvent) -> bool:
         # Status tips (a menu or toolbar entry under the mouse) would replace, and on
@@ -448,29 +461,18 @@ class MainWindow(FileLoading, SearchControl, HitViews, SessionActions, QMainWind
         return super().event(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        if not self.confirm_close():
+        if not self.sessions.confirm_close():
             event.ignore()
             return
         self.save_state()
         self.shutdown()
         super().closeEvent(event)
 
-    def _about(self) -> None:
-        from simms_gui.version import __version__
 
-        QMessageBox.about(
-            self,
-            "About SimMS",
-            f"SimMS desktop {__version__}\n\nExact greedy-cosine search of MS/MS spectral "
-            "libraries (the score of matchms CosineGreedy), on the CPU or an NVIDIA GPU.",
-        )
-
-
-def first_start() -> bool:
-    """True the first time the application starts (then remembers it)."""
-    s = settings()
-    first = not s.value("first_start_done", False, type=bool)
-    if first:
-        s.setValue("first_start_done", True)
-        s.sync()
-    return first
+def _fill(menu, *actions: QAction | None) -> None:
+    """Add ``actions`` to a menu or toolbar, None as a separator."""
+    for action in actions:
+        if action is None:
+            menu.addSeparator()
+        else:
+            menu.addAction(action)

@@ -224,11 +224,7 @@ class MatchedPeaksModel(QtCore.QAbstractTableModel):
 
 
 class MatchedPeaksView(QtWidgets.QTableView):
-    """Sortable table of matched peak pairs.
-
-    Parameters
-    ----------
-    parent : QWidget, optional
+    """Sortable table of matched peak pairs (``parent``: an optional QWidget).
 
     Attributes
     ----------

@@ -30,7 +30,7 @@ from PyQt6 import QtCore, QtWidgets
 
 from engine.matching import PeakMatches
 from simms_gui._qt.figure_export import FIGURE_SIZE_IN, write_figure
-from simms_gui._qt.figure_parts import COLORS, LEGEND_NAMES, AbsoluteAxis, FitLabel
+from simms_gui._qt.figure_parts import COLORS, LEGEND_NAMES, AbsoluteAxis, FitLabel, plain_axes
 from simms_gui._qt.peak_labels import (
     label_candidates,
     place_peak_labels,
@@ -114,12 +114,7 @@ class MirrorFigure(pg.GraphicsView):
         plot = self.plot_item
         plot.setLabel("bottom", "m/z")
         plot.setLabel("left", "relative intensity (%)")
-        plot.hideButtons()
-        plot.setMenuEnabled(False)
-        for name in ("left", "bottom"):
-            axis = plot.getAxis(name)
-            axis.setPen(pg.mkPen("#444444"))
-            axis.setTextPen(pg.mkPen("#222222"))
+        plain_axes(plot)
         plot.showGrid(x=False, y=True, alpha=0.15)
         vb = plot.getViewBox()
         vb.setMouseEnabled(x=True, y=False)
@@ -440,24 +435,10 @@ class MirrorFigure(pg.GraphicsView):
         return args, kwargs, (float(lo), float(hi)), self._highlighted
 
     def save(self, path: str | os.PathLike, *, dpi: float = 300.0) -> Path:
-        """Write the figure as it is laid out now to PNG, SVG or PDF (by suffix), atomically.
+        """Write the figure as it is laid out now, atomically: a ``.png`` at ``dpi``
+        (resolution stored), a vector ``.svg`` or ``.pdf``; the file written.
 
-        Parameters
-        ----------
-        path : str or PathLike
-            Destination ``.png`` (at ``dpi``, resolution stored in the file),
-            ``.svg`` or ``.pdf`` (vector, a page of the figure's size).
-        dpi : float, default 300
-            Resolution of a PNG.
-
-        Returns
-        -------
-        pathlib.Path
-
-        Raises
-        ------
-        ValueError
-            For another suffix, or when no pair is shown.
+        ValueError for another suffix, or when no pair is shown.
         """
         if self._pair_args is None:
             raise ValueError("no mirror plot to export: select a hit first")

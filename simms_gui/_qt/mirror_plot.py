@@ -79,23 +79,8 @@ class MirrorPlotWidget(QtWidgets.QWidget):
         The figure is laid out at :data:`FIGURE_SIZE_IN` inches (fonts at their
         point sizes) with the m/z range now in view and the highlighted match,
         then written as a PNG at ``dpi`` (resolution stored in the file), a
-        vector SVG or a vector PDF.
-
-        Parameters
-        ----------
-        path : str or PathLike
-            Destination ``.png``, ``.svg`` or ``.pdf`` file.
-        dpi : float, default 300
-            Resolution of a PNG.
-
-        Returns
-        -------
-        pathlib.Path
-
-        Raises
-        ------
-        ValueError
-            For another suffix, or when no pair is shown.
+        vector SVG or a vector PDF (:func:`~simms_gui._qt.mirror_export.export_mirror`);
+        ValueError for another suffix, or when no pair is shown.
         """
         args, kwargs, x_range, highlighted = self.plot_widget.state()
         return export_mirror(path, args, kwargs, x_range=x_range, highlighted=highlighted, dpi=dpi)

@@ -1,4 +1,4 @@
-"""The Network tab: build a molecular network on a worker, click nodes and edges.
+"""The Network tab: ask the session for a molecular network, click nodes and edges.
 
 Clicking a node selects its spectrum (in the query list when the network is of
 the queries) and describes it; clicking an edge shows the pair's mirror plot
@@ -7,9 +7,7 @@ below, scored as the network scored it.
 
 from __future__ import annotations
 
-import time
-
-from PyQt6.QtCore import QObject, Qt, pyqtSignal
+from PyQt6.QtCore import Qt, pyqtSignal
 from PyQt6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -24,24 +22,16 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from engine import AnalysisCancelled, CancelToken, SearchProgress
-from engine.backends import interactive_threads
 from engine.networking import NetworkSettings, network_parameters
+from simms_gui._qt.desk import on_main_thread
 from simms_gui._qt.network_plot import NetworkPlot
 from simms_gui._qt.spectrum_view import PairView
-from simms_gui._qt.worker import BackgroundTask
+from simms_gui.model import NetworkRequest, Session
+from simms_gui.model.events import NetworkFinished
 from simms_gui.network_layout import network_layout
-from simms_gui.network_session import NetworkRequest
 from simms_gui.pairs import compute_pair, pair_row
-from simms_gui.session import Session
 
 __all__ = ["NetworkTab"]
-
-
-class _Relay(QObject):
-    """Carries progress from the worker thread to the GUI thread (queued signal)."""
-
-    progress = pyqtSignal(object)
 
 
 class NetworkTab(QWidget):
@@ -50,7 +40,7 @@ class NetworkTab(QWidget):
     Parameters
     ----------
     session : Session
-        The model: requests arrive as ``"network_requested"`` events.
+        The model: the tab shows its ``network_started`` and ``network_finished``.
     query_list : QueryList, optional
         Where a clicked query node is selected.
 
@@ -74,11 +64,6 @@ class NetworkTab(QWidget):
         self.positions = None
         self.selected_node: int | None = None
         self.selected_edge: int | None = None
-        self.task: BackgroundTask | None = None
-        self._token: CancelToken | None = None
-        self._relay = _Relay()
-        self._relay.progress.connect(self._show_progress)
-        self._last_progress = 0.0
         self._build_controls()
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.plot)
@@ -92,7 +77,8 @@ class NetworkTab(QWidget):
         layout.addWidget(splitter, 1)
         self.plot.nodeClicked.connect(self.select_node)
         self.plot.edgeClicked.connect(self.show_edge)
-        session.connect(self._on_session_event)
+        session.events.network_started.connect(self.on_started)
+        session.events.network_finished.connect(self.on_finished)
 
     def _build_controls(self) -> None:
         self.source = QComboBox()
@@ -138,7 +124,7 @@ class NetworkTab(QWidget):
         bar.addLayout(second)
         self.bar = bar
         self.build_button.clicked.connect(self.request_from_controls)
-        self.stop_button.clicked.connect(self.session.cancel_network)
+        self.stop_button.clicked.connect(self.stop)
 
     # -- requests -------------------------------------------------------------------
     def request_from_controls(self) -> None:
@@ -162,68 +148,42 @@ class NetworkTab(QWidget):
         except RuntimeError as exc:
             self.info.setText(str(exc))
 
-    def _on_session_event(self, event: str) -> None:
-        if event == "network_requested":
-            self._start(self.session.network_request)
-        elif event == "network_cancel_requested" and self._token is not None:
-            self._token.cancel()
-            self.info.setText("Stopping…")
-
-    def _start(self, request: NetworkRequest) -> None:
-        session = self.session
-        spectra, label = session.network_inputs(request)
-        token = self._token = CancelToken()
-        session.begin_network()
+    @on_main_thread
+    def on_started(self, request: NetworkRequest) -> None:
+        """A network is being built (from the controls or a script)."""
+        task = self.session.network_task
+        spectra = task.spectra if task is not None else ()
         self.build_button.setEnabled(False)
         self.stop_button.setEnabled(True)
         self.progress.setValue(0)
         self.progress.show()
         self.info.setText(f"Scoring every pair of {len(spectra):,} {request.source} spectra…")
-        s = request.settings
+        if task is not None:
+            task.progressed.connect(self._show_progress)
 
-        def build():
-            from engine import network
+    @on_main_thread
+    def _show_progress(self, fraction: float) -> None:
+        self.progress.setValue(int(1000 * fraction))
 
-            net = network(
-                spectra, request.params, top_n=s.top_n, max_links=s.max_links,
-                link_method=s.link_method, max_component_size=s.max_component_size,
-                library=label, backend=request.backend, on_progress=self._relay_progress,
-                cancel_token=token, cpu_threads=interactive_threads(),
-            )  # fmt: skip
-            return net, network_layout(net)
+    def stop(self) -> None:
+        """Stop the network being built."""
+        if self.session.network_state == "running":
+            self.session.cancel_network()
+            self.info.setText("Stopping…")
 
-        self.task = BackgroundTask(build, self._built, self._failed).start()
-
-    def _relay_progress(self, p: SearchProgress) -> None:  # worker thread
-        now = time.monotonic()
-        if now - self._last_progress >= 0.1 or p.fraction >= 1.0:
-            self._last_progress = now
-            self._relay.progress.emit(SearchProgress(**p.__dict__))
-
-    def _show_progress(self, p: SearchProgress) -> None:
-        self.progress.setValue(int(1000 * p.fraction))
-
-    def _ended(self) -> None:
+    @on_main_thread
+    def on_finished(self, event: NetworkFinished) -> None:
+        """The build ended: draw the network, or say why there is none."""
         self.build_button.setEnabled(True)
         self.stop_button.setEnabled(False)
         self.progress.hide()
-        self._token = None
-
-    def _built(self, result) -> None:
-        net, positions = result
-        self._ended()
-        self.positions = positions
-        self.session.finish_network(net)
-        self.show_network()
-
-    def _failed(self, exc: BaseException) -> None:
-        self._ended()
-        if isinstance(exc, AnalysisCancelled):
+        if event.cancelled:
             self.info.setText("Network stopped; nothing kept.")
-            self.session.finish_network(None, cancelled=True)
+        elif event.error:
+            self.info.setText(f"Network failed: {event.error}")
         else:
-            self.info.setText(f"Network failed: {type(exc).__name__}: {exc}")
-            self.session.finish_network(None, error=f"{type(exc).__name__}: {exc}")
+            self.positions = event.positions
+            self.show_network()
 
     # -- showing ----------------------------------------------------------------------
     def show_network(self) -> None:
@@ -257,13 +217,22 @@ class NetworkTab(QWidget):
             )
         self.networkShown.emit()
 
+    def _pick(self, node: int | None = None, edge: int | None = None):
+        """Ring ``node`` or ``edge`` on the network shown; the network (None: none shown)."""
+        net = self.session.network
+        if net is not None:
+            self.selected_node, self.selected_edge = node, edge
+            if node is not None:
+                self.plot.select_node(node)
+            else:
+                self.plot.select_edge(edge)
+        return net
+
     def select_node(self, node: int) -> None:
         """Select spectrum ``node``: ring it, describe it, select it in the query list."""
-        net = self.session.network
+        net = self._pick(node=node)
         if net is None:
             return
-        self.selected_node, self.selected_edge = node, None
-        self.plot.select_node(node)
         columns = net.node_columns()
         text = (
             f"Spectrum {node}: {columns['spectrum_id'][node]} — {columns['name'][node] or '?'}, "
@@ -291,11 +260,9 @@ class NetworkTab(QWidget):
 
     def show_edge(self, edge: int) -> None:
         """Mirror plot of edge ``edge``'s two spectra, matched as the network scored them."""
-        net = self.session.network
+        net = self._pick(edge=edge)
         if net is None:
             return
-        self.selected_edge, self.selected_node = edge, None
-        self.plot.select_edge(edge)
         a, b = (int(i) for i in net.edges[edge])
         pair = compute_pair(net.spectra, a, net.spectra, b, net.params)
         request = self.session.network_request

@@ -90,11 +90,7 @@ def plot_sticks(
     """
     mz = np.asarray(mz, dtype=np.float64)
     heights = np.sign(sign) * np.asarray(intensity, dtype=np.float64)
-    x, y = _pairs(mz, np.zeros_like(mz), mz, heights)
-    item.setData(x, y, connect="pairs")
-    if pen is not None:
-        item.setPen(pg.mkPen(pen))
-    return item
+    return _draw(item, *_pairs(mz, np.zeros_like(mz), mz, heights), pen)
 
 
 def plot_links(
@@ -108,28 +104,14 @@ def plot_links(
 ) -> pg.PlotDataItem:
     """Draw one straight segment per pair ``(x_top, y_top) -> (x_bottom, y_bottom)``.
 
-    Parameters
-    ----------
-    item : pyqtgraph.PlotDataItem
-        Target item; its data are replaced.
-    x_top, y_top, x_bottom, y_bottom : array_like
-        End points, one per link (all the same length).
-    pen : optional
-        Anything :func:`pyqtgraph.mkPen` accepts; the item's pen is kept when None.
-
-    Returns
-    -------
-    pyqtgraph.PlotDataItem
-        ``item``.
+    ``x_top, y_top, x_bottom, y_bottom`` are the end points, one per link (all the
+    same length); ``item``'s data are replaced and ``pen`` (as for :func:`plot_sticks`)
+    set.  Returns ``item``.
     """
     arrays = [np.asarray(a, dtype=np.float64) for a in (x_top, y_top, x_bottom, y_bottom)]
     if len({len(a) for a in arrays}) != 1:
         raise ValueError("plot_links: all coordinate arrays must have the same length")
-    x, y = _pairs(*arrays)
-    item.setData(x, y, connect="pairs")
-    if pen is not None:
-        item.setPen(pg.mkPen(pen))
-    return item
+    return _draw(item, *_pairs(*arrays), pen)
 
 
 def plot_precursor(
@@ -142,29 +124,19 @@ def plot_precursor(
 ) -> pg.PlotDataItem:
     """Mark a precursor m/z with one vertical segment from 0 to ``sign * height``.
 
-    Parameters
-    ----------
-    item : pyqtgraph.PlotDataItem
-        Target item; its data are replaced (emptied when ``precursor_mz`` is None).
-    precursor_mz : float or None
-        Where the mark goes; None (unknown precursor) draws nothing.
-    sign : float, default +1
-        ``+1`` upwards (query side of a mirror plot), ``-1`` downwards.
-    height : float, default 100
-        Length of the mark (the strongest peak's height).
-    pen : optional
-        Anything :func:`pyqtgraph.mkPen` accepts; the item's pen is kept when None.
-
-    Returns
-    -------
-    pyqtgraph.PlotDataItem
-        ``item``.
+    ``sign`` +1 draws upwards (the query side of a mirror plot), -1 downwards;
+    ``height`` is the strongest peak's.  An unknown precursor (None) empties
+    ``item``; ``pen`` as for :func:`plot_sticks`.  Returns ``item``.
     """
     if precursor_mz is None:
-        item.setData([], [])
-    else:
-        mz = float(precursor_mz)
-        item.setData([mz, mz], [0.0, float(np.sign(sign)) * height], connect="pairs")
+        return _draw(item, np.empty(0), np.empty(0), pen)
+    mz = float(precursor_mz)
+    return _draw(item, np.array([mz, mz]), np.array([0.0, float(np.sign(sign)) * height]), pen)
+
+
+def _draw(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray, pen) -> pg.PlotDataItem:
+    """``item`` showing the segments ``(x[2k], y[2k]) - (x[2k+1], y[2k+1])``, in ``pen``."""
+    item.setData(x, y, connect="pairs")
     if pen is not None:
         item.setPen(pg.mkPen(pen))
     return item

@@ -9,7 +9,6 @@ from PyQt6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel
 from PyQt6.QtWidgets import (
     QAbstractItemView,
     QDoubleSpinBox,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -20,6 +19,7 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import SpectrumLibrary
+from simms_gui._qt.layouts import group_box
 
 __all__ = ["QueryListModel", "QueryFilterProxy", "QueryList"]
 
@@ -188,12 +188,7 @@ class QueryList(QWidget):
         bottom = QHBoxLayout()
         bottom.addWidget(self.count_label, 1)
         bottom.addWidget(self.heatmap_button)
-        box = QGroupBox("Queries")
-        inner = QVBoxLayout(box)
-        inner.addWidget(self.filter_edit)
-        inner.addLayout(mz_row)
-        inner.addWidget(self.table)
-        inner.addLayout(bottom)
+        box = group_box("Queries", self.filter_edit, mz_row, self.table, bottom)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(box)

@@ -9,7 +9,9 @@ from PyQt6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel
 from PyQt6.QtGui import QColor
 from PyQt6.QtWidgets import QAbstractItemView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from simms_gui.answers import flag_lines, status_summary
+from simms_gui._qt.desk import on_main_thread
+from simms_gui.model.answers import flag_lines, status_summary
+from simms_gui.model.events import Restored, SearchFinished, SearchStarted
 
 __all__ = ["QUERY_SHEET_COLUMNS", "QueryStatusModel", "QueryStatusPanel"]
 
@@ -31,7 +33,7 @@ _FLAGGED = QColor("#b35900")
 
 
 class QueryStatusModel(QAbstractTableModel):
-    """One row per query: the queries table (:func:`simms_gui.answers.query_columns`)."""
+    """One row per query: the queries table (:func:`simms_gui.model.answers.query_columns`)."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -140,14 +142,20 @@ class QueryStatusPanel(QWidget):
                 int(self.model.columns["query_index"][self.proxy.mapToSource(index).row()])
             )
         )
-        session.connect(self._on_session_event)
+        session.events.search_finished.connect(self.on_ended)
+        session.events.restored.connect(self.on_ended)
+        session.events.search_started.connect(self.on_started)
 
-    def _on_session_event(self, event: str) -> None:
-        if event in ("search_finished", "restored"):
-            self.refresh()
-        elif event == "search_started":
-            self.model.set_columns(None)
-            self.summary.setText("Searching…")
+    @on_main_thread
+    def on_started(self, _event: SearchStarted) -> None:
+        """A search started: the table waits for its end."""
+        self.model.set_columns(None)
+        self.summary.setText("Searching…")
+
+    @on_main_thread
+    def on_ended(self, _event: SearchFinished | Restored) -> None:
+        """A search ended, or a session was opened: the table of its queries."""
+        self.refresh()
 
     def refresh(self) -> None:
         """Show the session's queries table (its last search)."""

@@ -16,86 +16,28 @@ second.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from PyQt6.QtCore import QAbstractTableModel, QModelIndex, Qt, pyqtSignal
 from PyQt6.QtGui import QColor
 
 from engine import HitTable
+from simms_gui._qt.desk import on_main_thread
 from simms_gui._qt.growable import GrowableColumns, GrowableRows
+from simms_gui._qt.hit_columns import (
+    BEST_FIRST,
+    COLUMNS,
+    ORDER_KEYS,
+    TEXT_FILTER_KEYS,
+    Column,
+    format_cell,
+)
 from simms_gui._qt.sort_order import SourceCodes, stable_order
-from simms_gui.answers import first_best, flag_lines, flags_column
+from simms_gui.model.answers import first_best, flag_lines, flags_column
+from simms_gui.model.events import HitsChanged
 
 __all__ = ["COLUMNS", "Column", "HitsTableModel"]
 
-
-#: Header tips of the answer columns (:mod:`simms_gui.answers`).
-Q_VALUE_TIP = (
-    "Estimated false discovery rate at this hit's score (empty: the search ran without FDR)"
-)
-FLAGS_TIP = (
-    "Why the best hit alone may not decide: tied (other compounds score the same), "
-    "few peaks (at most 2 matched), isomers (same formula, near-identical library spectra)"
-)
-
-
-@dataclass(frozen=True)
-class Column:
-    """One visible column: ``key`` in the hit columns, header text, number format."""
-
-    key: str
-    title: str
-    fmt: str = ""  # "" text, "d" integer, ".4f" float
-    tip: str = ""
-
-
-#: Columns of the default (query) order: query, score descending, library.
-_ORDER_KEYS = ("query_index", "score", "library_index")
-
-#: Columns shown, in order.
-COLUMNS: tuple[Column, ...] = (
-    Column("query_index", "Q #", "d", "Position of the query in the query file"),
-    Column("query_id", "Query ID"),
-    Column("query_name", "Query"),
-    Column("library_name", "Hit"),
-    Column("flags", "Flags", "", FLAGS_TIP),
-    Column("score", "Score", ".4f", "The search's score (entropy similarity or cosine)"),
-    Column("q_value", "q-value", ".4f", Q_VALUE_TIP),
-    Column(
-        "reverse_score",
-        "Reverse",
-        ".4f",
-        "Reverse score: query peaks with no library peak nearby are not penalised "
-        "(NIST / MS-DIAL reverse search)",
-    ),
-    Column("matches", "Matches", "d", "Matched peak pairs"),
-    Column(
-        "library_explained",
-        "Explained",
-        ".0%",
-        "Share of the library spectrum's intensity with a query peak within the tolerance",
-    ),
-    Column("query_precursor_mz", "Query m/z", ".4f", "Query precursor m/z"),
-    Column("library_precursor_mz", "Hit m/z", ".4f", "Hit precursor m/z"),
-    Column("precursor_mz_delta", "Δ m/z", "+.4f", "Hit minus query precursor m/z"),
-    Column("library_adduct", "Adduct"),
-    Column("library_formula", "Formula"),
-    Column("library_ion_mode", "Ion mode", "", "Ion mode of the library spectrum"),
-    Column("library_instrument_type", "Instrument type"),
-    Column("library_collision_energy", "Collision energy"),
-    Column("library_smiles", "SMILES"),
-    Column("library_inchikey", "InChIKey"),
-    Column("library_id", "Hit ID"),
-    Column("library_index", "Hit #", "d", "Position of the hit in the library file"),
-    Column("library", "Library", "", "Library file"),
-)
-
-#: Columns whose first click sorts the largest first (the best hits on top).
-BEST_FIRST = frozenset({"score", "reverse_score", "matches", "library_explained"})
-
-#: Text columns searched by the text filter.
-TEXT_FILTER_KEYS = ("query_id", "query_name", "library_name", "library_id", "library_inchikey")
 
 _NUMERIC_ALIGN = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 _FLAG_COLOUR = QColor("#b35900")
@@ -146,6 +88,26 @@ class HitsTableModel(QAbstractTableModel):
         self.endResetModel()
         self.countsChanged.emit(0, 0)
 
+    @on_main_thread
+    def show_hits(self, event: HitsChanged) -> None:
+        """The session's hits changed: one path for a streamed search and a restored session.
+
+        ``replace`` resets the table to the event's hits (a search starts, a
+        session is restored); otherwise they are appended as a chunk.
+        """
+        columns = event.columns
+        if columns is None:
+            columns = dict(event.hits.to_dict()) if len(event.hits) else None
+        if event.replace:
+            self.set_columns(columns or {"score": np.empty(0)}, event.library_name)
+        elif columns is not None:
+            self.append_columns(columns)
+
+    def resort(self) -> None:
+        """Sort again by the current column (a search ended: its rows in their places)."""
+        if self._sort_column >= 0:
+            self.sort(self._sort_column, self._sort_order)
+
     def set_columns(self, columns: dict[str, np.ndarray], library_name: str = "") -> None:
         """Replace all rows by ``columns`` (a dict like ``hit_columns``' output)."""
         self.clear(library_name)
@@ -162,7 +124,7 @@ class HitsTableModel(QAbstractTableModel):
         if n_new == 0:
             return
         columns = dict(columns)
-        if "flags" not in columns:  # columns made without simms_gui.answers.display_columns
+        if "flags" not in columns:  # columns made without simms_gui.model.answers.display_columns
             columns["flags"] = flags_column(columns)
         if "q_value" not in columns:
             columns["q_value"] = np.full(n_new, np.nan)
@@ -230,7 +192,7 @@ class HitsTableModel(QAbstractTableModel):
             return _FLAG_COLOUR
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             value = self._cols[col.key][self._view[index.row()]]
-            return _format(value, col.fmt)
+            return format_cell(value, col.fmt)
         if role == Qt.ItemDataRole.TextAlignmentRole and col.fmt:
             return _NUMERIC_ALIGN
         if role == Qt.ItemDataRole.UserRole:
@@ -255,14 +217,18 @@ class HitsTableModel(QAbstractTableModel):
 
     def set_score_range(self, low: float | None, high: float | None) -> None:
         """Show rows with ``low <= score <= high`` (None: no limit)."""
-        if low is None and high is None:
-            self._score_range = None
-        else:
-            self._score_range = (
-                -math.inf if low is None else low,
-                math.inf if high is None else high,
-            )
+        self._score_range = _score_range(low, high)
         self.apply()
+
+    def set_filters(self, text: str, scores: tuple, best: bool, query: int | None) -> None:
+        """Set every filter at once (text, score range, best only, query), then apply."""
+        self._text, self._score_range = text.strip().lower(), _score_range(*scores)
+        self._best_only, self._query = bool(best), None if query is None else int(query)
+        self.apply()
+
+    def sort_state(self) -> tuple[int, Qt.SortOrder]:
+        """``(column, order)`` of the sort (-1: query order)."""
+        return self._sort_column, self._sort_order
 
     def set_best_only(self, best: bool) -> None:
         """Show only the best hit of each query."""
@@ -366,7 +332,7 @@ class HitsTableModel(QAbstractTableModel):
 
     def _best_rows(self) -> np.ndarray:
         """Boolean over storage rows: the best hit of each query (the first of a tie as
-        stored: ``order_ties``' order, :func:`simms_gui.answers.first_best`)."""
+        stored: ``order_ties``' order, :func:`simms_gui.model.answers.first_best`)."""
         c = self._cols
         rows = first_best(c["query_index"], c["score"])
         best = np.zeros(self._n, dtype=bool)
@@ -449,14 +415,14 @@ class HitsTableModel(QAbstractTableModel):
 
     def _follows(self, shown: int, b: int) -> bool:
         """Whether storage row ``b`` comes after the view's row ``shown`` in query order."""
-        if not all(k in self._cols for k in _ORDER_KEYS):
+        if not all(k in self._cols for k in ORDER_KEYS):
             return True
         a, q, score = self._view[shown], self._cols["query_index"], self._cols["score"]
         return (q[a], -score[a], a) <= (q[b], -score[b], b)
 
     def _sorted(self, rows: np.ndarray) -> np.ndarray:
         if self._sort_column < 0:  # query order: query, score descending, then as they came
-            if len(rows) < 2 or not all(k in self._cols for k in _ORDER_KEYS):
+            if len(rows) < 2 or not all(k in self._cols for k in ORDER_KEYS):
                 return np.sort(rows)
             # equal scores keep their arrival order: the engine's tie order
             # (engine.search.order_ties), never the library position
@@ -489,10 +455,7 @@ def _text_ranks(values: np.ndarray) -> np.ndarray:
     return np.unique(text, return_inverse=True)[1].ravel().astype(np.int64)
 
 
-def _format(value, fmt: str) -> str:
-    if fmt == "d":
-        return str(int(value))
-    if fmt:
-        v = float(value)
-        return "" if math.isnan(v) else format(v, fmt)
-    return str(value)
+def _score_range(low: float | None, high: float | None) -> tuple[float, float] | None:
+    if low is None and high is None:
+        return None
+    return (-math.inf if low is None else low, math.inf if high is None else high)

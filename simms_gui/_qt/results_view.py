@@ -18,6 +18,7 @@ from PyQt6.QtWidgets import (
 
 from simms_gui._qt.query_filter_bar import QueryFilterBar
 from simms_gui._qt.results_model import COLUMNS, HitsTableModel
+from simms_gui.model.requests import TableView
 
 __all__ = ["ResultsPanel"]
 
@@ -44,9 +45,12 @@ class ResultsPanel(QWidget):
     -------
     hitSelected(int)
         Visible row of the current hit (-1 when none).
+    viewChanged(TableView)
+        The filters or the sort changed (:meth:`view_state`).
     """
 
     hitSelected = pyqtSignal(int)  # noqa: N815
+    viewChanged = pyqtSignal(object)  # noqa: N815
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -135,6 +139,50 @@ class ResultsPanel(QWidget):
         self.model.modelReset.connect(lambda: self.hitSelected.emit(self.current_row()))
         self.model.modelReset.connect(self._unfit)
         self.model.rowsInserted.connect(self._fit_once)
+        self.model.rowsInserted.connect(self._select_first)
+        for signal in (
+            self.filter_edit.textChanged, self.score_min.valueChanged,
+            self.score_max.valueChanged, self.best_check.toggled,
+            self.table.horizontalHeader().sortIndicatorChanged, self.query_bar.clearRequested,
+        ):  # fmt: skip
+            signal.connect(lambda *_: self.viewChanged.emit(self.view_state()))
+
+    def _select_first(self, *_args) -> None:
+        if self.current_row() < 0 and self.model.rowCount():
+            self.select_row(0)  # the first hits streamed in: their mirror plot at once
+
+    # -- filters and sort as a whole (session files) ------------------------------------
+    def view_state(self) -> TableView:
+        """The filters and sort shown now."""
+        column, order = self.model.sort_state()
+        return TableView(
+            self.filter_edit.text(), self.score_min.value(), self.score_max.value(),
+            self.best_check.isChecked(), None if column < 0 else COLUMNS[column].key,
+            order == Qt.SortOrder.DescendingOrder, self.model.query_filter,
+        )  # fmt: skip
+
+    def set_view_state(self, view: TableView, query_name: str = "") -> None:
+        """Show the hits filtered and sorted as ``view`` says (a session was opened)."""
+        widgets = (self.filter_edit, self.score_min, self.score_max, self.best_check)
+        for w in widgets:
+            w.blockSignals(True)
+        self.filter_edit.setText(view.text)
+        self.score_min.setValue(view.score_min)
+        self.score_max.setValue(view.score_max)
+        self.best_check.setChecked(view.best_only)
+        for w in widgets:
+            w.blockSignals(False)
+        model = self.model
+        model.set_filters(view.text, self._score_range(), view.best_only, view.query)
+        if view.query is not None:
+            self.query_bar.show_query(query_name or f"#{view.query}")
+        else:
+            self.query_bar.hide()
+        keys = [c.key for c in COLUMNS]
+        column = keys.index(view.sort_key) if view.sort_key in keys else -1
+        order = Qt.SortOrder.DescendingOrder if view.descending else Qt.SortOrder.AscendingOrder
+        self.table.horizontalHeader().setSortIndicator(column, order)
+        model.sort(column, order)
 
     # -- column widths ----------------------------------------------------------------
     def _unfit(self) -> None:
@@ -216,12 +264,12 @@ class ResultsPanel(QWidget):
         self.query_bar.hide()
         self.model.clear_filters()
 
-    def _score_changed(self) -> None:
+    def _score_range(self) -> tuple[float | None, float | None]:
         lo, hi = self.score_min.value(), self.score_max.value()
-        if lo <= 0.0 and hi >= 1.0:
-            self.model.set_score_range(None, None)
-        else:
-            self.model.set_score_range(lo, hi)
+        return (None, None) if lo <= 0.0 and hi >= 1.0 else (lo, hi)
+
+    def _score_changed(self) -> None:
+        self.model.set_score_range(*self._score_range())
 
     def _update_count(self, visible: int, total: int) -> None:
         if total == 0:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PyQt6.QtCore import QSettings
 
-__all__ = ["settings", "recent_files", "add_recent_file", "load_json", "save_json"]
+__all__ = ["settings", "recent_files", "add_recent_file", "first_start", "load_json", "save_json"]
 
 ORGANIZATION = "SimMS"
 APPLICATION = "SimMS desktop"
@@ -57,3 +57,13 @@ def add_recent_file(kind: str, path: str | Path) -> None:
     path = str(Path(path).resolve())
     items = [(k, p) for k, p in recent_files() if not (k == kind and p == path)]
     save_json("recent_files", [[kind, path], *items][:MAX_RECENT])
+
+
+def first_start() -> bool:
+    """True the first time the application starts (then remembers it)."""
+    s = settings()
+    first = not s.value("first_start_done", False, type=bool)
+    if first:
+        s.setValue("first_start_done", True)
+        s.sync()
+    return first

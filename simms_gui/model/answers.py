@@ -9,24 +9,23 @@ What the window shows beside each hit and each query (no Qt here):
 * :func:`flag_lines` - the flags of one hit in words, for the hit pane;
 * :func:`query_columns` - one row per query: its status, hit count and best hit
   (:class:`engine.export.QueryTally`, :func:`engine.search.query_status`);
-* :class:`HitList` - a search's hits as those columns, and
-  :class:`AnswersMixin` - what a :class:`~simms_gui.session.Session` keeps of
-  the search for them (the q-value estimate, the isomer check, cut queries).
+* :class:`HitList` - a search's hits as those columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from engine import HitTable, SearchParameters, SpectrumLibrary
-from engine.export import QueryTally, hit_columns
+from engine.export import QueryTally, hit_columns, open_writer
 from engine.search import order_ties, query_status, status_summary
 from engine.search.ambiguity import best_rows
 
 __all__ = [
-    "AnswersMixin",
     "HitList",
     "QValues",
     "SavedQValues",
@@ -37,6 +36,7 @@ __all__ = [
     "flags_column",
     "query_columns",
     "status_summary",
+    "write_hits",
 ]
 
 #: The q-values of hits (``FdrSearchJob.q_values``); None when the search made none.
@@ -174,7 +174,7 @@ class HitList:
         The spectra the hit indexes refer to.
     params : SearchParameters, optional
     q_values, isomers : callable, optional
-        The search's q-value estimate and isomer check (see :class:`AnswersMixin`).
+        The search's q-value estimate and isomer check (``Session.q_values``, ``Session.isomers``).
 
     Attributes
     ----------
@@ -243,47 +243,26 @@ class SavedQValues:
         return np.where(found, self._q[at] if len(self._q) else np.nan, np.nan)
 
 
-class AnswersMixin:
-    """What a session keeps of its last search for q-values, flags and query statuses.
+def write_hits(
+    session: Any, path: str | Path, hits: HitTable | str | None = None, format: str | None = None
+) -> Path:
+    """Write a session's hits with provenance (``engine.export.open_writer``).
 
-    Attributes
-    ----------
-    q_values : callable or None
-        The q-values of hits (the FDR search's estimate); None without ``fdr``.
-    isomers : callable or None
-        The isomer check of the searched library (:class:`engine.qc.IsomerCheck`).
-    incomplete : ndarray of int
-        Queries whose search did not finish (a stopped search).
+    ``hits``: a :class:`~engine.HitTable`, ``"all"``/``"best"`` or None (all);
+    the q-values and isomers of the session's search go with them.
     """
-
-    def _init_answers(self) -> None:
-        self.q_values: QValues | None = None
-        self.isomers: Isomers | None = None
-        self.incomplete = np.empty(0, dtype=np.int64)
-
-    def set_answers(
-        self,
-        q_values: QValues | None,
-        isomers: Isomers | None = None,
-        incomplete: Sequence[int] | np.ndarray = (),
-    ) -> None:
-        """The q-value estimate, isomer check and cut queries of the search just run."""
-        self.q_values, self.isomers = q_values, isomers
-        self.incomplete = np.asarray(incomplete, dtype=np.int64)
-
-    def isomer_check(self, backend: str = "cpu") -> Isomers | None:
-        """A new isomer check of the hits' library (None before any search)."""
-        if self.hits_library is None:
-            return None
-        from engine.qc import IsomerCheck, isomer_parameters
-
-        params = self.params if self.params is not None else SearchParameters()
-        return IsomerCheck(self.hits_library, isomer_parameters(params), backend=backend)
-
-    def query_columns(self) -> dict[str, np.ndarray] | None:
-        """The queries table of the last search (None before any search)."""
-        if self.hits_queries is None or self.hits_library is None:
-            return None
-        return query_columns(
-            self.hits_queries, self.hits_library, self.params, self.hits, self.incomplete
-        )
+    if session.hits_queries is None or session.hits_library is None:
+        raise RuntimeError("no search has been run yet")
+    table = session.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
+    writer = open_writer(
+        path, session.hits_queries, session.hits_library, session.params, format=format,
+        backend=session.backend, device=session.device, isomers=session.isomers,
+        q_values=session.q_values,
+    )  # fmt: skip
+    try:
+        writer.write(table)
+    except BaseException:
+        writer.abort()
+        raise
+    note = "the search was stopped" if session.cancelled else ""
+    return writer.close(complete=not note, note=note, incomplete=session.incomplete)
