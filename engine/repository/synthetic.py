@@ -1,0 +1,171 @@
+"""SYNTHETIC repositories for benchmarks and tests only: real spectra, jittered.
+
+Each generated spectrum is a copy of a real spectrum (e.g. MassBank in
+``../shared/data``) drawn at random, with every fragment m/z moved by Gaussian
+noise (``mz_jitter`` Da), the precursor m/z moved likewise (``precursor_jitter``
+Da) and every intensity multiplied by ``exp(N(0, intensity_noise))``.  Such a
+repository has real peak-count, m/z and precursor distributions at any size,
+but it is not data: the manifest says ``"synthetic": true``, every shard
+manifest too, ``simms repo info`` and every search of it say SYNTHETIC, hit
+tables carry a ``synthetic`` column, and a warning is logged.  Real-data
+correctness is shown on real files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from engine.io import load_library
+from engine.library import SpectrumLibrary
+from engine.repository.repository import DEFAULT_SHARD_SPECTRA, Repository
+
+__all__ = ["add_synthetic", "build_synthetic", "synthetic_libraries"]
+
+log = logging.getLogger(__name__)
+
+
+def synthetic_libraries(
+    base: SpectrumLibrary,
+    n_spectra: int,
+    *,
+    chunk_spectra: int = 200_000,
+    seed: int = 0,
+    first: int = 0,
+    mz_jitter: float = 0.002,
+    precursor_jitter: float = 0.002,
+    intensity_noise: float = 0.1,
+    files_per_dataset: int = 10,
+) -> Iterator[tuple[SpectrumLibrary, str, str]]:
+    """Generated ``(library, file name, dataset)`` chunks of ``n_spectra`` in all.
+
+    Parameters
+    ----------
+    base : SpectrumLibrary
+        Real spectra to copy.
+    n_spectra : int
+        Spectra to generate.
+    chunk_spectra : int
+        Spectra per chunk (one virtual file each); bounds the memory used.
+    seed : int
+        Seed of this generator's own random stream (no global seeding).
+    first : int
+        Number of the first spectrum (ids and file names continue from here,
+        so an append to a synthetic repository gets new names).
+    mz_jitter, precursor_jitter : float
+        Standard deviations, Da, of the fragment and precursor m/z noise.
+    intensity_noise : float
+        Standard deviation of the log-normal intensity factor.
+    files_per_dataset : int
+        Virtual files per virtual dataset.
+    """
+    if len(base) == 0:
+        raise ValueError("synthetic spectra need a base library with spectra")
+    rng = np.random.default_rng([seed, first])
+    done = 0
+    while done < n_spectra:
+        n = min(chunk_spectra, n_spectra - done)
+        number = (first + done) // max(chunk_spectra, 1)
+        library = _jittered(
+            base, rng, n, first + done, mz_jitter, precursor_jitter, intensity_noise
+        )
+        yield (
+            library,
+            f"synthetic-{number:06d}.mgf",
+            f"synthetic-{number // max(files_per_dataset, 1):04d}",
+        )
+        done += n
+
+
+def _jittered(
+    base: SpectrumLibrary,
+    rng: np.random.Generator,
+    n: int,
+    first: int,
+    mz_jitter: float,
+    precursor_jitter: float,
+    intensity_noise: float,
+) -> SpectrumLibrary:
+    picked = rng.integers(0, len(base), size=n)
+    copy = base.subset(picked)
+    counts = copy.peak_counts
+    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+    mz = np.maximum(copy.mz + rng.normal(0.0, mz_jitter, copy.n_peaks), 1e-3)
+    order = np.lexsort((mz, owner))  # re-sorted within each spectrum
+    intensity = copy.intensity * np.exp(rng.normal(0.0, intensity_noise, copy.n_peaks))
+    precursor = copy.precursor_mz + rng.normal(0.0, precursor_jitter, n)
+    ids = np.array([f"SYN{first + k:010d}" for k in range(n)], dtype=object)
+    metadata = {
+        "id": ids,
+        "name": copy.metadata["name"],
+        "inchikey": copy.metadata["inchikey"],
+        "title": copy.metadata["id"],  # the real spectrum it was made from
+    }
+    return SpectrumLibrary(
+        mz=mz[order],
+        intensity=intensity[order],
+        offsets=copy.offsets,
+        precursor_mz=np.where(precursor > 0, precursor, copy.precursor_mz),
+        charge=copy.charge,
+        ion_mode=copy.polarity(),
+        metadata=metadata,
+    )
+
+
+def _base(base: SpectrumLibrary | str | os.PathLike) -> SpectrumLibrary:
+    return base if isinstance(base, SpectrumLibrary) else load_library(base)
+
+
+def build_synthetic(
+    path: str | os.PathLike,
+    base: SpectrumLibrary | str | os.PathLike,
+    n_spectra: int,
+    *,
+    shard_spectra: int = DEFAULT_SHARD_SPECTRA,
+    seed: int = 0,
+    on_message: Callable[[str], None] | None = None,
+    **jitter,
+) -> Repository:
+    """A new SYNTHETIC repository at ``path`` of ``n_spectra`` copies of ``base``'s spectra.
+
+    ``base`` is a library or a spectrum file (e.g. ``massbank_ms2.mgf.gz``);
+    ``jitter`` takes the keywords of :func:`synthetic_libraries`.
+    """
+    base = _base(base)
+    repo = Repository.create(
+        path, shard_spectra=shard_spectra, synthetic=True,
+        description=f"SYNTHETIC: jittered copies of {_name(base)} (benchmarks and tests only)",
+    )  # fmt: skip
+    add_synthetic(repo, base, n_spectra, seed=seed, on_message=on_message, **jitter)
+    return repo
+
+
+def add_synthetic(
+    repo: Repository,
+    base: SpectrumLibrary | str | os.PathLike,
+    n_spectra: int,
+    *,
+    seed: int = 0,
+    on_message: Callable[[str], None] | None = None,
+    **jitter,
+) -> list[str]:
+    """Append ``n_spectra`` generated spectra to a SYNTHETIC repository; the new shards."""
+    if not repo.synthetic:
+        raise ValueError(f"{repo.path}: synthetic spectra go only into a synthetic repository")
+    base = _base(base)
+    message = (
+        f"SYNTHETIC: generating {n_spectra:,} jittered copies of {_name(base)} "
+        f"into {repo.path} (benchmarks and tests only)"
+    )
+    log.warning(message)
+    if on_message is not None:
+        on_message(message)
+    chunks = synthetic_libraries(base, n_spectra, seed=seed, first=len(repo), **jitter)
+    return repo.add_libraries(chunks, on_message=on_message)
+
+
+def _name(base: SpectrumLibrary) -> str:
+    return os.path.basename(base.source.path) if base.source is not None else "a library"
