@@ -343,7 +343,7 @@ class RepositorySearchJob:
             )  # fmt: skip
             futures[future.key] = (future, shard, rows)
         try:
-            for future in as_completed([f for f, _, _ in futures.values()]):
+            for future in as_completed([f for f, _, _ in futures.values()], loop=self.client.loop):
                 if self.cancel_token.cancelled:
                     return
                 _, shard, rows = futures[future.key]
