@@ -34,7 +34,7 @@ __all__ = ["INTENSITY_LEVELS", "Shard", "quantize_intensity", "write_shard"]
 
 #: Largest stored intensity code (uint16).
 INTENSITY_LEVELS = 65535
-#: Text columns a shard keeps per spectrum (UTF-8, CSR).
+#: Text columns a shard keeps per spectrum (int32 codes into distinct UTF-8 strings).
 TEXT_COLUMNS = ("id", "name", "inchikey")
 #: Per-spectrum arrays and their stored types.
 SPECTRUM_ARRAYS = {
@@ -78,13 +78,21 @@ def stored_intensity(codes: np.ndarray, scale: np.ndarray, offsets: np.ndarray) 
     return codes.astype(np.float64) * np.repeat(scale.astype(np.float64), np.diff(offsets))
 
 
-def _text_csr(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    encoded = [("" if v is None else str(v)).encode("utf-8", "surrogatepass") for v in values]
+def _text_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A text column as int32 codes into its distinct values, stored as UTF-8 CSR.
+
+    Repository metadata repeats (compound names, InChIKeys of replicate
+    spectra), and only the distinct strings are encoded one by one.
+    """
+    import pandas as pd
+
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object).fillna(""), sort=False)
+    encoded = [str(u).encode("utf-8", "surrogatepass") for u in uniques]
     lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     data = np.frombuffer(b"".join(encoded), dtype=np.uint8) if encoded else np.empty(0, np.uint8)
-    return data, offsets
+    return codes.astype(np.int32), data, offsets
 
 
 def write_shard(
@@ -114,7 +122,8 @@ def write_shard(
         for name, dtype in {**SPECTRUM_ARRAYS, **PEAK_ARRAYS}.items():
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(arrays[name], dtype=dtype))
         for name in TEXT_COLUMNS:
-            data, offsets = _text_csr(text[name])
+            codes, data, offsets = _text_columns(text[name])
+            np.save(tmp / f"text_{name}_codes.npy", codes)
             np.save(tmp / f"text_{name}.npy", data)
             np.save(tmp / f"text_{name}_offsets.npy", offsets)
         (tmp / SHARD_MANIFEST).write_text(json.dumps({"format": FORMAT, **manifest}, indent=1))
@@ -181,12 +190,14 @@ class Shard:
 
     def text(self, name: str, rows: np.ndarray | None = None) -> np.ndarray:
         """Text column ``name`` (object array of str), all rows or ``rows``."""
+        codes = self.array(f"text_{name}_codes")
+        codes = np.asarray(codes if rows is None else codes[np.asarray(rows, dtype=np.int64)])
         data, offsets = self.array(f"text_{name}"), self.array(f"text_{name}_offsets")
-        rows = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64)
-        out = np.empty(len(rows), dtype=object)
-        for k, r in enumerate(rows):
-            out[k] = bytes(data[offsets[r] : offsets[r + 1]]).decode("utf-8", "surrogatepass")
-        return out
+        used, inverse = np.unique(codes, return_inverse=True)
+        table = np.empty(len(used), dtype=object)
+        for k, c in enumerate(used):
+            table[k] = bytes(data[offsets[c] : offsets[c + 1]]).decode("utf-8", "surrogatepass")
+        return table[inverse.reshape(-1)] if len(codes) else np.empty(0, dtype=object)
 
     def library(self, *, metadata: bool = False) -> SpectrumLibrary:
         """The shard as a :class:`~engine.library.SpectrumLibrary` over its stored peaks.

@@ -3,7 +3,8 @@
 Each generated spectrum is a copy of a real spectrum (e.g. MassBank in
 ``../shared/data``) drawn at random, with every fragment m/z moved by Gaussian
 noise (``mz_jitter`` Da), the precursor m/z moved likewise (``precursor_jitter``
-Da) and every intensity multiplied by ``exp(N(0, intensity_noise))``.  Such a
+Da) and every intensity multiplied by ``exp(N(0, intensity_noise))``; it keeps
+the id, name and InChIKey of the spectrum it copies.  Such a
 repository has real peak-count, m/z and precursor distributions at any size,
 but it is not data: the manifest says ``"synthetic": true``, every shard
 manifest too, ``simms repo info`` and every search of it say SYNTHETIC, hit
@@ -53,7 +54,7 @@ def synthetic_libraries(
     seed : int
         Seed of this generator's own random stream (no global seeding).
     first : int
-        Number of the first spectrum (ids and file names continue from here,
+        Number of the first spectrum (virtual file names continue from here,
         so an append to a synthetic repository gets new names).
     mz_jitter, precursor_jitter : float
         Standard deviations, Da, of the fragment and precursor m/z noise.
@@ -65,18 +66,13 @@ def synthetic_libraries(
     if len(base) == 0:
         raise ValueError("synthetic spectra need a base library with spectra")
     rng = np.random.default_rng([seed, first])
+    base = _stripped(base)
     done = 0
     while done < n_spectra:
         n = min(chunk_spectra, n_spectra - done)
-        number = (first + done) // max(chunk_spectra, 1)
-        library = _jittered(
-            base, rng, n, first + done, mz_jitter, precursor_jitter, intensity_noise
-        )
-        yield (
-            library,
-            f"synthetic-{number:06d}.mgf",
-            f"synthetic-{number // max(files_per_dataset, 1):04d}",
-        )
+        library = _jittered(base, rng, n, mz_jitter, precursor_jitter, intensity_noise)
+        dataset = (first + done) // max(chunk_spectra * files_per_dataset, 1)
+        yield library, f"synthetic-{first + done:012d}.mgf", f"synthetic-{dataset:04d}"
         done += n
 
 
@@ -84,7 +80,6 @@ def _jittered(
     base: SpectrumLibrary,
     rng: np.random.Generator,
     n: int,
-    first: int,
     mz_jitter: float,
     precursor_jitter: float,
     intensity_noise: float,
@@ -94,25 +89,37 @@ def _jittered(
     counts = copy.peak_counts
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
     mz = np.maximum(copy.mz + rng.normal(0.0, mz_jitter, copy.n_peaks), 1e-3)
-    order = np.lexsort((mz, owner))  # re-sorted within each spectrum
+    order = _sorted_within(mz, owner, copy.offsets)
     intensity = copy.intensity * np.exp(rng.normal(0.0, intensity_noise, copy.n_peaks))
     precursor = copy.precursor_mz + rng.normal(0.0, precursor_jitter, n)
-    ids = np.array([f"SYN{first + k:010d}" for k in range(n)], dtype=object)
-    metadata = {
-        "id": ids,
-        "name": copy.metadata["name"],
-        "inchikey": copy.metadata["inchikey"],
-        "title": copy.metadata["id"],  # the real spectrum it was made from
-    }
     return SpectrumLibrary(
         mz=mz[order],
         intensity=intensity[order],
         offsets=copy.offsets,
         precursor_mz=np.where(precursor > 0, precursor, copy.precursor_mz),
         charge=copy.charge,
-        ion_mode=copy.polarity(),
-        metadata=metadata,
+        ion_mode=copy.ion_mode,
+        metadata=copy.metadata,  # the id, name and InChIKey of the real spectrum copied
     )
+
+
+def _sorted_within(mz: np.ndarray, owner: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Peak order that sorts ``mz`` within each spectrum (jitter swaps few neighbours)."""
+    order = np.arange(len(mz), dtype=np.int64)
+    falls = np.flatnonzero((np.diff(mz) < 0) & (owner[1:] == owner[:-1]))
+    for s in np.unique(owner[falls]):
+        a, b = offsets[s], offsets[s + 1]
+        order[a:b] = a + np.argsort(mz[a:b], kind="stable")
+    return order
+
+
+def _stripped(base: SpectrumLibrary) -> SpectrumLibrary:
+    """``base`` with only what generated spectra keep: peaks, precursor, ion mode, 3 columns."""
+    return SpectrumLibrary(
+        mz=base.mz, intensity=base.intensity, offsets=base.offsets,
+        precursor_mz=base.precursor_mz, charge=base.charge, ion_mode=base.polarity(),
+        metadata={c: base.metadata[c] for c in ("id", "name", "inchikey")},
+    )  # fmt: skip
 
 
 def _base(base: SpectrumLibrary | str | os.PathLike) -> SpectrumLibrary:
