@@ -4,6 +4,7 @@ Examples
 --------
 ``simms repo build runs.simmsrepo run1.mzML run2.mgf --dataset 2024``
 ``simms repo add runs.simmsrepo run3.mzML``
+``simms repo compact runs.simmsrepo``
 ``simms repo info runs.simmsrepo``
 ``simms repo search queries.mgf runs.simmsrepo -o hits.tsv --summary files.tsv``
 """
@@ -45,6 +46,11 @@ def add_repo_parser(sub) -> None:
     a.add_argument("repository")
     a.add_argument("files", nargs="+")
     a.add_argument("--dataset", help="dataset name of the files [each file's folder name]")
+    c = actions.add_parser(
+        "compact", help="rewrite the shards into disjoint precursor ranges (faster windowed "
+        "searches; repository indexes change)",
+    )  # fmt: skip
+    c.add_argument("repository")
     i = actions.add_parser("info", help="describe a repository")
     i.add_argument("repository")
     i.add_argument("--files", action="store_true", help="also list the files")
@@ -83,6 +89,11 @@ def run_repo(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         shards = repo.add(args.files, dataset=args.dataset, on_message=say)
         say(f"added {len(shards)} shards in {time.perf_counter() - start:.1f} s: {repo}")
+        return 0
+    if args.repo_command == "compact":
+        start = time.perf_counter()
+        shards = repo.compact(on_message=say)
+        say(f"compacted into {len(shards)} shards in {time.perf_counter() - start:.1f} s")
         return 0
     if args.repo_command == "info":
         print(repo.info())

@@ -143,6 +143,36 @@ def test_per_file_summary(tmp_path, data_dir):
     assert not table["synthetic"].any()
 
 
+def test_compact_makes_disjoint_precursor_ranges_and_keeps_the_hits(tmp_path, data_dir):
+    files = [data_dir / "pesticides.mgf", data_dir / "sample.mzML", data_dir / "sample.msp"]
+    repo = Repository.build(tmp_path / "repo", files[:1], shard_spectra=15)
+    repo.add(files[1:])
+    queries = engine.read_library(data_dir / "pesticides.mgf")
+    params = P(top_n=0)
+
+    def found(r):
+        hits = r.search(queries, params, backend="cpu").run()
+        rec = r.records(hits.library_index)
+        return sorted(zip(hits.query_index.tolist(), rec["file"], rec["file_index"].tolist(),
+                          hits.score.tolist(), hits.matches.tolist(), strict=True))  # fmt: skip
+
+    before = found(repo)
+    old = {s.name for s in repo.shards}
+    repo.compact()
+    assert not old & {p.name for p in (repo.path / "shards").iterdir()}
+    assert len(repo) == 91 and len(Repository(repo.path)) == 91
+    for mode in ("positive", "negative"):
+        ranges = [(s.manifest["precursor_min"], s.manifest["precursor_max"])
+                  for s in repo.shards if s.manifest["ion_mode"] == mode]  # fmt: skip
+        assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # disjoint
+        assert all(len(s) <= 2 * 15 for s in repo.shards)
+    assert found(repo) == before and len(before) > 76
+    _same_hits(
+        repo.search(queries, backend="cpu").run(),
+        engine.search(queries, repo.library(), backend="cpu"),
+    )
+
+
 def test_bad_file_and_duplicate_leave_the_repository_as_it_was(tmp_path, data_dir):
     repo = Repository.build(tmp_path / "repo", [data_dir / "sample.msp"])
     before = (repo.path / "repository.json").read_text()

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from engine.library import SpectrumLibrary
-from engine.repository.store import TEXT_COLUMNS, quantize_intensity, write_shard
+from engine.repository.store import TEXT_COLUMNS, Shard, quantize_intensity, write_shard
 
-__all__ = ["ShardWriter"]
+__all__ = ["ShardWriter", "merge_shards"]
 
 log = logging.getLogger(__name__)
 
@@ -175,9 +175,10 @@ class ShardWriter:
         rest = order[n:]
         buffer.chunks = [_take(merged, rest)] if len(rest) else []
         buffer.spectra = len(rest)
-        self._write(shard, mode)
+        self.write(shard, mode)
 
-    def _write(self, chunk: _Chunk, mode: int) -> None:
+    def write(self, chunk: _Chunk, mode: int) -> None:
+        """Write ``chunk`` (one ion ``mode``, sorted by precursor) as the next shard."""
         offsets = np.zeros(len(chunk) + 1, dtype=np.int64)
         np.cumsum(chunk.counts, out=offsets[1:])
         name = f"{self.next_shard:06d}"
@@ -218,3 +219,57 @@ class ShardWriter:
         log.info(message)
         if self.on_message is not None:
             self.on_message(message)
+
+
+def _slice(shard: Shard, a: int, z: int) -> _Chunk:
+    """Spectra ``a:z`` of a stored shard, in stored form (read from its maps)."""
+    offsets = np.asarray(shard.array("offsets")[a : z + 1])
+    p0, p1 = int(offsets[0]), int(offsets[-1])
+    rows = np.arange(a, z, dtype=np.int64)
+    return _Chunk(
+        mz=np.array(shard.array("mz")[p0:p1]),
+        codes=np.array(shard.array("intensity")[p0:p1]),
+        counts=np.diff(offsets),
+        scale=np.array(shard.array("scale")[a:z]),
+        precursor_mz=np.array(shard.array("precursor_mz")[a:z]),
+        charge=np.array(shard.array("charge")[a:z]),
+        file_id=np.array(shard.array("file_id")[a:z]),
+        file_index=np.array(shard.array("file_index")[a:z]),
+        text={c: shard.text(c, rows) for c in TEXT_COLUMNS},
+    )
+
+
+def merge_shards(writer: ShardWriter, shards: list[Shard], sample_every: int = 64) -> None:
+    """Rewrite ``shards`` (one ion mode) as shards of disjoint precursor m/z ranges.
+
+    The ranges are quantiles of every ``sample_every``-th precursor, so each new
+    shard holds about ``writer.shard_spectra`` spectra; spectra without a
+    precursor go to the last.  Each new shard is gathered from the slices of the
+    old ones that fall in its range (all sorted), so memory stays about one
+    shard.  Equal precursors keep the old shards' order.
+    """
+    if not shards:
+        return
+    modes = {s.manifest["ion_mode"] for s in shards}
+    if len(modes) != 1:
+        raise ValueError(f"shards of several ion modes {sorted(modes)} cannot be merged")
+    mode = {"positive": 1, "negative": -1}.get(modes.pop(), 0)
+    total = sum(len(s) for s in shards)
+    sample = np.concatenate([np.asarray(s.array("precursor_mz")[::sample_every]) for s in shards])
+    sample = np.sort(sample[~np.isnan(sample)])
+    n = max(1, -(-total // writer.shard_spectra))
+    edges = np.quantile(sample, np.arange(1, n) / n) if len(sample) and n > 1 else np.empty(0)
+    edges = np.unique(edges)
+    bounds = [-np.inf, *edges.tolist(), np.inf]
+    for k in range(len(bounds) - 1):
+        last = k == len(bounds) - 2
+        pieces = []
+        for shard in shards:
+            precursor = shard.array("precursor_mz")
+            a = int(np.searchsorted(precursor, bounds[k], side="left"))
+            z = len(precursor) if last else int(np.searchsorted(precursor, bounds[k + 1], "left"))
+            if z > a:
+                pieces.append(_slice(shard, a, z))
+        if pieces:
+            merged = _concat(pieces)
+            writer.write(_take(merged, np.argsort(merged.precursor_mz, kind="stable")), mode)

@@ -26,7 +26,7 @@ import numpy as np
 from engine.atomic import atomic_path
 from engine.io import read_library
 from engine.library import SpectrumLibrary
-from engine.repository.build import ShardWriter
+from engine.repository.build import ShardWriter, merge_shards
 from engine.repository.store import TEXT_COLUMNS, Shard
 
 __all__ = ["DEFAULT_SHARD_SPECTRA", "Repository"]
@@ -221,6 +221,43 @@ class Repository:
         self.manifest = manifest
         self._shards = None
         return [str(s["name"]) for s in written]
+
+    def compact(self, *, on_message: Callable[[str], None] | None = None) -> list[str]:
+        """Rewrite the shards so that each ion mode's shards hold disjoint precursor ranges.
+
+        Shards written by separate adds (or separate buffers of one add) overlap
+        in precursor m/z, so a query with a precursor window visits all of them;
+        after this, it visits the one or two whose range its window meets.
+        Memory stays about one shard; the disk needs room for a second copy
+        while it runs.  Repository indexes change (the spectra are reordered).
+
+        Returns
+        -------
+        list of str
+            Names of the new shards.
+        """
+        self._remove_unlisted()
+        manifest = json.loads(json.dumps(self.manifest))
+        old = self.shards
+        writer = ShardWriter(
+            self.path / "shards", manifest["shard_spectra"], manifest["next_shard"],
+            synthetic=manifest["synthetic"], on_message=on_message,
+        )  # fmt: skip
+        try:
+            for mode in ("positive", "negative", "unknown"):
+                merge_shards(writer, [s for s in old if s.manifest["ion_mode"] == mode])
+        except BaseException:
+            for summary in writer.written:
+                shutil.rmtree(self.path / "shards" / str(summary["name"]), ignore_errors=True)
+            raise
+        manifest["shards"] = writer.written
+        manifest["next_shard"] = writer.next_shard
+        _write_manifest(self.path, manifest)
+        self.manifest = manifest
+        self._shards = None
+        for shard in old:
+            shutil.rmtree(shard.folder, ignore_errors=True)
+        return [str(s["name"]) for s in writer.written]
 
     def _remove_unlisted(self) -> None:
         """Shard folders of an add that did not finish (not in the manifest) go."""
