@@ -245,5 +245,5 @@ def test_million_spectrum_synthetic_repository_on_dask(
     for params in (MODES["identity"], MODES["entropy-open"]):
         expected = engine.search(queries, whole, params, backend="cpu")
         hits = repo.search(queries, params, backend="cpu", client=cluster).run()
-        assert len(expected) == 20 * params.top_n
+        assert len(expected) > 100  # most of the 20 queries have hits
         _same_hits(hits, expected)
