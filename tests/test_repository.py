@@ -212,6 +212,31 @@ def test_synthetic_repository_is_labelled(tmp_path, pesticides):
         add_synthetic(real, pesticides, 10)
 
 
+@pytest.mark.slow
+def test_parallel_synthetic_build_and_compaction_give_the_same_spectra(tmp_path, pesticides):
+    kw = {"shard_spectra": 700, "chunk_spectra": 400}
+    serial = build_synthetic(tmp_path / "serial", pesticides, 3000, seed=5, **kw)
+    parallel = build_synthetic(
+        tmp_path / "parallel", pesticides, 3000, seed=5, processes=2, compact=True, **kw
+    )
+
+    def spectra(repo):
+        lib, rec = repo.library(), repo.records(np.arange(len(repo)))
+        return sorted(
+            (f, int(i), float(p), lib.peaks(k)[0].tobytes(), lib.peaks(k)[1].tobytes())
+            for k, (f, i, p) in enumerate(zip(rec["file"], rec["file_index"],
+                                              lib.precursor_mz, strict=True))
+        )  # fmt: skip
+
+    assert len(parallel) == 3000 and len(parallel.manifest["files"]) == 8
+    assert spectra(serial) == spectra(parallel)
+    queries = pesticides.subset(np.arange(0, 76, 4))
+    _same_hits(
+        parallel.search(queries, backend="cpu").run(),
+        engine.search(queries, parallel.library(), backend="cpu"),
+    )
+
+
 @pytest.fixture(scope="module")
 def cluster():
     from distributed import Client, LocalCluster

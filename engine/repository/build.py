@@ -20,7 +20,7 @@ import numpy as np
 from engine.library import SpectrumLibrary
 from engine.repository.store import TEXT_COLUMNS, Shard, quantize_intensity, write_shard
 
-__all__ = ["ShardWriter", "merge_shards"]
+__all__ = ["ShardWriter", "file_entry", "map_tasks", "merge_plan", "merge_range"]
 
 log = logging.getLogger(__name__)
 
@@ -239,37 +239,72 @@ def _slice(shard: Shard, a: int, z: int) -> _Chunk:
     )
 
 
-def merge_shards(writer: ShardWriter, shards: list[Shard], sample_every: int = 64) -> None:
-    """Rewrite ``shards`` (one ion mode) as shards of disjoint precursor m/z ranges.
+def file_entry(library: SpectrumLibrary, file_id: int, name: str, dataset: str) -> dict:
+    """The manifest entry of a file (or generated chunk) read as ``library``."""
+    source = library.source
+    report = library.report
+    return {
+        "id": file_id,
+        "path": name,
+        "dataset": dataset,
+        "sha256": source.sha256 if source is not None else "",
+        "format": source.format if source is not None else "",
+        "spectra": len(library),
+        "skipped": len(getattr(report, "skipped", ()) or ()) if report is not None else 0,
+    }
 
-    The ranges are quantiles of every ``sample_every``-th precursor, so each new
-    shard holds about ``writer.shard_spectra`` spectra; spectra without a
-    precursor go to the last.  Each new shard is gathered from the slices of the
-    old ones that fall in its range (all sorted), so memory stays about one
-    shard.  Equal precursors keep the old shards' order.
+
+def merge_plan(
+    shards: list[Shard], shard_spectra: int, sample_every: int = 64
+) -> list[tuple[float, float, bool]]:
+    """Precursor ranges ``(lo, hi, last)`` that split ``shards`` (one ion mode) evenly.
+
+    The ranges are quantiles of every ``sample_every``-th precursor, so each
+    holds about ``shard_spectra`` spectra; the last also takes the spectra
+    without a precursor.
     """
     if not shards:
-        return
+        return []
+    total = sum(len(s) for s in shards)
+    sample = np.concatenate([np.asarray(s.array("precursor_mz")[::sample_every]) for s in shards])
+    sample = np.sort(sample[~np.isnan(sample)])
+    n = max(1, -(-total // shard_spectra))
+    edges = np.quantile(sample, np.arange(1, n) / n) if len(sample) and n > 1 else np.empty(0)
+    bounds = [-np.inf, *np.unique(edges).tolist(), np.inf]
+    return [(bounds[k], bounds[k + 1], k == len(bounds) - 2) for k in range(len(bounds) - 1)]
+
+
+def merge_range(writer: ShardWriter, shards: list[Shard], lo: float, hi: float, last: bool) -> None:
+    """Write the spectra of ``shards`` (one ion mode) with precursor in ``[lo, hi)`` as a shard.
+
+    Each shard is sorted, so its part is one slice; equal precursors keep the
+    shards' order.  ``last`` also takes the spectra without a precursor.
+    """
     modes = {s.manifest["ion_mode"] for s in shards}
     if len(modes) != 1:
         raise ValueError(f"shards of several ion modes {sorted(modes)} cannot be merged")
     mode = {"positive": 1, "negative": -1}.get(modes.pop(), 0)
-    total = sum(len(s) for s in shards)
-    sample = np.concatenate([np.asarray(s.array("precursor_mz")[::sample_every]) for s in shards])
-    sample = np.sort(sample[~np.isnan(sample)])
-    n = max(1, -(-total // writer.shard_spectra))
-    edges = np.quantile(sample, np.arange(1, n) / n) if len(sample) and n > 1 else np.empty(0)
-    edges = np.unique(edges)
-    bounds = [-np.inf, *edges.tolist(), np.inf]
-    for k in range(len(bounds) - 1):
-        last = k == len(bounds) - 2
-        pieces = []
-        for shard in shards:
-            precursor = shard.array("precursor_mz")
-            a = int(np.searchsorted(precursor, bounds[k], side="left"))
-            z = len(precursor) if last else int(np.searchsorted(precursor, bounds[k + 1], "left"))
-            if z > a:
-                pieces.append(_slice(shard, a, z))
-        if pieces:
-            merged = _concat(pieces)
-            writer.write(_take(merged, np.argsort(merged.precursor_mz, kind="stable")), mode)
+    pieces = []
+    for shard in shards:
+        precursor = shard.array("precursor_mz")
+        a = int(np.searchsorted(precursor, lo, side="left"))
+        z = len(precursor) if last else int(np.searchsorted(precursor, hi, side="left"))
+        if z > a:
+            pieces.append(_slice(shard, a, z))
+    if pieces:
+        merged = _concat(pieces)
+        writer.write(_take(merged, np.argsort(merged.precursor_mz, kind="stable")), mode)
+
+
+def map_tasks(function, tasks: list[tuple], processes: int):
+    """``function(*task)`` of each task, in order: here, or in a pool of ``processes``."""
+    if processes <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield function(*task)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # no fork of a process with numba threads
+    with ProcessPoolExecutor(min(processes, len(tasks)), mp_context=context) as pool:
+        yield from pool.map(function, *zip(*tasks, strict=True))

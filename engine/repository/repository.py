@@ -26,7 +26,7 @@ import numpy as np
 from engine.atomic import atomic_path
 from engine.io import read_library
 from engine.library import SpectrumLibrary
-from engine.repository.build import ShardWriter, merge_shards
+from engine.repository.build import ShardWriter, file_entry, map_tasks, merge_plan, merge_range
 from engine.repository.store import TEXT_COLUMNS, Shard
 
 __all__ = ["DEFAULT_SHARD_SPECTRA", "Repository"]
@@ -189,47 +189,90 @@ class Repository:
         written.
         """
         self._remove_unlisted()
-        manifest = json.loads(json.dumps(self.manifest))
-        known = {f["sha256"]: f["path"] for f in manifest["files"] if f.get("sha256")}
-        writer = ShardWriter(
-            self.path / "shards", manifest["shard_spectra"], manifest["next_shard"],
-            synthetic=manifest["synthetic"], on_message=on_message,
-        )  # fmt: skip
+        known = {f["sha256"]: f["path"] for f in self.manifest["files"] if f.get("sha256")}
+        files: list[dict] = []
+        writer = self.writer(on_message=on_message)
         try:
             for library, name, dataset in libraries:
-                sha = library.source.sha256 if library.source is not None else ""
-                if sha and sha in known:
-                    raise ValueError(f"{name}: already in the repository (as {known[sha]})")
-                if sha:
-                    known[sha] = name
-                file_id = len(manifest["files"])
-                manifest["files"].append({
-                    "id": file_id, "path": name, "dataset": dataset, "sha256": sha,
-                    "format": library.source.format if library.source is not None else "",
-                    "spectra": len(library),
-                    "skipped": _skipped(library),
-                })  # fmt: skip
-                writer.add(library, file_id)
+                entry = file_entry(library, len(self.manifest["files"]) + len(files), name, dataset)
+                if entry["sha256"] and entry["sha256"] in known:
+                    raise ValueError(
+                        f"{name}: already in the repository (as {known[entry['sha256']]})"
+                    )
+                known[entry["sha256"]] = name
+                files.append(entry)
+                writer.add(library, entry["id"])
             written = writer.close()
         except BaseException:
-            for summary in writer.written:
-                shutil.rmtree(self.path / "shards" / str(summary["name"]), ignore_errors=True)
+            self._remove(writer.written)
             raise
-        manifest["shards"].extend(written)
-        manifest["next_shard"] = writer.next_shard
+        self.append_written(files, written)
+        return [str(s["name"]) for s in written]
+
+    def writer(self, first_shard: int | None = None, *, on_message=None) -> ShardWriter:
+        """A :class:`~engine.repository.build.ShardWriter` into this repository's shard folder.
+
+        Shards it writes count only once :meth:`append_written` records them.
+        """
+        return ShardWriter(
+            self.path / "shards", self.manifest["shard_spectra"],
+            self.manifest["next_shard"] if first_shard is None else first_shard,
+            synthetic=self.synthetic, on_message=on_message,
+        )  # fmt: skip
+
+    def append_written(
+        self, files: list[dict], shards: list[dict], *, replace: bool = False
+    ) -> None:
+        """Record written shards (and the files their spectra come from) in the manifest.
+
+        Parameters
+        ----------
+        files : list of dict
+            New file entries (:func:`~engine.repository.build.file_entry`), ids
+            continuing the repository's.
+        shards : list of dict
+            Summaries of the new shards, in repository order.
+        replace : bool
+            The new shards replace all old ones (compaction); their folders go.
+        """
+        manifest = json.loads(json.dumps(self.manifest))
+        old = self.shards if replace else []
+        if [f["id"] for f in files] != list(
+            range(len(manifest["files"]), len(manifest["files"]) + len(files))
+        ):
+            raise ValueError("file ids must continue the repository's")
+        for summary in shards:
+            Shard.open(self.path / "shards" / str(summary["name"]))  # written and whole
+        manifest["files"].extend(files)
+        manifest["shards"] = [*([] if replace else manifest["shards"]), *shards]
+        numbers = [int(s["name"]) for s in shards] + [manifest["next_shard"] - 1]
+        manifest["next_shard"] = max(numbers) + 1
         _write_manifest(self.path, manifest)
         self.manifest = manifest
         self._shards = None
-        return [str(s["name"]) for s in written]
+        for shard in old:
+            shutil.rmtree(shard.folder, ignore_errors=True)
 
-    def compact(self, *, on_message: Callable[[str], None] | None = None) -> list[str]:
+    def _remove(self, shards: list[dict]) -> None:
+        for summary in shards:
+            shutil.rmtree(self.path / "shards" / str(summary["name"]), ignore_errors=True)
+
+    def compact(
+        self, *, processes: int = 1, on_message: Callable[[str], None] | None = None
+    ) -> list[str]:
         """Rewrite the shards so that each ion mode's shards hold disjoint precursor ranges.
 
         Shards written by separate adds (or separate buffers of one add) overlap
         in precursor m/z, so a query with a precursor window visits all of them;
         after this, it visits the one or two whose range its window meets.
-        Memory stays about one shard; the disk needs room for a second copy
-        while it runs.  Repository indexes change (the spectra are reordered).
+        Memory stays about one shard per process; the disk needs room for a
+        second copy while it runs.  Repository indexes change (the spectra are
+        reordered).
+
+        Parameters
+        ----------
+        processes : int
+            Write this many new shards at once, each in a process of its own.
 
         Returns
         -------
@@ -237,27 +280,24 @@ class Repository:
             Names of the new shards.
         """
         self._remove_unlisted()
-        manifest = json.loads(json.dumps(self.manifest))
-        old = self.shards
-        writer = ShardWriter(
-            self.path / "shards", manifest["shard_spectra"], manifest["next_shard"],
-            synthetic=manifest["synthetic"], on_message=on_message,
-        )  # fmt: skip
+        tasks = []
+        number = self.manifest["next_shard"]
+        for mode in ("positive", "negative", "unknown"):
+            group = [s for s in self.shards if s.manifest["ion_mode"] == mode]
+            for lo, hi, last in merge_plan(group, self.manifest["shard_spectra"]):
+                tasks.append((str(self.path), number, [str(s.folder) for s in group], lo, hi, last))
+                number += 1
+        written: list[dict] = []
         try:
-            for mode in ("positive", "negative", "unknown"):
-                merge_shards(writer, [s for s in old if s.manifest["ion_mode"] == mode])
+            for summaries in map_tasks(_merge_task, tasks, processes):
+                written.extend(summaries)
+                for summary in summaries if on_message is not None else ():
+                    on_message(_described(summary))
         except BaseException:
-            for summary in writer.written:
-                shutil.rmtree(self.path / "shards" / str(summary["name"]), ignore_errors=True)
+            self._remove(written)
             raise
-        manifest["shards"] = writer.written
-        manifest["next_shard"] = writer.next_shard
-        _write_manifest(self.path, manifest)
-        self.manifest = manifest
-        self._shards = None
-        for shard in old:
-            shutil.rmtree(shard.folder, ignore_errors=True)
-        return [str(s["name"]) for s in writer.written]
+        self.append_written([], written, replace=True)
+        return [str(s["name"]) for s in written]
 
     def _remove_unlisted(self) -> None:
         """Shard folders of an add that did not finish (not in the manifest) go."""
@@ -413,9 +453,19 @@ class Repository:
         return summary(self, hits, queries, by=by)
 
 
-def _skipped(library: SpectrumLibrary) -> int:
-    report = library.report
-    return int(getattr(report, "skipped", 0) or 0) if report is not None else 0
+def _merge_task(path: str, number: int, folders: list[str], lo, hi, last) -> list[dict]:
+    """Write one shard of a compaction (in a process of its own when there are several)."""
+    repo = Repository(path)
+    writer = repo.writer(number)
+    merge_range(writer, [Shard.open(f) for f in folders], lo, hi, last)
+    return writer.written
+
+
+def _described(s: dict) -> str:
+    return (
+        f"shard {s['name']}: {s['spectra']:,} {s['ion_mode']} spectra, "
+        f"precursor m/z {s['precursor_min']}-{s['precursor_max']}"
+    )
 
 
 def _write_manifest(path: Path, manifest: dict) -> None:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from engine.io import load_library
 from engine.library import SpectrumLibrary
+from engine.repository.build import file_entry, map_tasks
 from engine.repository.repository import DEFAULT_SHARD_SPECTRA, Repository
 
 __all__ = ["add_synthetic", "build_synthetic", "synthetic_libraries"]
@@ -65,11 +67,11 @@ def synthetic_libraries(
     """
     if len(base) == 0:
         raise ValueError("synthetic spectra need a base library with spectra")
-    rng = np.random.default_rng([seed, first])
     base = _stripped(base)
     done = 0
     while done < n_spectra:
         n = min(chunk_spectra, n_spectra - done)
+        rng = np.random.default_rng([seed, first + done])  # a chunk's spectra: its own stream
         library = _jittered(base, rng, n, mz_jitter, precursor_jitter, intensity_noise)
         dataset = (first + done) // max(chunk_spectra * files_per_dataset, 1)
         yield library, f"synthetic-{first + done:012d}.mgf", f"synthetic-{dataset:04d}"
@@ -133,20 +135,28 @@ def build_synthetic(
     *,
     shard_spectra: int = DEFAULT_SHARD_SPECTRA,
     seed: int = 0,
+    processes: int = 1,
+    compact: bool = False,
     on_message: Callable[[str], None] | None = None,
     **jitter,
 ) -> Repository:
     """A new SYNTHETIC repository at ``path`` of ``n_spectra`` copies of ``base``'s spectra.
 
     ``base`` is a library or a spectrum file (e.g. ``massbank_ms2.mgf.gz``);
-    ``jitter`` takes the keywords of :func:`synthetic_libraries`.
+    ``jitter`` takes the keywords of :func:`synthetic_libraries`; ``processes``
+    generate and write in parallel; ``compact`` then rewrites the shards into
+    disjoint precursor ranges (:meth:`Repository.compact`).
     """
     base = _base(base)
     repo = Repository.create(
         path, shard_spectra=shard_spectra, synthetic=True,
         description=f"SYNTHETIC: jittered copies of {_name(base)} (benchmarks and tests only)",
     )  # fmt: skip
-    add_synthetic(repo, base, n_spectra, seed=seed, on_message=on_message, **jitter)
+    add_synthetic(
+        repo, base, n_spectra, seed=seed, processes=processes, on_message=on_message, **jitter
+    )
+    if compact:
+        repo.compact(processes=processes, on_message=on_message)
     return repo
 
 
@@ -156,13 +166,20 @@ def add_synthetic(
     n_spectra: int,
     *,
     seed: int = 0,
+    processes: int = 1,
+    chunk_spectra: int = 200_000,
     on_message: Callable[[str], None] | None = None,
     **jitter,
 ) -> list[str]:
-    """Append ``n_spectra`` generated spectra to a SYNTHETIC repository; the new shards."""
+    """Append ``n_spectra`` generated spectra to a SYNTHETIC repository; the new shards.
+
+    With ``processes > 1`` the chunks are split into that many runs, each
+    generated and written by a process of its own (the spectra are the same:
+    each chunk has its own random stream).
+    """
     if not repo.synthetic:
         raise ValueError(f"{repo.path}: synthetic spectra go only into a synthetic repository")
-    base = _base(base)
+    base = _stripped(_base(base))
     message = (
         f"SYNTHETIC: generating {n_spectra:,} jittered copies of {_name(base)} "
         f"into {repo.path} (benchmarks and tests only)"
@@ -170,8 +187,52 @@ def add_synthetic(
     log.warning(message)
     if on_message is not None:
         on_message(message)
-    chunks = synthetic_libraries(base, n_spectra, seed=seed, first=len(repo), **jitter)
-    return repo.add_libraries(chunks, on_message=on_message)
+    if processes <= 1:
+        chunks = synthetic_libraries(
+            base, n_spectra, seed=seed, first=len(repo), chunk_spectra=chunk_spectra, **jitter
+        )
+        return repo.add_libraries(chunks, on_message=on_message)
+    starts = np.arange(0, n_spectra, chunk_spectra)
+    runs = [r for r in np.array_split(np.arange(len(starts)), processes) if len(r)]
+    shard_spectra = repo.manifest["shard_spectra"]
+    tasks, number = [], repo.manifest["next_shard"]
+    for run in runs:
+        first, stop = int(starts[run[0]]), min(int(starts[run[-1]]) + chunk_spectra, n_spectra)
+        file_id = len(repo.manifest["files"]) + int(run[0])
+        tasks.append((str(repo.path), number, base, stop - first, len(repo) + first, file_id,
+                      seed, chunk_spectra, jitter))  # fmt: skip
+        number += -(-(stop - first) // shard_spectra) + 3  # at most this many shards a run
+    files: list[dict] = []
+    written: list[dict] = []
+    try:
+        for run_files, run_written in map_tasks(_write_run, tasks, processes):
+            files.extend(run_files)
+            written.extend(run_written)
+    except BaseException:
+        for summary in written:
+            shutil.rmtree(repo.path / "shards" / str(summary["name"]), ignore_errors=True)
+        raise
+    repo.append_written(files, written)
+    return [str(s["name"]) for s in written]
+
+
+def _write_run(path, number, base, n, first, file_id, seed, chunk_spectra, jitter):
+    """One process's run of chunks: generated, written as shards; its files and shards."""
+    repo = Repository(path)
+    writer = repo.writer(number)
+    files = []
+    chunks = synthetic_libraries(
+        base, n, seed=seed, first=first, chunk_spectra=chunk_spectra, **jitter
+    )
+    try:
+        for k, (library, name, dataset) in enumerate(chunks):
+            files.append(file_entry(library, file_id + k, name, dataset))
+            writer.add(library, file_id + k)
+        return files, writer.close()
+    except BaseException:
+        for summary in writer.written:
+            shutil.rmtree(repo.path / "shards" / str(summary["name"]), ignore_errors=True)
+        raise
 
 
 def _name(base: SpectrumLibrary) -> str:
