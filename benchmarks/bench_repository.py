@@ -10,7 +10,7 @@ and ``--queries`` queries at once.  ``--check`` compares every hit of the
 first 20 queries with the one-process CPU search over the same shards::
 
     python benchmarks/bench_repository.py --spectra 1000000 --backend cpu
-    python benchmarks/bench_repository.py --spectra 100000000 --backend cuda \\
+    python benchmarks/bench_repository.py --spectra 100000000 --backend cuda --processes 16 \\
         --shard-spectra 5000000 --path /scratch/syn1e8 --resident-gb 100 --check
     python benchmarks/bench_repository.py --spectra 1000000 --dask-local 2
 
@@ -42,16 +42,23 @@ P = engine.SearchParameters
 SEARCHES = {"entropy identity": P(), "entropy open": P(precursor_tolerance=None)}
 
 
-def _repository(a: argparse.Namespace, base: engine.SpectrumLibrary) -> tuple[Repository, float]:
+def _repository(a: argparse.Namespace, base) -> tuple[Repository, float, float]:
+    """The SYNTHETIC repository (reused when ``--path`` holds it); build and compaction s."""
     path = Path(a.path) if a.path else Path(tempfile.mkdtemp(prefix="simms-bench-repo-")) / "r"
     if (path / "repository.json").exists():
         repo = Repository(path)
         if not repo.synthetic or len(repo) != a.spectra:
             raise SystemExit(f"{path}: holds {len(repo):,} spectra, not a synthetic {a.spectra:,}")
-        return repo, float("nan")
+        return repo, float("nan"), float("nan")
     start = time.perf_counter()
-    repo = build_synthetic(path, base, a.spectra, shard_spectra=a.shard_spectra, seed=a.seed)
-    return repo, time.perf_counter() - start
+    repo = build_synthetic(
+        path, base, a.spectra, shard_spectra=a.shard_spectra, seed=a.seed, processes=a.processes
+    )
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    if a.compact:
+        repo.compact(processes=a.processes)
+    return repo, built, (time.perf_counter() - start) if a.compact else float("nan")
 
 
 def _timed(repo, queries, params, a, client) -> tuple[float, float, engine.HitTable]:
@@ -91,6 +98,11 @@ def main() -> None:
     ap.add_argument("--resident-gb", type=float, default=16.0, help="shards kept opened, GiB")
     ap.add_argument("--cpu-threads", type=int)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--processes", type=int, default=1, help="processes building the repository")
+    ap.add_argument(
+        "--compact", action=argparse.BooleanOptionalAction, default=True,
+        help="rewrite the shards into disjoint precursor ranges after the build [yes]",
+    )  # fmt: skip
     ap.add_argument("--check", action="store_true", help="compare 20 queries with the CPU")
     ap.add_argument("--dask", metavar="ADDRESS")
     ap.add_argument("--dask-local", type=int, metavar="N")
@@ -98,7 +110,7 @@ def main() -> None:
     a = ap.parse_args()
     base = engine.load_library(DATA / "massbank_ms2.mgf.gz")
     queries = engine.load_library(DATA / "massbank_ms2_queries.mgf.gz")
-    repo, build_s = _repository(a, base)
+    repo, build_s, compact_s = _repository(a, base)
     client = None
     if a.dask or a.dask_local:
         from engine.distributed import open_client
@@ -108,8 +120,9 @@ def main() -> None:
     print(f"SYNTHETIC repository benchmark: {repo}")
     print(f"machine: {platform.node()}, {os.cpu_count()} cores, backends "
           f"{engine.available_backends()}, {where}, backend {a.backend}")  # fmt: skip
-    print(f"build {build_s:.1f} s, {len(repo):,} spectra, {repo.n_peaks:,} peaks, "
-          f"{len(repo.shards)} shards, {repo.nbytes() / 2**30:.2f} GiB on disk")  # fmt: skip
+    print(f"build {build_s:.1f} s, compaction {compact_s:.1f} s, {len(repo):,} spectra, "
+          f"{repo.n_peaks:,} peaks, {len(repo.shards)} shards, "
+          f"{repo.nbytes() / 2**30:.2f} GiB on disk")  # fmt: skip
     rows = []
     for label, params in SEARCHES.items():
         one = queries.subset([0])
