@@ -164,6 +164,10 @@ def _shard_task(folder, manifest, start, queries, rows, params, backend, cpu_thr
     )  # fmt: skip
 
 
+def _shard_number(shard: Shard) -> int:
+    return int(shard.name) if shard.name.isdigit() else sum(shard.name.encode())
+
+
 class RepositorySearchJob:
     """A search of ``queries`` against every shard of a repository.
 
@@ -334,12 +338,17 @@ class RepositorySearchJob:
             raise ValueError("on a Dask cluster the backend is named: 'cpu', 'cuda' or 'auto'")
         queries = self.client.scatter(self.queries, broadcast=True, hash=False)
         token = uuid.uuid4().hex[:12]
+        workers = sorted(self.client.scheduler_info()["workers"])
         futures = {}
         for shard, rows in plan:
+            # each shard goes to the same worker every search (its resident copy),
+            # or to another when that one is gone
+            home = workers[_shard_number(shard) % len(workers)] if workers else None
             future = self.client.submit(
                 _shard_task, shard.folder, shard.manifest, shard.start, queries, rows,
                 self.params, self.backend, self.cpu_threads, self.resident_bytes,
                 key=f"simms-repository-{token}-{shard.name}", pure=False,
+                workers=None if home is None else [home], allow_other_workers=True,
             )  # fmt: skip
             futures[future.key] = (future, shard, rows)
         try:
