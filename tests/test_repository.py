@@ -272,3 +272,34 @@ def test_million_spectrum_synthetic_repository_on_dask(
         hits = repo.search(queries, params, backend="cpu", client=cluster).run()
         assert len(expected) > 100  # most of the 20 queries have hits
         _same_hits(hits, expected)
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_search_gives_identical_hits(tmp_path, massbank_sample, massbank_queries):
+    """A Dask worker killed after the first shard: its shards are redone, hits identical."""
+    import os
+    import signal
+
+    from distributed import Client, LocalCluster
+
+    repo = build_synthetic(tmp_path / "syn", massbank_sample, 60_000, shard_spectra=6_000)
+    queries = massbank_queries.subset(np.arange(0, 1000, 10))
+    params = MODES["entropy-open"]
+    expected = repo.search(queries, params, backend="cpu").run()
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        env={"NUMBA_NUM_THREADS": "1"},
+    ) as lc, Client(lc, set_as_default=False) as client:  # fmt: skip
+        victim = sorted(client.nthreads())[0]
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        killed = []
+
+        def kill_once(name, hits):
+            if not killed:
+                killed.append(name)
+                os.kill(pid, signal.SIGKILL)
+
+        job = repo.search(queries, params, backend="cpu", client=client, on_shard=kill_once)
+        hits = job.run()
+        assert killed and job.progress.shards_done == job.progress.shards_total > 2
+        _same_hits(hits, expected)
