@@ -104,6 +104,19 @@ def test_search_equals_the_in_memory_search_of_the_stored_peaks(real_repo, real_
     assert job.progress.shards_done == job.progress.shards_total
 
 
+def test_cancelled_search_keeps_only_final_hits(real_repo, real_queries):
+    repo, _ = real_repo
+    params = MODES["identity"]  # a precursor window: many queries need one shard only
+    expected = repo.search(real_queries, params, backend="cpu").run()
+    job = repo.search(real_queries, params, backend="cpu", on_shard=lambda name, hits: None)
+    job.on_shard = lambda name, hits: job.cancel()
+    hits = job.run()
+    assert job.progress.shards_done == 1 < job.progress.shards_total
+    done = np.unique(hits.query_index)
+    assert 0 < len(done) < len(np.unique(expected.query_index))
+    _same_hits(hits, expected.take(np.flatnonzero(np.isin(expected.query_index, done))))
+
+
 def test_every_pesticide_finds_its_own_stored_copy_first(real_repo, data_dir):
     repo, _ = real_repo
     queries = engine.read_library(data_dir / "pesticides.mgf")

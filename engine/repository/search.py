@@ -239,7 +239,7 @@ class RepositorySearchJob:
             self.on_message(message)
 
     def cancel(self) -> None:
-        """Stop after the shards in flight; hits of finished queries stay final."""
+        """Stop soon; the hits streamed before (queries whose shards all finished) stay final."""
         self.cancel_token.cancel()
 
     def plan(self) -> list[tuple[Shard, np.ndarray]]:
@@ -273,6 +273,8 @@ class RepositorySearchJob:
         done_without_shards = np.flatnonzero(left == 0)
         self.progress.queries_done = len(done_without_shards)
         for shard, rows, hits in self._shard_results(plan):
+            if self.cancel_token.cancelled:
+                break  # a shard cut short counts for none of its queries
             self.progress.shards_done += 1
             self.progress.shard_seconds[shard.name] = time.perf_counter() - start
             if self.on_shard is not None:
@@ -290,8 +292,6 @@ class RepositorySearchJob:
                 self.progress.seconds = time.perf_counter() - start
                 self._chunks.append(chunk)
                 yield chunk
-            if self.cancel_token.cancelled:
-                break
         self.progress.seconds = time.perf_counter() - start
 
     def _shard_results(self, plan) -> Iterator[tuple[Shard, np.ndarray, HitTable]]:
