@@ -38,7 +38,10 @@ import engine  # noqa: E402
 from engine.repository import Repository  # noqa: E402
 from engine.repository.synthetic import build_synthetic  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = next(
+    (d for d in (ROOT.parent / "shared" / "data", ROOT / "shared" / "data") if d.is_dir()),
+    ROOT.parent / "shared" / "data",
+)
 P = engine.SearchParameters
 SEARCHES = {"entropy identity": P(), "entropy open": P(precursor_tolerance=None)}
 
@@ -99,6 +102,8 @@ def main() -> None:
     ap.add_argument("--resident-gb", type=float, default=16.0, help="shards kept opened, GiB")
     ap.add_argument("--cpu-threads", type=int)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=DATA, help="folder of the MassBank MGF files")
+    ap.add_argument("--build-only", action="store_true", help="build (or check) and stop")
     ap.add_argument("--processes", type=int, default=1, help="processes building the repository")
     ap.add_argument(
         "--compact", action=argparse.BooleanOptionalAction, default=True,
@@ -109,11 +114,11 @@ def main() -> None:
     ap.add_argument("--dask-local", type=int, metavar="N")
     ap.add_argument("--via", choices=["tasks", "job"], default="tasks")
     a = ap.parse_args()
-    base = engine.load_library(DATA / "massbank_ms2.mgf.gz")
-    queries = engine.load_library(DATA / "massbank_ms2_queries.mgf.gz")
+    base = engine.load_library(a.data / "massbank_ms2.mgf.gz")
+    queries = engine.load_library(a.data / "massbank_ms2_queries.mgf.gz")
     repo, build_s, compact_s = _repository(a, base)
     client = None
-    if a.dask or a.dask_local:
+    if (a.dask or a.dask_local) and not a.build_only:
         from engine.distributed import open_client
 
         client = open_client(a.dask, n_local=a.dask_local)
@@ -124,6 +129,8 @@ def main() -> None:
     print(f"SYNTHETIC build {build_s:.1f} s, compaction {compact_s:.1f} s, {len(repo):,} spectra, "
           f"{repo.n_peaks:,} peaks, {len(repo.shards)} shards, "
           f"{repo.nbytes() / 2**30:.2f} GiB on disk")  # fmt: skip
+    if a.build_only:
+        return
     rows = []
     for label, params in SEARCHES.items():
         batch = queries.subset(np.arange(min(a.queries, len(queries))))
