@@ -316,3 +316,33 @@ def test_worker_killed_mid_search_gives_identical_hits(tmp_path, massbank_sample
         hits = job.run()
         assert killed and job.progress.shards_done == job.progress.shards_total > 2
         _same_hits(hits, expected)
+
+
+def test_cli_build_add_compact_info_search(tmp_path, data_dir, capsys):
+    import pandas as pd
+
+    from engine.cli import main
+
+    repo = tmp_path / "repo"
+    build = ["repo", "build", str(repo), str(data_dir / "pesticides.mgf"), "--shard-spectra", "30"]
+    assert main(build) == 0
+    assert main(["repo", "add", str(repo), str(data_dir / "sample.msp"), "--dataset", "x"]) == 0
+    assert main(["repo", "add", str(repo), str(data_dir / "sample.msp")]) == 2  # already in
+    assert "already in the repository" in capsys.readouterr().err
+    assert main(["repo", "compact", str(repo)]) == 0
+    assert main(["repo", "info", str(repo), "--files"]) == 0
+    out = capsys.readouterr().out
+    assert "spectra: 81" in out and "sample.msp\tx" in out
+    hits, summary = tmp_path / "hits.tsv", tmp_path / "files.tsv"
+    args = ["repo", "search", str(data_dir / "pesticides.mgf"), str(repo), "-o", str(hits),
+            "--summary", str(summary), "--top", "3", "-q"]  # fmt: skip
+    assert main(args) == 0
+    frame = pd.read_csv(hits, sep="\t")
+    expected = engine.search(
+        engine.read_library(data_dir / "pesticides.mgf"), Repository(repo).library(),
+        top_n=3, backend="cpu",
+    )  # fmt: skip
+    np.testing.assert_array_equal(frame["repository_index"], expected.library_index)
+    np.testing.assert_allclose(frame["score"], expected.score, rtol=0, atol=1e-12)
+    assert set(pd.read_csv(summary, sep="\t")["file"]) <= {str(data_dir / "pesticides.mgf")}
+    assert main(["repo", "info", str(tmp_path)]) == 2  # not a repository: one line, status 2
