@@ -104,6 +104,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", type=Path, default=DATA, help="folder of the MassBank MGF files")
     ap.add_argument("--build-only", action="store_true", help="build (or check) and stop")
+    ap.add_argument(
+        "--searches", nargs="+", choices=["identity", "open"], default=["identity", "open"],
+        help="entropy identity and/or open search (one per run keeps less resident)",
+    )  # fmt: skip
     ap.add_argument("--processes", type=int, default=1, help="processes building the repository")
     ap.add_argument(
         "--compact", action=argparse.BooleanOptionalAction, default=True,
@@ -133,6 +137,8 @@ def main() -> None:
         return
     rows = []
     for label, params in SEARCHES.items():
+        if label.split()[-1] not in a.searches:
+            continue
         batch = queries.subset(np.arange(min(a.queries, len(queries))))
         cold = _timed(repo, queries.subset([0]), params, a, client)
         first_batch = _timed(repo, batch, params, a, client)  # every shard opened: warm now
