@@ -19,6 +19,7 @@ from engine.networking import AnalysisCancelled, SpectrumNetwork, network
 from engine.params import MODES, SearchParameters
 from engine.qc import LibraryQC, deduplicate, library_qc
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
+from engine.repository import Repository
 from engine.search import CancelToken, SearchJob, SearchProgress
 from engine.spectrum import Spectrum
 from engine.version import __version__
@@ -36,6 +37,7 @@ __all__ = [
     "LibraryQC",
     "LibrarySource",
     "LoadCancelled",
+    "Repository",
     "SearchJob",
     "SearchParameters",
     "SearchProgress",

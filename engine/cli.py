@@ -6,6 +6,7 @@ Examples
 ``simms info library.msp`` prints the import report of a file.
 ``simms backends`` lists the compute backends usable here.
 ``simms cluster spectra.mgf -o clusters.tsv`` clusters redundant spectra (:mod:`.cli_cluster`).
+``simms repo build|add|info|search`` an on-disk repository (:mod:`.cli_repository`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine.cli_network import NETWORK_COMMANDS, add_network_commands, run_netwo
 from engine.cli_progress import ProgressPrinter as _ProgressPrinter
 from engine.cli_progress import add_dask_options
 from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
+from engine.cli_repository import add_repo_parser, run_repo
 from engine.collection import combine_libraries, filter_library
 from engine.distributed import open_client, shutdown
 from engine.export import check_output, open_writer
@@ -157,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("backends", help="list the compute backends usable here")
     add_network_commands(sub)
     add_cluster_parser(sub)
+    add_repo_parser(sub)
     return parser
 
 
@@ -405,6 +408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_network_command(args)
         if args.command == "cluster":
             return run_cluster(args)
+        if args.command == "repo":
+            return run_repo(args)
         for name, device in available_backends().items():
             print(f"{name}\t{device}")
         return 0

@@ -1,0 +1,168 @@
+"""Repository-scale search: build time, disk size and query times on a SYNTHETIC repository.
+
+Builds (or reuses) a SYNTHETIC repository of ``--spectra`` jittered copies of
+MassBank spectra (``engine.repository.synthetic``; real-data correctness is
+tested on real files), then searches real MassBank queries against it, entropy
+identity search and entropy open search (no precursor window), and prints a
+table: build seconds, disk size, one query cold (first search: shards opened and
+prepared) and warm (after a batch has opened every shard; shards stay resident up to
+``--resident-gb``), first hits and total, and ``--queries`` queries at once
+(the first batch, and again warm).  ``--check`` compares every hit of the
+first 20 queries with the one-process CPU search over the same shards::
+
+    python benchmarks/bench_repository.py --spectra 1000000 --backend cpu
+    python benchmarks/bench_repository.py --spectra 100000000 --backend cuda --processes 16 \\
+        --shard-spectra 5000000 --path /scratch/syn1e8 --resident-gb 100 --check
+    python benchmarks/bench_repository.py --spectra 1000000 --dask-local 2
+
+Every line it prints says SYNTHETIC (the table in its header).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import engine  # noqa: E402
+from engine.repository import Repository  # noqa: E402
+from engine.repository.synthetic import build_synthetic  # noqa: E402
+
+DATA = next(
+    (d for d in (ROOT.parent / "shared" / "data", ROOT / "shared" / "data") if d.is_dir()),
+    ROOT.parent / "shared" / "data",
+)
+P = engine.SearchParameters
+SEARCHES = {"entropy identity": P(), "entropy open": P(precursor_tolerance=None)}
+
+
+def _repository(a: argparse.Namespace, base) -> tuple[Repository, float, float]:
+    """The SYNTHETIC repository (reused when ``--path`` holds it); build and compaction s."""
+    path = Path(a.path) if a.path else Path(tempfile.mkdtemp(prefix="simms-bench-repo-")) / "r"
+    if (path / "repository.json").exists():
+        repo = Repository(path)
+        if not repo.synthetic or len(repo) != a.spectra:
+            raise SystemExit(f"{path}: holds {len(repo):,} spectra, not a synthetic {a.spectra:,}")
+        return repo, float("nan"), float("nan")
+    start = time.perf_counter()
+    repo = build_synthetic(
+        path, base, a.spectra, shard_spectra=a.shard_spectra, seed=a.seed, processes=a.processes
+    )
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    if a.compact:
+        repo.compact(processes=a.processes)
+    return repo, built, (time.perf_counter() - start) if a.compact else float("nan")
+
+
+def _timed(repo, queries, params, a, client) -> tuple[float, float, engine.HitTable]:
+    job = repo.search(
+        queries, params, backend=a.backend, client=client, via=a.via,
+        resident_bytes=int(a.resident_gb * 2**30), cpu_threads=a.cpu_threads,
+    )  # fmt: skip
+    start = time.perf_counter()
+    first = None
+    for _ in job:
+        if first is None:
+            first = time.perf_counter() - start
+    total = time.perf_counter() - start
+    return (total if first is None else first), total, job.hits
+
+
+def _check(repo, queries, params, hits) -> str:
+    """Each hit equal to the one-process CPU search over the same shards (first 20 queries)."""
+    q = queries.subset(np.arange(min(20, len(queries))))
+    ref = repo.search(q, params, backend="cpu").run()
+    mine = hits.take(np.flatnonzero(hits.query_index < len(q)))
+    same = len(ref) == len(mine) and all(
+        np.array_equal(getattr(ref, c), getattr(mine, c)) for c in engine.HitTable.columns()
+    )
+    return f"identical ({len(ref)} hits)" if same else f"DIFFERENT ({len(mine)} vs {len(ref)})"
+
+
+def main() -> None:
+    """Build or reuse the SYNTHETIC repository, time the searches, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spectra", type=int, default=1_000_000)
+    ap.add_argument("--shard-spectra", type=int, default=1_000_000)
+    ap.add_argument("--backend", choices=["cpu", "cuda", "auto"], default="cpu")
+    ap.add_argument("--path", help="repository folder (reused when it holds --spectra)")
+    ap.add_argument("--queries", type=int, default=1000, help="queries of the batch run")
+    ap.add_argument("--repeat", type=int, default=3, help="warm one-query runs (median)")
+    ap.add_argument("--resident-gb", type=float, default=16.0, help="shards kept opened, GiB")
+    ap.add_argument("--cpu-threads", type=int)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=DATA, help="folder of the MassBank MGF files")
+    ap.add_argument("--build-only", action="store_true", help="build (or check) and stop")
+    ap.add_argument(
+        "--searches", nargs="+", choices=["identity", "open"], default=["identity", "open"],
+        help="entropy identity and/or open search (one per run keeps less resident)",
+    )  # fmt: skip
+    ap.add_argument("--processes", type=int, default=1, help="processes building the repository")
+    ap.add_argument(
+        "--compact", action=argparse.BooleanOptionalAction, default=True,
+        help="rewrite the shards into disjoint precursor ranges after the build [yes]",
+    )  # fmt: skip
+    ap.add_argument("--check", action="store_true", help="compare 20 queries with the CPU")
+    ap.add_argument("--dask", metavar="ADDRESS")
+    ap.add_argument("--dask-local", type=int, metavar="N")
+    ap.add_argument("--via", choices=["tasks", "job"], default="tasks")
+    a = ap.parse_args()
+    base = engine.load_library(a.data / "massbank_ms2.mgf.gz")
+    queries = engine.load_library(a.data / "massbank_ms2_queries.mgf.gz")
+    repo, build_s, compact_s = _repository(a, base)
+    client = None
+    if (a.dask or a.dask_local) and not a.build_only:
+        from engine.distributed import open_client
+
+        client = open_client(a.dask, n_local=a.dask_local)
+    where = f"Dask {a.dask or f'local x{a.dask_local}'} ({a.via})" if client else "one process"
+    print(f"SYNTHETIC repository benchmark: {repo}")
+    print(f"SYNTHETIC benchmark machine: {platform.node()}, {os.cpu_count()} cores, backends "
+          f"{engine.available_backends()}, {where}, backend {a.backend}")  # fmt: skip
+    print(f"SYNTHETIC build {build_s:.1f} s, compaction {compact_s:.1f} s, {len(repo):,} spectra, "
+          f"{repo.n_peaks:,} peaks, {len(repo.shards)} shards, "
+          f"{repo.nbytes() / 2**30:.2f} GiB on disk")  # fmt: skip
+    if a.build_only:
+        return
+    rows = []
+    for label, params in SEARCHES.items():
+        if label.split()[-1] not in a.searches:
+            continue
+        batch = queries.subset(np.arange(min(a.queries, len(queries))))
+        cold = _timed(repo, queries.subset([0]), params, a, client)
+        first_batch = _timed(repo, batch, params, a, client)  # every shard opened: warm now
+        warm = [
+            _timed(repo, queries.subset([k + 1]), params, a, client)[:2] for k in range(a.repeat)
+        ]
+        batch_first, batch_total, hits = _timed(repo, batch, params, a, client)
+        check = _check(repo, batch, params, hits) if a.check else "-"
+        rows.append((
+            label, cold[0], cold[1], statistics.median(w[0] for w in warm),
+            statistics.median(w[1] for w in warm), len(batch), first_batch[1], batch_first,
+            batch_total, check,
+        ))  # fmt: skip
+    print("| SYNTHETIC search | 1 q cold first / total s | 1 q warm first / total s | "
+          "queries | batch cold total s | batch warm first / total s | vs CPU |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for label, cf, ct, wf, wt, n, bc, bf, bt, check in rows:
+        print(f"| {label} | {cf:.3f} / {ct:.3f} | {wf:.3f} / {wt:.3f} | {n:,} | {bc:.2f} | "
+              f"{bf:.2f} / {bt:.2f} | {check} |")  # fmt: skip
+    if client is not None:
+        from engine.distributed import shutdown
+
+        shutdown(client)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""A repository searched through the CUDA backend (numba's simulator) equals the CPU search.
+
+The repository path hands each shard to the engine's search with a backend
+instance; this runs that path with the CUDA backend under
+``NUMBA_ENABLE_CUDASIM=1`` on small real files (in a subprocess, see
+:mod:`tests.simulator`), entropy identity and open search, shards kept resident.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.simulator import simulated_report
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subprocess
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT))
+    import engine
+    from engine.backends.cuda import CudaBackend
+    from engine.repository import Repository
+
+    folder = Path(tempfile.mkdtemp()) / "repo"
+    repo = Repository.build(folder, [DATA / "sample.msp"], shard_spectra=3)
+    repo.add([DATA / "sample.mzML"])
+    queries = engine.read_library(DATA / "sample.mzML").subset(np.arange(4))
+    backend = CudaBackend(threads=32, select_threads=32)
+    out: dict[str, object] = {"shards": len(repo.shards), "cases": []}
+    for label, params in (
+        ("identity", engine.SearchParameters(top_n=3)),
+        ("open", engine.SearchParameters(precursor_tolerance=None, top_n=3)),
+    ):
+        gpu = repo.search(queries, params, backend=backend, resident_bytes=1 << 30).run()
+        again = repo.search(queries, params, backend=backend, resident_bytes=1 << 30).run()
+        cpu = repo.search(queries, params, backend="cpu").run()
+        same = all(
+            np.array_equal(getattr(g, c), getattr(cpu, c))
+            for g in (gpu, again)
+            for c in ("query_index", "library_index", "matches")
+        )
+        diff = float(np.abs(gpu.score - cpu.score).max()) if len(cpu) == len(gpu) else 1.0
+        out["cases"].append({"label": label, "hits": len(cpu), "same": same, "diff": diff})
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "sample.mzML").exists(), reason="shared data not present")
+def test_repository_search_on_cuda_equals_cpu_under_simulator() -> None:
+    report = simulated_report(__file__)
+    assert report["shards"] >= 3
+    for case in report["cases"]:
+        assert case["hits"] > 0 and case["same"], case
+        assert case["diff"] <= 1e-6, case
+
+
+if __name__ == "__main__":  # pragma: no cover - the simulator process
+    print(json.dumps(_run_checks()))
