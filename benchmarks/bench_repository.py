@@ -79,15 +79,55 @@ def _timed(repo, queries, params, a, client) -> tuple[float, float, engine.HitTa
     return (total if first is None else first), total, job.hits
 
 
-def _check(repo, queries, params, hits) -> str:
-    """Each hit equal to the one-process CPU search over the same shards (first 20 queries)."""
-    q = queries.subset(np.arange(min(20, len(queries))))
-    ref = repo.search(q, params, backend="cpu").run()
-    mine = hits.take(np.flatnonzero(hits.query_index < len(q)))
-    same = len(ref) == len(mine) and all(
-        np.array_equal(getattr(ref, c), getattr(mine, c)) for c in engine.HitTable.columns()
+def _same(a: engine.HitTable, b: engine.HitTable) -> tuple[bool, float]:
+    """Same (query, spectrum) pairs and match counts?, and the largest score difference."""
+    ka = np.lexsort((a.library_index, a.query_index))
+    kb = np.lexsort((b.library_index, b.query_index))
+    if len(a) != len(b):
+        return False, float("nan")
+    same = all(
+        np.array_equal(getattr(a, c)[ka], getattr(b, c)[kb])
+        for c in ("query_index", "library_index", "matches")
     )
-    return f"identical ({len(ref)} hits)" if same else f"DIFFERENT ({len(mine)} vs {len(ref)})"
+    diff = float(np.max(np.abs(a.score[ka] - b.score[kb]), initial=0.0))
+    return same and diff <= 1e-9, diff
+
+
+def _brute_force(repo, queries, params) -> engine.HitTable:
+    """Each query's top N from the dense scores of every spectrum of every shard,
+    with the precursor window (Da), ion mode, matches and threshold applied here."""
+    rows = []
+    for shard in repo.shards:
+        library = shard.library()
+        scores, matches = engine.score_matrix(queries, library, params, backend="cpu")
+        keep = (matches >= max(params.min_matches, 1)) & (scores >= params.threshold)
+        mode_q, mode_l = np.sign(queries.ion_mode)[:, None], np.sign(library.ion_mode)[None, :]
+        keep &= mode_q * mode_l >= 0
+        if params.precursor_tolerance is not None:
+            delta = np.abs(queries.precursor_mz[:, None] - library.precursor_mz[None, :])
+            keep &= delta <= params.precursor_tolerance
+        q, l = np.nonzero(keep)
+        rows.append((q, l + shard.start, scores[q, l], matches[q, l]))
+    q, l, s, m = (np.concatenate(c) for c in zip(*rows, strict=True))
+    order = np.lexsort((l, -s, q))
+    q, l, s, m = q[order], l[order], s[order], m[order]
+    rank = np.arange(len(q)) - np.searchsorted(q, q, side="left")
+    top = rank < params.top_n
+    return engine.HitTable.from_arrays(q[top], l[top], s[top], m[top])
+
+
+def _check(repo, queries, params, hits) -> str:
+    """The first 20 queries' hits against the one-process CPU search over the same
+    shards (same pairs and match counts, scores within 1e-9) and, with a top N,
+    against a brute-force scan of every shard."""
+    q = queries.subset(np.arange(min(20, len(queries))))
+    mine = hits.take(np.flatnonzero(hits.query_index < len(q)))
+    same, diff = _same(mine, repo.search(q, params, backend="cpu").run())
+    text = f"CPU: {'same' if same else 'DIFFERENT'} ({len(mine)} hits, max|diff| {diff:.1e})"
+    if params.top_n > 0 and params.precursor_unit == "Da":
+        same, diff = _same(mine, _brute_force(repo, q, params))
+        text += f"; brute force: {'same' if same else 'DIFFERENT'} (max|diff| {diff:.1e})"
+    return text
 
 
 def main() -> None:
