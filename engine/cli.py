@@ -29,7 +29,7 @@ from engine.distributed import open_client, shutdown
 from engine.export import check_output, open_writer
 from engine.io import LoadCancelled, load_library
 from engine.params import DECOY_SCHEMES, SearchParameters
-from engine.qc import IsomerCheck, complete_ties, isomer_parameters
+from engine.analyses.qc import IsomerCheck, complete_ties, isomer_parameters
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
 from engine.version import __version__

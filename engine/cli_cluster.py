@@ -12,16 +12,23 @@ import argparse
 import sys
 import time
 
+from engine.analyses import (
+    AnalysisCancelled,
+    ClusterParameters,
+    RunOptions,
+    check_writable,
+    cluster_spectra,
+    search_clusters,
+)
 from engine.cli_progress import (
     ProgressPrinter,
-    add_dask_options,
+    add_run_options,
     cancel_on_interrupt,
     dask_client,
+    read_spectra,
     run_in_thread,
+    teller,
 )
-from engine.cluster import ClusterCancelled, ClusterParameters, cluster_spectra, search_clusters
-from engine.cluster.files import check_writable
-from engine.io import load_library
 from engine.params import SearchParameters
 from engine.search import CancelToken
 
@@ -88,10 +95,7 @@ def add_cluster_parser(sub) -> None:
         help="search mode of the library search [identity]",
     )
     s.add_argument("--top", type=int, default=10, help="hits per representative, 0 = all [10]")
-    c.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
-    add_dask_options(c)
-    c.add_argument("--no-cache", action="store_true", help="do not use the library cache")
-    c.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_run_options(c)
 
 
 def _parameters(args: argparse.Namespace) -> ClusterParameters:
@@ -125,13 +129,9 @@ def run_cluster(args: argparse.Namespace) -> int:
             check_writable(path)  # before any work: a bad path never costs a clustering
     if args.consensus and not args.representatives:
         raise ValueError("--consensus needs --representatives")
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
-    say(f"reading {args.spectra}")
-    spectra = load_library(args.spectra, cache=not args.no_cache)
-    library = None
-    if args.library:
-        say(f"reading {args.library}")
-        library = load_library(args.library, cache=not args.no_cache)
+    say = teller(args.quiet)
+    spectra = read_spectra(args.spectra, args, say)
+    library = read_spectra(args.library, args, say) if args.library else None
     token = CancelToken()
     progress = ProgressPrinter(args.quiet, "linking", hits=False)
     start = time.perf_counter()
@@ -139,19 +139,13 @@ def run_cluster(args: argparse.Namespace) -> int:
         dask_client(args) as client,
         cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
     ):
+        run = RunOptions(
+            backend=args.backend, client=client, on_progress=progress, on_message=say,
+            cancel_token=token, stall_timeout=args.dask_stall_timeout,
+        )  # fmt: skip
         try:
             result = run_in_thread(
-                lambda: cluster_spectra(
-                    spectra,
-                    params,
-                    consensus=args.consensus,
-                    backend=args.backend,
-                    client=client,
-                    on_progress=progress,
-                    on_message=say,
-                    cancel_token=token,
-                    stall_timeout=args.dask_stall_timeout,
-                )  # fmt: skip
+                lambda: cluster_spectra(spectra, params, consensus=args.consensus, run=run)
             )
             progress.done()
             hits = None
@@ -162,21 +156,9 @@ def run_cluster(args: argparse.Namespace) -> int:
                     f"{result.reduction_factor:.2f})"
                 )
                 progress.what = "searching"
-                hits = run_in_thread(
-                    lambda: search_clusters(
-                        result,
-                        library,
-                        search,
-                        backend=args.backend,
-                        client=client,
-                        on_progress=progress,
-                        on_message=say,
-                        cancel_token=token,
-                        stall_timeout=args.dask_stall_timeout,
-                    )  # fmt: skip
-                )
+                hits = run_in_thread(lambda: search_clusters(result, library, search, run=run))
                 progress.done()
-        except ClusterCancelled:
+        except AnalysisCancelled:
             progress.done()
             print("simms: cancelled; nothing written", file=sys.stderr)
             return 130

@@ -12,9 +12,17 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from engine.distributed import STALL_TIMEOUT
+from engine.io import load_library
 from engine.search import CancelToken, SearchProgress
 
-__all__ = ["ProgressPrinter", "cancel_on_interrupt", "run_in_thread"]
+__all__ = [
+    "ProgressPrinter",
+    "add_run_options",
+    "cancel_on_interrupt",
+    "read_spectra",
+    "run_in_thread",
+    "teller",
+]
 
 T = TypeVar("T")
 
@@ -103,6 +111,27 @@ def add_dask_options(parser: argparse.ArgumentParser) -> None:
         help="treat a Dask worker without a heartbeat for this long (stopped, swapping, "
         f"stuck) as lost and redo its tasks on the others [{STALL_TIMEOUT:g}]",
     )
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """``--backend``, the Dask options, ``--no-cache`` and ``-q/--quiet`` of a subcommand."""
+    parser.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    add_dask_options(parser)
+    parser.add_argument("--no-cache", action="store_true", help="do not use the library cache")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def teller(quiet: bool) -> Callable[[str], None]:
+    """``say(message)``: ``simms: message`` on stderr, or nothing when ``quiet``."""
+    if quiet:
+        return lambda message: None
+    return lambda message: print(f"simms: {message}", file=sys.stderr)
+
+
+def read_spectra(path: str, args: argparse.Namespace, say: Callable[[str], None], **kwargs):
+    """The spectra of ``path`` (through the library cache unless ``--no-cache``), said first."""
+    say(f"reading {path}")
+    return load_library(path, cache=not args.no_cache, **kwargs)
 
 
 def _seconds(text: str) -> float:

@@ -41,7 +41,7 @@ __all__ = [
 
 #: The q-values of hits (``FdrSearchJob.q_values``); None when the search made none.
 QValues = Callable[[HitTable], np.ndarray]
-#: Library rows to their isomer names (:class:`engine.qc.IsomerCheck`).
+#: Library rows to their isomer names (:class:`engine.analyses.qc.IsomerCheck`).
 Isomers = Callable[[np.ndarray], np.ndarray]
 
 
@@ -251,7 +251,7 @@ class AnswersMixin:
     q_values : callable or None
         The q-values of hits (the FDR search's estimate); None without ``fdr``.
     isomers : callable or None
-        The isomer check of the searched library (:class:`engine.qc.IsomerCheck`).
+        The isomer check of the searched library (:class:`engine.analyses.qc.IsomerCheck`).
     incomplete : ndarray of int
         Queries whose search did not finish (a stopped search).
     """
@@ -275,7 +275,7 @@ class AnswersMixin:
         """A new isomer check of the hits' library (None before any search)."""
         if self.hits_library is None:
             return None
-        from engine.qc import IsomerCheck, isomer_parameters
+        from engine.analyses.qc import IsomerCheck, isomer_parameters
 
         params = self.params if self.params is not None else SearchParameters()
         return IsomerCheck(self.hits_library, isomer_parameters(params), backend=backend)

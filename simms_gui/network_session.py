@@ -20,7 +20,7 @@ from engine import (
     SpectrumNetwork,
     network,
 )
-from engine.networking import NetworkSettings, network_parameters
+from engine.analyses.networking import NetworkSettings, network_parameters
 
 __all__ = ["NetworkRequest", "NetworkSessionMixin"]
 
@@ -34,7 +34,7 @@ class NetworkRequest:
     source : {"queries", "library"}
         The session's query spectra or its active library.
     params : SearchParameters
-        Score settings (:func:`engine.networking.network_parameters`).
+        Score settings (:func:`engine.analyses.networking.network_parameters`).
     settings : NetworkSettings
         Top-K, link limit, link method, component size limit.
     label_with_library : bool

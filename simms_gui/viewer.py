@@ -17,7 +17,7 @@ from engine import (
     SearchParameters,
     SpectrumLibrary,
 )
-from engine.networking import NetworkSettings, network_parameters
+from engine.analyses.networking import NetworkSettings, network_parameters
 from simms_gui.handles import NetworkHandle, SearchHandle
 from simms_gui.network_session import NetworkRequest
 from simms_gui.resources import resource_path
@@ -226,11 +226,11 @@ class Viewer:
             Label query nodes with their best hit in the active library.
         backend : str
         top_n, max_links, link_method, max_component_size
-            See :class:`engine.networking.NetworkSettings` (``max_links``
+            See :class:`engine.analyses.networking.NetworkSettings` (``max_links``
             defaults to ``top_n``).
         **params
             Score settings, :class:`~engine.SearchParameters` fields; the rest as
-            :data:`engine.networking.NETWORK_DEFAULTS`.
+            :data:`engine.analyses.networking.NETWORK_DEFAULTS`.
 
         Returns
         -------

@@ -107,7 +107,7 @@ def test_session_builds_networks_without_qt(data_dir):
     session.open(data_dir / "pesticides.mgf", "queries")
     events = []
     session.connect(events.append)
-    from engine.networking import network_parameters
+    from engine.analyses.networking import network_parameters
 
     net = session.run_network(NetworkRequest(params=network_parameters(**SCORE), backend="cpu"))
     assert events == ["network_started", "network_finished"]

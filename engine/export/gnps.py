@@ -141,7 +141,7 @@ def write_gnps(
         The search (each query's hits all present); tied best hits in the order
         of :func:`engine.search.order_ties`.
     isomers : callable, optional
-        Library rows to isomer names (:class:`engine.qc.IsomerCheck`).
+        Library rows to isomer names (:class:`engine.analyses.qc.IsomerCheck`).
     status, incomplete
         Each query's status, or the queries whose search did not finish, for the
         queries table (see :meth:`engine.export.QueryTally.columns`).

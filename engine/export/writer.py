@@ -123,10 +123,10 @@ class HitWriter:
         More ``key: value`` provenance items.
     isomers : callable, optional
         Library rows to isomer names for the ``isomers`` column
-        (:class:`engine.qc.IsomerCheck`).
+        (:class:`engine.analyses.qc.IsomerCheck`).
     adjust : callable, optional
         Applied to each chunk before it is written (e.g.
-        :func:`engine.qc.complete_ties`).
+        :func:`engine.analyses.qc.complete_ties`).
     q_values : callable, optional
         The q-values of a chunk of hits (``FdrSearchJob.q_values``), column ``q_value``.
 

@@ -25,8 +25,8 @@ from PyQt6.QtWidgets import (
 )
 
 from engine import AnalysisCancelled, CancelToken, SearchProgress
+from engine.analyses.networking import NetworkSettings, network_parameters
 from engine.backends import interactive_threads
-from engine.networking import NetworkSettings, network_parameters
 from simms_gui._qt.network_plot import NetworkPlot
 from simms_gui._qt.spectrum_view import PairView
 from simms_gui._qt.worker import BackgroundTask

@@ -23,9 +23,9 @@ from PyQt6.QtCore import QObject, QThreadPool, pyqtSignal
 from superqt.utils import FunctionWorker, GeneratorWorker, create_worker
 
 from engine import HitTable, SearchParameters, SearchProgress, SpectrumLibrary, search_job
+from engine.analyses.qc import IsomerCheck, isomer_parameters
 from engine.backends import interactive_threads
 from engine.distributed import ClusterError, describe
-from engine.qc import IsomerCheck, isomer_parameters
 from simms_gui.answers import display_columns
 
 __all__ = ["BackgroundTask", "SearchController"]

@@ -6,8 +6,8 @@ duplicates of one compound (grouped; :func:`deduplicate` keeps one per group)
 and conflicts (different compounds with near-identical spectra).
 """
 
-from engine.qc.ambiguity import IsomerCheck, complete_ties, isomer_parameters
-from engine.qc.check import (
+from engine.analyses.qc.ambiguity import IsomerCheck, complete_ties, isomer_parameters
+from engine.analyses.qc.check import (
     PAIR_KINDS,
     QC_DEFAULTS,
     LibraryQC,
@@ -16,7 +16,7 @@ from engine.qc.check import (
     duplicate_groups,
     library_qc,
 )
-from engine.qc.report import pairs_frame, write_qc_report
+from engine.analyses.qc.report import pairs_frame, write_qc_report
 
 __all__ = [
     "IsomerCheck",

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pandas is imported on first use: ``import engine`` stays quick
     import pandas as pd
 
-from engine.networking.export import atomic_write, check_network_output
-from engine.qc.check import LibraryQC
+from engine.analyses.files import TABLE_SUFFIXES, write_table
+from engine.analyses.qc.check import LibraryQC
 
 __all__ = ["pairs_frame", "write_qc_report"]
 
@@ -52,7 +52,4 @@ def write_qc_report(qc: LibraryQC, path: str | os.PathLike) -> Path:
 
     Read it back with ``pandas.read_csv(path, sep="\\t", keep_default_na=False)``.
     """
-    path = check_network_output(path, (".tsv", ".csv", ".txt"))
-    sep = "," if path.suffix.lower() == ".csv" else "\t"
-    frame = pairs_frame(qc)
-    return atomic_write(path, lambda tmp: frame.to_csv(tmp, sep=sep, index=False))
+    return write_table(path, pairs_frame(qc), TABLE_SUFFIXES)
