@@ -15,7 +15,6 @@ import time
 from engine.analyses import (
     AnalysisCancelled,
     ClusterParameters,
-    RunOptions,
     check_writable,
     cluster_spectra,
     search_clusters,
@@ -23,14 +22,12 @@ from engine.analyses import (
 from engine.cli_progress import (
     ProgressPrinter,
     add_run_options,
-    cancel_on_interrupt,
-    dask_client,
     read_spectra,
     run_in_thread,
+    run_options,
     teller,
 )
 from engine.params import SearchParameters
-from engine.search import CancelToken
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 
@@ -132,17 +129,9 @@ def run_cluster(args: argparse.Namespace) -> int:
     say = teller(args.quiet)
     spectra = read_spectra(args.spectra, args, say)
     library = read_spectra(args.library, args, say) if args.library else None
-    token = CancelToken()
     progress = ProgressPrinter(args.quiet, "linking", hits=False)
     start = time.perf_counter()
-    with (
-        dask_client(args) as client,
-        cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
-    ):
-        run = RunOptions(
-            backend=args.backend, client=client, on_progress=progress, on_message=say,
-            cancel_token=token, stall_timeout=args.dask_stall_timeout,
-        )  # fmt: skip
+    with run_options(args, progress, say) as run:
         try:
             result = run_in_thread(
                 lambda: cluster_spectra(spectra, params, consensus=args.consensus, run=run)

@@ -29,14 +29,12 @@ from engine.analyses.networking.export import GRAPHML_SUFFIXES
 from engine.cli_progress import (
     ProgressPrinter,
     add_run_options,
-    cancel_on_interrupt,
-    dask_client,
     read_spectra,
     run_in_thread,
+    run_options,
     teller,
 )
 from engine.io.mgf_writer import write_mgf
-from engine.search import CancelToken
 
 __all__ = ["NETWORK_COMMANDS", "add_network_commands", "run_network_command"]
 
@@ -110,23 +108,19 @@ def add_network_commands(sub) -> None:
     _score_options(q, "cosine >= 0.95, >= 3 peaks, fragments 0.02 Da, precursors 0.01 Da")
 
 
+#: Options of :func:`_score_options` that are :class:`SearchParameters` fields of one name.
+_SCORE_OPTIONS = (
+    "mode", "score", "tolerance", "mz_power", "intensity_power", "precursor_tolerance",
+    "match_ion_mode", "min_matches", "threshold", "preprocess",
+)  # fmt: skip
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """The score options given on the command line, as SearchParameters fields."""
     if args.ppm and args.precursor_tolerance is None:
         raise ValueError("--ppm needs --precursor-tolerance")
-    given = {
-        "mode": args.mode,
-        "score": args.score,
-        "tolerance": args.tolerance,
-        "mz_power": args.mz_power,
-        "intensity_power": args.intensity_power,
-        "precursor_tolerance": args.precursor_tolerance,
-        "match_ion_mode": args.match_ion_mode,
-        "min_matches": args.min_matches,
-        "threshold": args.threshold,
-        "preprocess": args.preprocess,
-    }
-    kwargs = {k: v for k, v in given.items() if v is not None}
+    kwargs = {name: getattr(args, name) for name in _SCORE_OPTIONS}
+    kwargs = {name: value for name, value in kwargs.items() if value is not None}
     if args.no_precursor_window:
         kwargs["precursor_tolerance"] = None
     if args.ppm:
@@ -138,16 +132,8 @@ def run_network_command(args: argparse.Namespace) -> int:
     """Run ``simms network`` or ``simms qc``; 0 done, 130 cancelled by Ctrl-C."""
     say = teller(args.quiet)
     progress = ProgressPrinter(args.quiet)
-    token = CancelToken()
     try:
-        with (
-            dask_client(args) as client,
-            cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
-        ):
-            run = RunOptions(
-                backend=args.backend, client=client, on_progress=progress, on_message=say,
-                cancel_token=token, stall_timeout=args.dask_stall_timeout,
-            )  # fmt: skip
+        with run_options(args, progress, say) as run:
             if args.command == "network":
                 return _network(args, run)
             return _qc(args, run)

@@ -7,10 +7,11 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from engine.analyses.run import RunOptions
 from engine.distributed import STALL_TIMEOUT
 from engine.io import load_library
 from engine.search import CancelToken, SearchProgress
@@ -21,6 +22,7 @@ __all__ = [
     "cancel_on_interrupt",
     "read_spectra",
     "run_in_thread",
+    "run_options",
     "teller",
 ]
 
@@ -119,6 +121,27 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_dask_options(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not use the library cache")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+@contextmanager
+def run_options(
+    args: argparse.Namespace, progress: ProgressPrinter, say: Callable[[str], None]
+) -> Iterator[RunOptions]:
+    """How an analysis runs from the shell: ``--backend``, the Dask client, Ctrl-C as cancel.
+
+    The client (``--dask`` / ``--dask-local``) is closed when the block ends;
+    Ctrl-C inside it cancels the run's token, so the analysis raises
+    :class:`~engine.analyses.AnalysisCancelled` and nothing is written.
+    """
+    token = CancelToken()
+    with (
+        dask_client(args) as client,
+        cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
+    ):
+        yield RunOptions(
+            backend=args.backend, client=client, on_progress=progress, on_message=say,
+            cancel_token=token, stall_timeout=args.dask_stall_timeout,
+        )  # fmt: skip
 
 
 def teller(quiet: bool) -> Callable[[str], None]:

@@ -70,13 +70,10 @@ def cluster_spectra(
         Also build each cluster's consensus spectrum
         (:func:`~engine.analyses.cluster.consensus_spectra`).
     run : RunOptions, optional
-        Where and how the pair search runs; its fields may also be given as
-        keywords (``backend``, ``client``, ``on_progress``, ``on_message``,
-        ``cancel_token``, ``cpu_threads``, ``stall_timeout``, as for
-        :func:`engine.search_job`); progress comes from the pair search.
+        Where and how the pair search runs (progress comes from it).
     **keywords
-        Fields of :class:`RunOptions`, then of :class:`ClusterParameters`
-        (``threshold=0.8``, ``linkage="single"``).
+        :class:`RunOptions` fields (``backend="cpu"``, ``cancel_token=token``),
+        then :class:`ClusterParameters` ones (``threshold=0.8``, ``linkage="single"``).
 
     Returns
     -------

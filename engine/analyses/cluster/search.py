@@ -119,12 +119,10 @@ def search_clusters(
     params : SearchParameters, optional
         The search (default: identity mode, as :func:`engine.search`).
     run : RunOptions, optional
-        Where and how the search runs; its fields may also be given as keywords
-        (``backend``, ``client``, ``on_progress``, ``on_message``, ``cancel_token``,
-        ``cpu_threads``, ``stall_timeout``, as for :func:`engine.search_job`).
+        Where and how the library search runs (a ``client`` runs it on Dask).
     **keywords
-        Fields of :class:`RunOptions`, then of :class:`SearchParameters`
-        (``top_n=5``, ``mode="analog"``).
+        :class:`RunOptions` fields as keywords, then :class:`SearchParameters`
+        fields (``top_n=5``, ``mode="analog"``).
 
     Returns
     -------

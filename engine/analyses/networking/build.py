@@ -88,13 +88,11 @@ def network(
         Score and matched peaks a best hit needs to label its node (GNPS's floor);
         weaker best hits are still listed in the node's ``library_*`` columns.
     run : RunOptions, optional
-        Where and how the searches run; its fields may also be given as keywords
-        (``backend``, ``client``, ``on_progress``, ``on_message``, ``cancel_token``,
-        ``cpu_threads``, ``stall_timeout``, as in :func:`engine.search_job`).
-        Progress comes from the all-vs-all search, then from the library search.
+        Where and how the searches run: progress comes from the all-vs-all
+        search, then from the library search.
     **keywords
-        Fields of :class:`NetworkSettings` or :class:`RunOptions`, then of
-        :class:`SearchParameters` (``score="cosine"``, ``tolerance=0.1``).
+        Fields of :class:`NetworkSettings` (``top_n=5``) or :class:`RunOptions`
+        (``backend="cpu"``), then of :class:`SearchParameters` (``tolerance=0.1``).
 
     Returns
     -------
@@ -103,7 +101,7 @@ def network(
     Raises
     ------
     AnalysisCancelled
-        When the cancel token was cancelled.
+        When the run was cancelled (during either search).
 
     Examples
     --------

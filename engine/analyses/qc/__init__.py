@@ -19,15 +19,15 @@ from engine.analyses.qc.check import (
 from engine.analyses.qc.report import pairs_frame, write_qc_report
 
 __all__ = [
-    "IsomerCheck",
-    "complete_ties",
-    "isomer_parameters",
     "PAIR_KINDS",
     "QC_DEFAULTS",
+    "IsomerCheck",
     "LibraryQC",
+    "complete_ties",
     "compound_keys",
     "deduplicate",
     "duplicate_groups",
+    "isomer_parameters",
     "library_qc",
     "pairs_frame",
     "write_qc_report",

@@ -171,12 +171,10 @@ def library_qc(
         Default :data:`QC_DEFAULTS` (cosine >= 0.95 on the fragments, >= 3 matched
         peaks, fragments 0.02 Da, precursors 0.01 Da, same ion mode).
     run : RunOptions, optional
-        Where and how the search runs; its fields may also be given as keywords
-        (``backend``, ``client``, ``on_progress``, ``on_message``, ``cancel_token``,
-        ``cpu_threads``, ``stall_timeout``, as in :func:`engine.search_job`).
+        Where and how the all-vs-all search runs.
     **keywords
-        Fields of :class:`RunOptions`, then of :class:`SearchParameters`
-        (``threshold=0.9``, ...).
+        Fields of :class:`RunOptions` (``backend="cpu"``), then of
+        :class:`SearchParameters` (``threshold=0.9``, ...).
 
     Returns
     -------
