@@ -61,25 +61,21 @@ def network(
 ) -> SpectrumNetwork:
     """The molecular network of ``spectra`` (GNPS-style, matchms ``SimilarityNetwork`` rules).
 
-    Every pair of ``spectra`` is scored by the engine's exact search (queries =
-    library = ``spectra``, all hits above the threshold, self pairs dropped);
-    each spectrum then proposes links to its best neighbours
-    (:func:`~engine.analyses.networking.edges.select_edges`), and components
-    larger than ``max_component_size`` lose their weakest edges
-    (:func:`~engine.analyses.networking.components.limit_component_size`).
+    Every pair of ``spectra`` is scored by the exact all-vs-all search
+    (:func:`~engine.analyses.run.self_search`); each spectrum then proposes links
+    to its best neighbours (:func:`.select_edges`), and components larger than
+    ``max_component_size`` lose their weakest edges (:func:`.limit_component_size`).
 
     Parameters
     ----------
     spectra : SpectrumLibrary or path
         The nodes.
     params : SearchParameters, optional
-        Score settings; default :data:`NETWORK_DEFAULTS` (analog mode without a
-        precursor window).  ``threshold`` and ``min_matches`` decide which pairs
-        can be edges; ``top_n`` is ignored (see ``top_n`` below).
+        Score settings (default :data:`NETWORK_DEFAULTS`); ``threshold`` and
+        ``min_matches`` decide which pairs can be edges (``top_n`` is ignored).
     settings : NetworkSettings, optional
-        How edges are chosen (GNPS defaults: ``top_n`` 10, ``max_links`` 10,
-        ``"single"`` links, ``max_component_size`` 100); its fields may also be
-        given as keywords (``top_n=5``).
+        How edges are chosen (GNPS defaults: top 10, 10 links, ``"single"``,
+        components of up to 100).
     library : SpectrumLibrary or path, optional
         Search every spectrum against it and label nodes with their best hit.
     library_params : SearchParameters, optional
@@ -105,8 +101,7 @@ def network(
 
     Examples
     --------
-    >>> net = engine.network("spectra.mgf", preprocess="none", tolerance=0.1)  # doctest: +SKIP
-    >>> engine.analyses.write_graphml(net, "net.graphml")  # doctest: +SKIP
+    >>> net = engine.network("spectra.mgf", top_n=5, tolerance=0.1)  # doctest: +SKIP
     """
     settings = _settings(settings, keywords)
     run = RunOptions.take(keywords, run)
