@@ -70,11 +70,13 @@ def write_table(
     ``pandas.read_csv(path, sep="\\t")``.
     """
     if neutral:
+        from pandas.api.types import is_string_dtype
+
         from engine.export.cells import neutralise
 
         frame = frame.copy(deep=False)
         for name in frame.columns:
-            if frame[name].dtype == object:
+            if is_string_dtype(frame[name]):  # text columns (pandas 3: ``str``, not ``object``)
                 frame[name] = neutralise(frame[name].to_numpy())
     sep = "," if Path(path).suffix.lower() == ".csv" else "\t"
     return write_atomic(path, lambda tmp: frame.to_csv(tmp, sep=sep, index=False), suffixes)
