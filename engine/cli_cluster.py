@@ -15,18 +15,12 @@ import time
 from engine.analyses import (
     AnalysisCancelled,
     ClusterParameters,
+    RunOptions,
     check_writable,
     cluster_spectra,
     search_clusters,
 )
-from engine.cli_progress import (
-    ProgressPrinter,
-    add_run_options,
-    read_spectra,
-    run_in_thread,
-    run_options,
-    teller,
-)
+from engine.cli_progress import add_run_options, read_spectra, run_in_thread, run_options, teller
 from engine.params import SearchParameters
 
 __all__ = ["add_cluster_parser", "run_cluster"]
@@ -129,28 +123,13 @@ def run_cluster(args: argparse.Namespace) -> int:
     say = teller(args.quiet)
     spectra = read_spectra(args.spectra, args, say)
     library = read_spectra(args.library, args, say) if args.library else None
-    progress = ProgressPrinter(args.quiet, "linking", hits=False)
     start = time.perf_counter()
-    with run_options(args, progress, say) as run:
-        try:
-            result = run_in_thread(
-                lambda: cluster_spectra(spectra, params, consensus=args.consensus, run=run)
-            )
-            progress.done()
-            hits = None
-            if library is not None:
-                say(
-                    f"searching {result.n_clusters:,} representatives of {len(spectra):,} "
-                    f"spectra against {len(library):,} (reduction factor "
-                    f"{result.reduction_factor:.2f})"
-                )
-                progress.what = "searching"
-                hits = run_in_thread(lambda: search_clusters(result, library, search, run=run))
-                progress.done()
-        except AnalysisCancelled:
-            progress.done()
-            print("simms: cancelled; nothing written", file=sys.stderr)
-            return 130
+    try:
+        with run_options(args, say, what="linking", hits=False) as run:
+            result, hits = _cluster_and_search(args, params, spectra, library, search, run)
+    except AnalysisCancelled:
+        print("simms: cancelled; nothing written", file=sys.stderr)
+        return 130
     result.write_table(args.output)
     written = [args.output]
     if args.representatives:
@@ -161,3 +140,22 @@ def run_cluster(args: argparse.Namespace) -> int:
         written.append(args.hits)
     say(f"{result.summary()} in {time.perf_counter() - start:.2f} s -> {', '.join(written)}")
     return 0
+
+
+def _cluster_and_search(args, params, spectra, library, search, run: RunOptions) -> tuple:
+    """The clusters, and the hits of their representatives when a library is given."""
+    progress = run.on_progress
+    result = run_in_thread(
+        lambda: cluster_spectra(spectra, params, consensus=args.consensus, run=run)
+    )
+    progress.done()
+    if library is None:
+        return result, None
+    run.say(
+        f"searching {result.n_clusters:,} representatives of {len(spectra):,} spectra "
+        f"against {len(library):,} (reduction factor {result.reduction_factor:.2f})"
+    )
+    progress.what = "searching"
+    hits = run_in_thread(lambda: search_clusters(result, library, search, run=run))
+    progress.done()
+    return result, hits

@@ -26,14 +26,7 @@ from engine.analyses import (
 from engine.analyses.files import TABLE_SUFFIXES
 from engine.analyses.networking import LABEL_FLOOR
 from engine.analyses.networking.export import GRAPHML_SUFFIXES
-from engine.cli_progress import (
-    ProgressPrinter,
-    add_run_options,
-    read_spectra,
-    run_in_thread,
-    run_options,
-    teller,
-)
+from engine.cli_progress import add_run_options, read_spectra, run_in_thread, run_options, teller
 from engine.io.mgf_writer import write_mgf
 
 __all__ = ["NETWORK_COMMANDS", "add_network_commands", "run_network_command"]
@@ -130,15 +123,12 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def run_network_command(args: argparse.Namespace) -> int:
     """Run ``simms network`` or ``simms qc``; 0 done, 130 cancelled by Ctrl-C."""
-    say = teller(args.quiet)
-    progress = ProgressPrinter(args.quiet)
     try:
-        with run_options(args, progress, say) as run:
+        with run_options(args, teller(args.quiet)) as run:
             if args.command == "network":
                 return _network(args, run)
             return _qc(args, run)
     except AnalysisCancelled:
-        progress.done()
         print("simms: interrupted; nothing written", file=sys.stderr)
         return 130
 

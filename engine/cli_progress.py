@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from engine.analyses.run import RunOptions
+from engine.analyses.run import AnalysisCancelled, RunOptions
 from engine.distributed import STALL_TIMEOUT
 from engine.io import load_library
 from engine.search import CancelToken, SearchProgress
@@ -125,23 +125,30 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def run_options(
-    args: argparse.Namespace, progress: ProgressPrinter, say: Callable[[str], None]
+    args: argparse.Namespace, say: Callable[[str], None], **progress: object
 ) -> Iterator[RunOptions]:
     """How an analysis runs from the shell: ``--backend``, the Dask client, Ctrl-C as cancel.
 
-    The client (``--dask`` / ``--dask-local``) is closed when the block ends;
-    Ctrl-C inside it cancels the run's token, so the analysis raises
-    :class:`~engine.analyses.AnalysisCancelled` and nothing is written.
+    Progress goes to a :class:`ProgressPrinter` (``progress``: its ``what`` and
+    ``hits``), the run's ``on_progress``.  The client (``--dask`` /
+    ``--dask-local``) is closed when the block ends; Ctrl-C inside it cancels the
+    run's token, so the analysis raises :class:`~engine.analyses.AnalysisCancelled`
+    (the progress line is ended first) and nothing is written.
     """
     token = CancelToken()
+    printer = ProgressPrinter(args.quiet, **progress)
     with (
         dask_client(args) as client,
         cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
     ):
-        yield RunOptions(
-            backend=args.backend, client=client, on_progress=progress, on_message=say,
-            cancel_token=token, stall_timeout=args.dask_stall_timeout,
-        )  # fmt: skip
+        try:
+            yield RunOptions(
+                backend=args.backend, client=client, on_progress=printer, on_message=say,
+                cancel_token=token, stall_timeout=args.dask_stall_timeout,
+            )  # fmt: skip
+        except AnalysisCancelled:
+            printer.done()
+            raise
 
 
 def teller(quiet: bool) -> Callable[[str], None]:
