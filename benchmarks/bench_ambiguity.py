@@ -35,8 +35,8 @@ DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 
 from engine import SearchParameters, search  # noqa: E402
+from engine.analyses.qc import IsomerCheck, complete_ties, isomer_parameters  # noqa: E402
 from engine.io import load_library  # noqa: E402
-from engine.qc import IsomerCheck, complete_ties, isomer_parameters  # noqa: E402
 from engine.search import ambiguity_columns, order_ties  # noqa: E402
 
 

@@ -111,7 +111,7 @@ EXAMPLES = (
 
 def qc_table(library, png_dir: Path | None, examples: tuple[str, ...]) -> None:
     import engine
-    from engine.qc import pairs_frame
+    from engine.analyses.qc import pairs_frame
 
     engine.library_qc(library.subset(range(2000)), backend="cpu")  # compile
     start = time.perf_counter()

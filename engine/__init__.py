@@ -6,18 +6,28 @@ CUDA).  Never imports Qt: the desktop application, the ``simms`` command line
 and Python scripts all use this same API.
 """
 
+from engine.analyses import (
+    AnalysisCancelled,
+    ClusterParameters,
+    ClusterResult,
+    LibraryQC,
+    RunOptions,
+    SpectrumNetwork,
+    cluster_spectra,
+    deduplicate,
+    library_qc,
+    network,
+    search_clusters,
+)
 from engine.api import score_matrix, search, search_job
 from engine.backends import Backend, available_backends, get_backend, gpu_status
-from engine.cluster import ClusterParameters, ClusterResult, cluster_spectra, search_clusters
 from engine.collection import combine_libraries, filter_library
 from engine.export.reader import read_hits_frame as read_hits
 from engine.hits import HitTable
 from engine.io import LoadCancelled, load_library, read_library
 from engine.kernels import cosine_greedy_pair, entropy_similarity_pair, modified_cosine_pair
 from engine.library import LibrarySource, SpectrumLibrary
-from engine.networking import AnalysisCancelled, SpectrumNetwork, network
 from engine.params import MODES, SearchParameters
-from engine.qc import LibraryQC, deduplicate, library_qc
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 from engine.repository import Repository
 from engine.search import CancelToken, SearchJob, SearchProgress
@@ -38,6 +48,7 @@ __all__ = [
     "LibrarySource",
     "LoadCancelled",
     "Repository",
+    "RunOptions",
     "SearchJob",
     "SearchParameters",
     "SearchProgress",

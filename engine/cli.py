@@ -18,12 +18,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engine.analyses.qc import IsomerCheck, complete_ties, isomer_parameters
 from engine.api import search_job
 from engine.backends import available_backends
 from engine.cli_cluster import add_cluster_parser, run_cluster
 from engine.cli_network import NETWORK_COMMANDS, add_network_commands, run_network_command
 from engine.cli_progress import ProgressPrinter as _ProgressPrinter
-from engine.cli_progress import add_dask_options
+from engine.cli_progress import add_run_options, teller
 from engine.cli_progress import cancel_on_interrupt as _cancel_on_interrupt
 from engine.cli_repository import add_repo_parser, run_repo
 from engine.collection import combine_libraries, filter_library
@@ -31,7 +32,6 @@ from engine.distributed import open_client, shutdown
 from engine.export import check_output, open_writer
 from engine.io import LoadCancelled, load_library
 from engine.params import DECOY_SCHEMES, SearchParameters
-from engine.qc import IsomerCheck, complete_ties, isomer_parameters
 from engine.report import SpectrumFileError
 from engine.search import CancelToken, query_status, status_summary
 from engine.version import __version__
@@ -146,11 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="licence is exactly LICENSE (repeatable: any of them)",
     )
     f.add_argument("--has-structure", action="store_true", help="spectra with SMILES/InChI(Key)")
-    s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
     s.add_argument("--batch-size", type=int, default=2048, help="spectra per batch side [2048]")
-    s.add_argument("--no-cache", action="store_true", help="do not use the library cache")
-    s.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    add_dask_options(s)
+    add_run_options(s)
 
     i = sub.add_parser("info", help="read spectrum files and print their import reports")
     i.add_argument("files", nargs="+")
@@ -220,7 +217,7 @@ def _load_inputs(args: argparse.Namespace, say, token: CancelToken) -> tuple:
 
 def _search(args: argparse.Namespace) -> int:
     params = search_parameters(args)
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
+    say = teller(args.quiet)
     if args.output:
         # before any loading: a bad path never costs a search
         check_output(args.output, args.format)

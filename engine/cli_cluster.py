@@ -12,18 +12,16 @@ import argparse
 import sys
 import time
 
-from engine.cli_progress import (
-    ProgressPrinter,
-    add_dask_options,
-    cancel_on_interrupt,
-    dask_client,
-    run_in_thread,
+from engine.analyses import (
+    AnalysisCancelled,
+    ClusterParameters,
+    RunOptions,
+    check_writable,
+    cluster_spectra,
+    search_clusters,
 )
-from engine.cluster import ClusterCancelled, ClusterParameters, cluster_spectra, search_clusters
-from engine.cluster.files import check_writable
-from engine.io import load_library
+from engine.cli_progress import add_run_options, read_spectra, run_in_thread, run_options, teller
 from engine.params import SearchParameters
-from engine.search import CancelToken
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 
@@ -88,10 +86,7 @@ def add_cluster_parser(sub) -> None:
         help="search mode of the library search [identity]",
     )
     s.add_argument("--top", type=int, default=10, help="hits per representative, 0 = all [10]")
-    c.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
-    add_dask_options(c)
-    c.add_argument("--no-cache", action="store_true", help="do not use the library cache")
-    c.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_run_options(c)
 
 
 def _parameters(args: argparse.Namespace) -> ClusterParameters:
@@ -125,61 +120,16 @@ def run_cluster(args: argparse.Namespace) -> int:
             check_writable(path)  # before any work: a bad path never costs a clustering
     if args.consensus and not args.representatives:
         raise ValueError("--consensus needs --representatives")
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
-    say(f"reading {args.spectra}")
-    spectra = load_library(args.spectra, cache=not args.no_cache)
-    library = None
-    if args.library:
-        say(f"reading {args.library}")
-        library = load_library(args.library, cache=not args.no_cache)
-    token = CancelToken()
-    progress = ProgressPrinter(args.quiet, "linking", hits=False)
+    say = teller(args.quiet)
+    spectra = read_spectra(args.spectra, args, say)
+    library = read_spectra(args.library, args, say) if args.library else None
     start = time.perf_counter()
-    with (
-        dask_client(args) as client,
-        cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
-    ):
-        try:
-            result = run_in_thread(
-                lambda: cluster_spectra(
-                    spectra,
-                    params,
-                    consensus=args.consensus,
-                    backend=args.backend,
-                    client=client,
-                    on_progress=progress,
-                    on_message=say,
-                    cancel_token=token,
-                    stall_timeout=args.dask_stall_timeout,
-                )  # fmt: skip
-            )
-            progress.done()
-            hits = None
-            if library is not None:
-                say(
-                    f"searching {result.n_clusters:,} representatives of {len(spectra):,} "
-                    f"spectra against {len(library):,} (reduction factor "
-                    f"{result.reduction_factor:.2f})"
-                )
-                progress.what = "searching"
-                hits = run_in_thread(
-                    lambda: search_clusters(
-                        result,
-                        library,
-                        search,
-                        backend=args.backend,
-                        client=client,
-                        on_progress=progress,
-                        on_message=say,
-                        cancel_token=token,
-                        stall_timeout=args.dask_stall_timeout,
-                    )  # fmt: skip
-                )
-                progress.done()
-        except ClusterCancelled:
-            progress.done()
-            print("simms: cancelled; nothing written", file=sys.stderr)
-            return 130
+    try:
+        with run_options(args, say, what="linking", hits=False) as run:
+            result, hits = _cluster_and_search(args, params, spectra, library, search, run)
+    except AnalysisCancelled:
+        print("simms: cancelled; nothing written", file=sys.stderr)
+        return 130
     result.write_table(args.output)
     written = [args.output]
     if args.representatives:
@@ -190,3 +140,22 @@ def run_cluster(args: argparse.Namespace) -> int:
         written.append(args.hits)
     say(f"{result.summary()} in {time.perf_counter() - start:.2f} s -> {', '.join(written)}")
     return 0
+
+
+def _cluster_and_search(args, params, spectra, library, search, run: RunOptions) -> tuple:
+    """The clusters, and the hits of their representatives when a library is given."""
+    progress = run.on_progress
+    result = run_in_thread(
+        lambda: cluster_spectra(spectra, params, consensus=args.consensus, run=run)
+    )
+    progress.done()
+    if library is None:
+        return result, None
+    run.say(
+        f"searching {result.n_clusters:,} representatives of {len(spectra):,} spectra "
+        f"against {len(library):,} (reduction factor {result.reduction_factor:.2f})"
+    )
+    progress.what = "searching"
+    hits = run_in_thread(lambda: search_clusters(result, library, search, run=run))
+    progress.done()
+    return result, hits

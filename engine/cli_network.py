@@ -12,25 +12,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.cli_progress import (
-    ProgressPrinter,
-    add_dask_options,
-    cancel_on_interrupt,
-    dask_client,
-    run_in_thread,
-)
-from engine.io import load_library
-from engine.io.mgf_writer import write_mgf
-from engine.networking import (
-    LABEL_FLOOR,
+from engine.analyses import (
     AnalysisCancelled,
+    NetworkSettings,
+    RunOptions,
+    check_writable,
+    library_qc,
     network,
     write_edges,
     write_graphml,
+    write_qc_report,
 )
-from engine.networking.export import check_network_output
-from engine.qc import library_qc, write_qc_report
-from engine.search import CancelToken
+from engine.analyses.files import TABLE_SUFFIXES
+from engine.analyses.networking import LABEL_FLOOR
+from engine.analyses.networking.export import GRAPHML_SUFFIXES
+from engine.cli_progress import add_run_options, read_spectra, run_in_thread, run_options, teller
+from engine.io.mgf_writer import write_mgf
 
 __all__ = ["NETWORK_COMMANDS", "add_network_commands", "run_network_command"]
 
@@ -55,10 +52,7 @@ def _score_options(p: argparse.ArgumentParser, defaults: str) -> None:
     g.add_argument("--min-matches", type=int, help="minimum matched peaks")
     g.add_argument("--threshold", type=float, help="minimum score")
     g.add_argument("--preprocess", metavar="SPEC", help="preset (none, gnps, msas) or JSON")
-    p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
-    add_dask_options(p)
-    p.add_argument("--no-cache", action="store_true", help="do not use the library cache")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_run_options(p)
 
 
 def add_network_commands(sub) -> None:
@@ -107,23 +101,19 @@ def add_network_commands(sub) -> None:
     _score_options(q, "cosine >= 0.95, >= 3 peaks, fragments 0.02 Da, precursors 0.01 Da")
 
 
+#: Options of :func:`_score_options` that are :class:`SearchParameters` fields of one name.
+_SCORE_OPTIONS = (
+    "mode", "score", "tolerance", "mz_power", "intensity_power", "precursor_tolerance",
+    "match_ion_mode", "min_matches", "threshold", "preprocess",
+)  # fmt: skip
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """The score options given on the command line, as SearchParameters fields."""
     if args.ppm and args.precursor_tolerance is None:
         raise ValueError("--ppm needs --precursor-tolerance")
-    given = {
-        "mode": args.mode,
-        "score": args.score,
-        "tolerance": args.tolerance,
-        "mz_power": args.mz_power,
-        "intensity_power": args.intensity_power,
-        "precursor_tolerance": args.precursor_tolerance,
-        "match_ion_mode": args.match_ion_mode,
-        "min_matches": args.min_matches,
-        "threshold": args.threshold,
-        "preprocess": args.preprocess,
-    }
-    kwargs = {k: v for k, v in given.items() if v is not None}
+    kwargs = {name: getattr(args, name) for name in _SCORE_OPTIONS}
+    kwargs = {name: value for name, value in kwargs.items() if value is not None}
     if args.no_precursor_window:
         kwargs["precursor_tolerance"] = None
     if args.ppm:
@@ -133,65 +123,49 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def run_network_command(args: argparse.Namespace) -> int:
     """Run ``simms network`` or ``simms qc``; 0 done, 130 cancelled by Ctrl-C."""
-    say = (lambda m: None) if args.quiet else (lambda m: print(f"simms: {m}", file=sys.stderr))
-    progress = ProgressPrinter(args.quiet)
-    token = CancelToken()
-    common = {
-        "backend": args.backend, "on_progress": progress, "on_message": say,
-        "stall_timeout": args.dask_stall_timeout,
-    }  # fmt: skip
     try:
-        with (
-            dask_client(args) as client,
-            cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
-        ):
-            common["client"] = client
+        with run_options(args, teller(args.quiet)) as run:
             if args.command == "network":
-                return _network(args, say, progress, token, common)
-            return _qc(args, say, progress, token, common)
+                return _network(args, run)
+            return _qc(args, run)
     except AnalysisCancelled:
-        progress.done()
         print("simms: interrupted; nothing written", file=sys.stderr)
         return 130
 
 
-def _network(args, say, progress, token, common) -> int:
+def _network(args: argparse.Namespace, run: RunOptions) -> int:
     if not args.output and not args.edges:
         raise ValueError("give -o NET.graphml and/or --edges EDGES.tsv")
     if args.output:
-        check_network_output(args.output, (".graphml", ".xml"))
+        check_writable(args.output, GRAPHML_SUFFIXES)
     if args.edges:
-        check_network_output(args.edges, (".tsv", ".csv", ".txt"))
+        check_writable(args.edges, TABLE_SUFFIXES)
+    settings = NetworkSettings(
+        args.top_n, args.max_links, args.link_method, args.max_component_size
+    )
     overrides = _overrides(args)
-    say(f"reading {args.spectra}")
-    spectra = load_library(args.spectra, cache=not args.no_cache)
-    library = None
-    if args.library:
-        say(f"reading {args.library}")
-        library = load_library(args.library, cache=not args.no_cache)
-    say(f"scoring {len(spectra)} × {len(spectra)} spectra")
+    spectra = read_spectra(args.spectra, args, run.say)
+    library = read_spectra(args.library, args, run.say) if args.library else None
+    run.say(f"scoring {len(spectra)} × {len(spectra)} spectra")
+    label_floor = (args.label_floor[0], int(args.label_floor[1]))
     net = run_in_thread(
         lambda: network(
             spectra,
-            top_n=args.top_n,
-            max_links=args.max_links,
-            link_method=args.link_method,
-            max_component_size=args.max_component_size,
+            settings=settings,
             library=library,
-            label_floor=(args.label_floor[0], int(args.label_floor[1])),
-            cancel_token=token,
-            **common,
+            label_floor=label_floor,
+            run=run,
             **overrides,
         )  # fmt: skip
     )
-    progress.done()
+    run.on_progress.done()
     written = [str(write_graphml(net, args.output))] if args.output else []
     if args.edges:
         written.append(str(write_edges(net, args.edges)))
     sizes = net.component_size
     in_components = int((sizes > 1).sum())
     n_components = len(set(net.component[sizes > 1].tolist()))
-    say(
+    run.say(
         f"{len(net)} spectra, {net.n_edges} edges ({net.params.score_label} >= "
         f"{net.params.threshold:g}, >= {net.params.min_matches} matched peaks), "
         f"{n_components} components of 2 or more holding {in_components} spectra "
@@ -201,16 +175,15 @@ def _network(args, say, progress, token, common) -> int:
     return 0
 
 
-def _qc(args, say, progress, token, common) -> int:
+def _qc(args: argparse.Namespace, run: RunOptions) -> int:
     if args.output:
-        check_network_output(args.output, (".tsv", ".csv", ".txt"))
+        check_writable(args.output, TABLE_SUFFIXES)
     if args.deduplicated:
-        check_network_output(args.deduplicated, (".mgf",))
+        check_writable(args.deduplicated, (".mgf",))
     overrides = _overrides(args)
-    say(f"reading {args.library}")
-    library = load_library(args.library, cache=not args.no_cache)
-    qc = run_in_thread(lambda: library_qc(library, cancel_token=token, **common, **overrides))
-    progress.done()
+    library = read_spectra(args.library, args, run.say)
+    qc = run_in_thread(lambda: library_qc(library, run=run, **overrides))
+    run.on_progress.done()
     if args.output:
         write_qc_report(qc, args.output)
     p = qc.params
@@ -222,9 +195,9 @@ def _qc(args, say, progress, token, common) -> int:
     for name, count in qc.counts().items():
         print(f"{name.replace('_', ' ')}\t{count}")
     if args.output:
-        say(f"report -> {args.output}")
+        run.say(f"report -> {args.output}")
     if args.deduplicated:
         kept = qc.deduplicated()
         write_mgf(kept, args.deduplicated)
-        say(f"{len(kept)} of {len(library)} spectra kept -> {args.deduplicated}")
+        run.say(f"{len(kept)} of {len(library)} spectra kept -> {args.deduplicated}")
     return 0

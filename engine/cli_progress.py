@@ -7,14 +7,24 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from engine.analyses.run import AnalysisCancelled, RunOptions
 from engine.distributed import STALL_TIMEOUT
+from engine.io import load_library
 from engine.search import CancelToken, SearchProgress
 
-__all__ = ["ProgressPrinter", "cancel_on_interrupt", "run_in_thread"]
+__all__ = [
+    "ProgressPrinter",
+    "add_run_options",
+    "cancel_on_interrupt",
+    "read_spectra",
+    "run_in_thread",
+    "run_options",
+    "teller",
+]
 
 T = TypeVar("T")
 
@@ -103,6 +113,55 @@ def add_dask_options(parser: argparse.ArgumentParser) -> None:
         help="treat a Dask worker without a heartbeat for this long (stopped, swapping, "
         f"stuck) as lost and redo its tasks on the others [{STALL_TIMEOUT:g}]",
     )
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """``--backend``, the Dask options, ``--no-cache`` and ``-q/--quiet`` of a subcommand."""
+    parser.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    add_dask_options(parser)
+    parser.add_argument("--no-cache", action="store_true", help="do not use the library cache")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+@contextmanager
+def run_options(
+    args: argparse.Namespace, say: Callable[[str], None], **progress: object
+) -> Iterator[RunOptions]:
+    """How an analysis runs from the shell: ``--backend``, the Dask client, Ctrl-C as cancel.
+
+    Progress goes to a :class:`ProgressPrinter` (``progress``: its ``what`` and
+    ``hits``), the run's ``on_progress``.  The client (``--dask`` /
+    ``--dask-local``) is closed when the block ends; Ctrl-C inside it cancels the
+    run's token, so the analysis raises :class:`~engine.analyses.AnalysisCancelled`
+    (the progress line is ended first) and nothing is written.
+    """
+    token = CancelToken()
+    printer = ProgressPrinter(args.quiet, **progress)
+    with (
+        dask_client(args) as client,
+        cancel_on_interrupt(token, say, "interrupted: stopping; nothing is written"),
+    ):
+        try:
+            yield RunOptions(
+                backend=args.backend, client=client, on_progress=printer, on_message=say,
+                cancel_token=token, stall_timeout=args.dask_stall_timeout,
+            )  # fmt: skip
+        except AnalysisCancelled:
+            printer.done()
+            raise
+
+
+def teller(quiet: bool) -> Callable[[str], None]:
+    """``say(message)``: ``simms: message`` on stderr, or nothing when ``quiet``."""
+    if quiet:
+        return lambda message: None
+    return lambda message: print(f"simms: {message}", file=sys.stderr)
+
+
+def read_spectra(path: str, args: argparse.Namespace, say: Callable[[str], None], **kwargs):
+    """The spectra of ``path`` (through the library cache unless ``--no-cache``), said first."""
+    say(f"reading {path}")
+    return load_library(path, cache=not args.no_cache, **kwargs)
 
 
 def _seconds(text: str) -> float:

@@ -12,7 +12,7 @@ from PyQt6.QtGui import QIcon
 from PyQt6.QtWidgets import QApplication
 
 from engine import ClusterParameters, SearchParameters, SpectrumLibrary
-from engine.networking import NetworkSettings, network_parameters
+from engine.analyses.networking import NetworkSettings, network_parameters
 from simms_gui.model import ClusterTask, NetworkRequest, NetworkTask, SearchTask, Session
 from simms_gui.model.answers import HitList
 from simms_gui.resources import resource_path
@@ -213,11 +213,11 @@ class Viewer:
             Label query nodes with their best hit in the active library.
         backend : str
         top_n, max_links, link_method, max_component_size
-            See :class:`engine.networking.NetworkSettings` (``max_links``
+            See :class:`engine.analyses.networking.NetworkSettings` (``max_links``
             defaults to ``top_n``).
         **params
             Score settings, :class:`~engine.SearchParameters` fields; the rest as
-            :data:`engine.networking.NETWORK_DEFAULTS`.
+            :data:`engine.analyses.networking.NETWORK_DEFAULTS`.
 
         Returns
         -------

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from engine import SearchParameters, search
+from engine.analyses.qc import IsomerCheck, complete_ties, isomer_parameters, library_qc
 from engine.export import (
     GNPS_COLUMNS,
     queries_path,
@@ -14,7 +15,6 @@ from engine.export import (
     write_hits,
     write_mztab,
 )
-from engine.qc import IsomerCheck, complete_ties, isomer_parameters, library_qc
 from engine.search import ambiguity_columns, order_ties, query_status
 
 ACIDS = ("Citraconic acid", "Itaconic acid", "Mesaconic acid")  # all C5H6O4, [M-H]- 129.0188

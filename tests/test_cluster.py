@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.cluster import (
+from engine.analyses.cluster import (
     ClusterCancelled,
     ClusterParameters,
     LinkedPairs,
@@ -249,7 +249,7 @@ def test_propagated_hits_equal_direct_search_of_representatives(clustered, massb
 @pytest.mark.parametrize("dense_limit", [0, 8192])
 def test_sparse_and_dense_complete_linkage_agree(monkeypatch, dense_limit):
     """Both ways of linking a component (sparse maps, dense compiled matrix) give the reference."""
-    import engine.cluster.linkage as linkage
+    import engine.analyses.cluster.linkage as linkage
 
     monkeypatch.setattr(linkage, "DENSE_LIMIT", dense_limit)
     rng = np.random.default_rng(7)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.networking import LABEL_FLOOR
+from engine.analyses.networking import LABEL_FLOOR
 from engine.search import query_status
 from simms_gui._qt.hit_export import HIT_FORMATS
 from simms_gui._qt.hits_controller import hits_filter
@@ -200,7 +200,7 @@ def test_tied_best_hits_in_tie_order_with_flags_in_table_pane_and_sheet(
     a = int(np.flatnonzero(lib.metadata["id"] == "MSBNK-Athens_Univ-AU282606")[0])
     close = lib.subset(np.flatnonzero(np.abs(lib.precursor_mz - lib.precursor_mz[a]) < 0.05))
     _search(qtbot, window, lib.subset([a]), close, params, "q2.mgf", "lib2.mgf")
-    check = engine.qc.IsomerCheck(close, backend="cpu")
+    check = engine.analyses.qc.IsomerCheck(close, backend="cpu")
     best = window.results.model.row_of(0)
     expected = check(np.array([best["library_index"]]))[0]
     assert expected and best["isomers"] == expected
@@ -305,5 +305,5 @@ def test_headless_session_checks_isomers_like_the_window(massbank_library):
     s.run_search(engine.SearchParameters(), "cpu")
     listed = s.hit_list()
     best = listed.table.library_index[0]
-    expected = engine.qc.IsomerCheck(close, backend="cpu")(np.array([best]))[0]
+    expected = engine.analyses.qc.IsomerCheck(close, backend="cpu")(np.array([best]))[0]
     assert expected and listed["isomers"][0] == expected and "isomers" in listed["flags"][0]

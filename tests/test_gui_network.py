@@ -108,7 +108,7 @@ def test_session_builds_networks_without_qt(data_dir):
     events = []
     session.events.network_started.connect(lambda r: events.append(("started", r)))
     session.events.network_finished.connect(lambda e: events.append(("finished", e.network)))
-    from engine.networking import network_parameters
+    from engine.analyses.networking import network_parameters
 
     net = session.run_network(NetworkRequest(params=network_parameters(**SCORE), backend="cpu"))
     assert [what for what, _ in events] == ["started", "finished"] and events[1][1] is net

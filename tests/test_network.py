@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.collection import combine_libraries
-from engine.networking import (
+from engine.analyses.networking import (
     AnalysisCancelled,
     limit_component_size,
     network,
     write_edges,
     write_graphml,
 )
+from engine.collection import combine_libraries
 
 N_SPECTRA = 200
 SCORE = {"mode": "custom", "score": "modified_cosine", "tolerance": 0.1, "threshold": 0.7}

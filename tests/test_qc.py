@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import engine
-from engine.qc import duplicate_groups, library_qc, pairs_frame, write_qc_report
+from engine.analyses.qc import duplicate_groups, library_qc, pairs_frame, write_qc_report
 
 N_BASE = 40
 

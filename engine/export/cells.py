@@ -9,10 +9,7 @@ import numpy as np
 
 from engine.export.columns import HIT_COLUMNS, MZ_COLUMNS, hit_columns
 from engine.hits import HitTable
-from engine.library import SpectrumLibrary
-from engine.params import SearchParameters
-from engine.search import ambiguity_columns, evidence
-from engine.search.ambiguity import IsomerNames
+from engine.search import SearchContext, ambiguity_columns, evidence
 
 if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
     import pandas as pd
@@ -31,21 +28,15 @@ __all__ = [
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def delimited_rows(
-    hits: HitTable,
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
-    sep: str,
-    params: SearchParameters | None = None,
-    isomers: IsomerNames | None = None,
-    q_value: np.ndarray | None = None,
-) -> str:
-    """The TSV/CSV rows of one chunk, one line each.
+def delimited_rows(hits: HitTable, context: SearchContext, sep: str) -> str:
+    """The TSV/CSV rows of one chunk of ``context``'s hits, one line each.
 
     Text fields depend only on the query or the library spectrum, so each is
     formatted once per distinct spectrum of the chunk (quoted, guarded) and
     rows are then joined from ready-made pieces: about a microsecond a row.
     """
+    queries, library, params = context.queries, context.library, context.params
+    q_value = None if context.q_values is None else context.q_values(hits)
     q_unique, q_at = np.unique(hits.query_index, return_inverse=True)
     l_unique, l_at = np.unique(hits.library_index, return_inverse=True)
     q_cols = hit_columns(HitTable.from_arrays(q_unique, q_unique, [0] * len(q_unique),
@@ -56,7 +47,7 @@ def delimited_rows(
         reverse, explained = evidence(hits, queries, library, params)
     else:
         reverse = explained = np.full(len(hits), np.nan)
-    flags = ambiguity_columns(hits, library, isomers)
+    flags = ambiguity_columns(hits, library, context.isomers)
     fields: list[list[str]] = []
     for name in HIT_COLUMNS:
         if name == "query_index":

@@ -102,7 +102,7 @@ def open_writer(
     TSV, CSV and Parquet stream (:class:`HitWriter`); mzTab-M (``.mztab``) and
     the GNPS-style TSV (``format="gnps"``) are written whole at :meth:`close`.
     ``adjust`` is applied to each chunk before it is written (the CLI passes
-    :func:`engine.qc.complete_ties`); ``isomers`` fills the ``isomers`` column and
+    :func:`engine.analyses.qc.complete_ties`); ``isomers`` fills the ``isomers`` column and
     ``q_values`` (``FdrSearchJob.q_values``) the ``q_value`` column.
     """
     if isinstance(target, str | os.PathLike):

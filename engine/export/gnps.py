@@ -28,12 +28,11 @@ import numpy as np
 from engine.atomic import atomic_path
 from engine.collection import library_label
 from engine.export.cells import frame_for_writing
-from engine.export.columns import hit_columns
 from engine.export.queries import QueryTally, queries_path, write_queries
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import order_ties
+from engine.search import SearchContext, order_ties
 from engine.search.ambiguity import IsomerNames
 
 __all__ = ["GNPS_COLUMNS", "gnps_columns", "write_gnps"]
@@ -77,16 +76,10 @@ _FROM_HIT = {
 GNPS_COLUMNS = tuple(_FROM_HIT)
 
 
-def gnps_columns(
-    hits: HitTable,
-    queries: SpectrumLibrary,
-    library: SpectrumLibrary,
-    params: SearchParameters | None = None,
-    isomers: IsomerNames | None = None,
-    q_value: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
-    """The GNPS-named columns of ``hits`` (:data:`GNPS_COLUMNS`), as written."""
-    cols = hit_columns(hits, queries, library, params, isomers, q_value)
+def gnps_columns(hits: HitTable, context: SearchContext) -> dict[str, np.ndarray]:
+    """The GNPS-named columns of ``context``'s ``hits`` (:data:`GNPS_COLUMNS`), as written."""
+    cols = context.columns(hits)
+    queries, library = context.queries, context.library
     q = hits.query_index
     scans = queries.metadata.get("scans")
     scan = (q + 1).astype(object)
@@ -115,7 +108,7 @@ def gnps_columns(
                 out[name] = np.round(delta / lib_mz * 1e6, 6)
     # q_value (engine.search.fdr): carried along when the hits have it (GNPS' own FDR
     # column is a different, per-search estimate, so the name stays ours)
-    if q_value is not None:
+    if context.q_values is not None:
         out["SimMS_QValue"] = cols["q_value"]
     return out
 
@@ -141,7 +134,7 @@ def write_gnps(
         The search (each query's hits all present); tied best hits in the order
         of :func:`engine.search.order_ties`.
     isomers : callable, optional
-        Library rows to isomer names (:class:`engine.qc.IsomerCheck`).
+        Library rows to isomer names (:class:`engine.analyses.qc.IsomerCheck`).
     status, incomplete
         Each query's status, or the queries whose search did not finish, for the
         queries table (see :meth:`engine.export.QueryTally.columns`).
@@ -155,8 +148,8 @@ def write_gnps(
         beside it, ``name.queries.tsv`` (:func:`engine.export.queries_path`).
     """
     hits = order_ties(hits, queries, library, params)
-    q = None if q_values is None else q_values(hits)
-    frame = frame_for_writing(gnps_columns(hits, queries, library, params, isomers, q))
+    context = SearchContext(queries, library, params, isomers, q_values)
+    frame = frame_for_writing(gnps_columns(hits, context))
     if not isinstance(target, str | os.PathLike):
         frame.to_csv(target, sep="\t", index=False)
         return None

@@ -17,7 +17,7 @@ from engine.export.queries import QueryTally, queries_path, write_queries
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import order_ties
+from engine.search import SearchContext, order_ties
 from engine.search.ambiguity import IsomerNames
 
 if TYPE_CHECKING:  # pandas is imported where it is used: writing TSV/CSV needs none
@@ -123,10 +123,10 @@ class HitWriter:
         More ``key: value`` provenance items.
     isomers : callable, optional
         Library rows to isomer names for the ``isomers`` column
-        (:class:`engine.qc.IsomerCheck`).
+        (:class:`engine.analyses.qc.IsomerCheck`).
     adjust : callable, optional
         Applied to each chunk before it is written (e.g.
-        :func:`engine.qc.complete_ties`).
+        :func:`engine.analyses.qc.complete_ties`).
     q_values : callable, optional
         The q-values of a chunk of hits (``FdrSearchJob.q_values``), column ``q_value``.
 
@@ -158,6 +158,7 @@ class HitWriter:
     ) -> None:
         self.queries, self.library, self.params = queries, library, params
         self.isomers, self.adjust, self.q_values = isomers, adjust, q_values
+        self.context = SearchContext(queries, library, params, isomers, q_values)
         self.tally = QueryTally(queries, library)
         self.rows = 0
         self._stream: IO[str] | None = None
@@ -200,17 +201,10 @@ class HitWriter:
         # whole queries (the ambiguity columns need each query's hits together)
         for piece in _pieces(hits.query_index, _ROWS_AT_ONCE):
             part = hits if len(piece) == len(hits) else hits.take(piece)
-            q = None if self.q_values is None else self.q_values(part)
             if self.format == "parquet":
-                columns = hit_columns(
-                    part, self.queries, self.library, self.params, self.isomers, q
-                )
-                self._write_parquet(frame_for_writing(columns))
+                self._write_parquet(frame_for_writing(self.context.columns(part)))
             else:
-                self._emit_text(
-                    delimited_rows(part, self.queries, self.library, self._sep, self.params,
-                                   self.isomers, q)
-                )  # fmt: skip
+                self._emit_text(delimited_rows(part, self.context, self._sep))
             self.rows += len(part)
 
     def close(

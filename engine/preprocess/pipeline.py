@@ -17,16 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from engine.library import SpectrumLibrary
-from engine.preprocess.filters import (
-    centroid,
-    keep_top_k,
-    normalize_intensity,
-    relative_intensity_threshold,
-    remove_precursor_peaks,
-    scale_intensity,
-    select_mz_range,
-    window_filter,
-)
+from engine.preprocess import filters
 from engine.preprocess.fused import compile_plan, fusable, run_plan
 
 __all__ = [
@@ -42,18 +33,13 @@ __all__ = [
 ]
 
 
-#: Filters a :class:`Pipeline` can name.
+_FILTER_NAMES = (
+    "select_mz_range", "remove_precursor_peaks", "relative_intensity_threshold", "keep_top_k",
+    "window_filter", "scale_intensity", "normalize_intensity", "centroid",
+)  # fmt: skip
+#: Filters a :class:`Pipeline` can name (the functions of :mod:`engine.preprocess.filters`).
 FILTERS: Mapping[str, Callable[..., SpectrumLibrary]] = MappingProxyType(
-    {
-        "select_mz_range": select_mz_range,
-        "remove_precursor_peaks": remove_precursor_peaks,
-        "relative_intensity_threshold": relative_intensity_threshold,
-        "keep_top_k": keep_top_k,
-        "window_filter": window_filter,
-        "scale_intensity": scale_intensity,
-        "normalize_intensity": normalize_intensity,
-        "centroid": centroid,
-    }
+    {name: getattr(filters, name) for name in _FILTER_NAMES}
 )
 
 
@@ -106,14 +92,8 @@ class Pipeline:
         Calling the pipeline falls back to this where a step's parameters, or
         the library's array types, are not ones the fused pass takes.
 
-        Parameters
-        ----------
-        lib : SpectrumLibrary
-            Input library.
-
-        Returns
-        -------
-        SpectrumLibrary
+        ``lib`` (a SpectrumLibrary) goes through each step in turn; the last
+        step's SpectrumLibrary is returned.
         """
         for step in self.steps:
             lib = FILTERS[step.name](lib, **step.params)

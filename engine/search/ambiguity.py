@@ -14,7 +14,7 @@ A best hit a chemist cannot defend alone is flagged, never silently ranked:
   the same ion;
 * **isomers** - on best hits, ``isomers`` names the other compounds of the
   same formula whose library spectrum is near-identical to the hit's (the
-  library check, :mod:`engine.qc`); filled when a search is given an isomer
+  library check, :mod:`engine.analyses.qc`); filled when a search is given an isomer
   check.
 """
 
@@ -49,7 +49,7 @@ FEW_PEAKS = 2
 AMBIGUITY_COLUMNS = ("tied", "tied_compounds", "few_peaks", "isomers")
 
 #: Given library rows, the isomer names of each ("" for none): see
-#: :class:`engine.qc.IsomerCheck`.
+#: :class:`engine.analyses.qc.IsomerCheck`.
 IsomerNames = Callable[[np.ndarray], np.ndarray]
 
 
@@ -185,7 +185,7 @@ def ambiguity_columns(
         row order, when there are two or more, else ``""``;
         ``few_peaks`` (bool): at most :data:`FEW_PEAKS` matched peaks;
         ``isomers`` (str): on best hits, from ``isomers`` (see
-        :class:`engine.qc.IsomerCheck`); ``""`` when there are none, on the other
+        :class:`engine.analyses.qc.IsomerCheck`); ``""`` when there are none, on the other
         hits, or when no check was given.
     """
     n = len(hits)

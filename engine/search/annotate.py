@@ -90,7 +90,7 @@ def hit_columns(
         The search's parameters: with them the reverse score and the explained
         library intensity are computed (:func:`engine.search.evidence`), else NaN.
     isomers : callable, optional
-        Library rows to isomer names (:class:`engine.qc.IsomerCheck`) for the
+        Library rows to isomer names (:class:`engine.analyses.qc.IsomerCheck`) for the
         ``isomers`` column (else empty).  The ambiguity columns
         (:func:`engine.search.ambiguity_columns`) need each query's hits all present.
     q_value : ndarray, optional

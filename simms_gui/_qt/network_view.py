@@ -22,7 +22,7 @@ from PyQt6.QtWidgets import (
     QWidget,
 )
 
-from engine.networking import NetworkSettings, network_parameters
+from engine.analyses.networking import NetworkSettings, network_parameters
 from simms_gui._qt.desk import on_main_thread
 from simms_gui._qt.network_plot import NetworkPlot
 from simms_gui._qt.spectrum_view import PairView

@@ -26,8 +26,8 @@ from engine import (
     network,
     search_job,
 )
+from engine.analyses.qc import IsomerCheck, isomer_parameters
 from engine.distributed import ClusterError, describe
-from engine.qc import IsomerCheck, isomer_parameters
 from simms_gui.model.files import LoadProgress
 from simms_gui.model.requests import HeatmapRequest, NetworkRequest, SearchRequest
 from simms_gui.model.tasks import Task

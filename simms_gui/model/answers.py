@@ -41,7 +41,7 @@ __all__ = [
 
 #: The q-values of hits (``FdrSearchJob.q_values``); None when the search made none.
 QValues = Callable[[HitTable], np.ndarray]
-#: Library rows to their isomer names (:class:`engine.qc.IsomerCheck`).
+#: Library rows to their isomer names (:class:`engine.analyses.qc.IsomerCheck`).
 Isomers = Callable[[np.ndarray], np.ndarray]
 
 

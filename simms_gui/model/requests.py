@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine import HitTable, SearchParameters, SpectrumLibrary, score_matrix
-from engine.networking import NetworkSettings, network_parameters
+from engine.analyses.networking import NetworkSettings, network_parameters
 
 __all__ = [
     "MAX_SIDE",
@@ -89,7 +89,7 @@ class NetworkRequest:
     source : {"queries", "library"}
         The session's query spectra or its active library.
     params : SearchParameters
-        Score settings (:func:`engine.networking.network_parameters`).
+        Score settings (:func:`engine.analyses.networking.network_parameters`).
     settings : NetworkSettings
         Top-K, link limit, link method, component size limit.
     label_with_library : bool

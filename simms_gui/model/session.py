@@ -300,7 +300,7 @@ class Session:
         """A new isomer check of the hits' library (None before any search)."""
         if self.hits_library is None:
             return None
-        from engine.qc import IsomerCheck, isomer_parameters
+        from engine.analyses.qc import IsomerCheck, isomer_parameters
 
         return IsomerCheck(self.hits_library, isomer_parameters(self.params), backend=backend)
 

@@ -1,52 +1,17 @@
-"""Cluster outputs on disk: tables (TSV/CSV) and MGF spectra, each written atomically."""
+"""Cluster representatives as MGF, with their cluster in each record, written atomically."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
-from engine.atomic import atomic_path
+from engine.analyses.files import write_atomic
 from engine.library import SpectrumLibrary
 
-__all__ = ["atomic_write", "check_writable", "write_mgf", "write_table"]
-
-
-def check_writable(path: str | os.PathLike) -> Path:
-    """``path`` if a file can be written there (before any work), else an OSError naming it."""
-    path = Path(path)
-    parent = path.parent
-    if not parent.is_dir():
-        raise OSError(f"{path}: cannot write: {parent} does not exist")
-    if path.is_dir():
-        raise OSError(f"{path}: cannot write: it is a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OSError(f"{path}: cannot write: {parent} is not writable")
-    return path
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[str]], None]) -> Path:
-    """Call ``write(fh)`` on a temporary file beside ``path``, then rename it over ``path``.
-
-    The target is never seen half-written; on any error the temporary file goes.
-    """
-    path = check_writable(path)
-    with atomic_path(path, fsync=True) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            write(fh)
-    return path
-
-
-def write_table(path: str | os.PathLike, frame) -> Path:
-    """A ``pandas.DataFrame`` as TSV (CSV for a ``.csv`` suffix), atomically.
-
-    Reads back with ``pandas.read_csv(path, sep="\\t")``.
-    """
-    sep = "," if Path(path).suffix.lower() == ".csv" else "\t"
-    return atomic_write(path, lambda fh: frame.to_csv(fh, sep=sep, index=False))
+__all__ = ["write_mgf"]
 
 
 def _field(value: object) -> str:
@@ -91,4 +56,8 @@ def write_mgf(
             lines.append("END IONS\n")
             fh.write("\n".join(lines) + "\n")
 
-    return atomic_write(path, write)
+    def write_file(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            write(fh)
+
+    return write_atomic(path, write_file)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.cluster.files import write_mgf, write_table
-from engine.cluster.pairs import LinkedPairs
-from engine.cluster.params import ClusterParameters
+from engine.analyses.cluster.mgf import write_mgf
+from engine.analyses.cluster.pairs import LinkedPairs
+from engine.analyses.cluster.params import ClusterParameters
+from engine.analyses.files import write_table
 from engine.library import SpectrumLibrary
 
 __all__ = ["TABLE_COLUMNS", "ClusterResult"]
@@ -153,12 +154,7 @@ class ClusterResult:
 
     def write_table(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_pandas` as TSV (``.csv``: CSV), atomically."""
-        from engine.export.cells import neutralise
-
-        frame = self.to_pandas()
-        for name in ("id", "name", "inchikey"):
-            frame[name] = neutralise(frame[name].to_numpy())
-        return write_table(path, frame)
+        return write_table(path, self.to_pandas(), neutral=True)
 
     def write_representatives(self, path: str | os.PathLike, consensus: bool = False) -> Path:
         """Write the representatives (or the consensus spectra) as MGF, atomically.

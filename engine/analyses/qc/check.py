@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from engine.analyses.run import RunOptions, self_search
 from engine.api import as_library, parameters_with
-from engine.backends import Backend
-from engine.distributed import STALL_TIMEOUT
 from engine.library import SpectrumLibrary
-from engine.networking.build import run_search
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchProgress
 
 __all__ = [
     "PAIR_KINDS",
@@ -159,14 +155,8 @@ def library_qc(
     library: SpectrumLibrary | str | os.PathLike,
     params: SearchParameters | None = None,
     *,
-    backend: str | Backend = "auto",
-    client: object | None = None,
-    on_progress: Callable[[SearchProgress], None] | None = None,
-    on_message: Callable[[str], None] | None = None,
-    cancel_token: CancelToken | None = None,
-    cpu_threads: int | None = None,
-    stall_timeout: float = STALL_TIMEOUT,
-    **param_overrides: object,
+    run: RunOptions | None = None,
+    **keywords: object,
 ) -> LibraryQC:
     """Find near-duplicate and conflicting entries of a spectral library.
 
@@ -180,11 +170,11 @@ def library_qc(
     params : SearchParameters, optional
         Default :data:`QC_DEFAULTS` (cosine >= 0.95 on the fragments, >= 3 matched
         peaks, fragments 0.02 Da, precursors 0.01 Da, same ion mode).
-    backend, client, on_progress, on_message, cancel_token, cpu_threads, stall_timeout
-        As in :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
-        runs the search on its cluster).
-    **param_overrides
-        Fields of :class:`SearchParameters` (``threshold=0.9``, ...).
+    run : RunOptions, optional
+        Where and how the all-vs-all search runs.
+    **keywords
+        Fields of :class:`RunOptions` (``backend="cpu"``), then of
+        :class:`SearchParameters` (``threshold=0.9``, ...).
 
     Returns
     -------
@@ -192,29 +182,43 @@ def library_qc(
 
     Raises
     ------
-    engine.networking.AnalysisCancelled
-        When ``cancel_token`` was cancelled.
+    AnalysisCancelled
+        When the cancel token was cancelled.
     """
+    run = RunOptions.take(keywords, run)
     if params is None:
-        params = parameters_with(None, {**QC_DEFAULTS, **param_overrides}, "library_qc")
+        params = parameters_with(None, {**QC_DEFAULTS, **keywords}, "library_qc")
     else:
-        params = parameters_with(params, param_overrides, "library_qc")
+        params = parameters_with(params, keywords, "library_qc")
     params = dataclasses.replace(params, top_n=0)
     library = as_library(library)
-    hits = run_search(
-        library, library, params, backend=backend, client=client, on_progress=on_progress,
-        on_message=on_message, cancel_token=cancel_token or CancelToken(), cpu_threads=cpu_threads,
-        stall_timeout=stall_timeout,
+    hits, _ = self_search(library, params, run)
+    pairs, rows = _unordered_pairs(hits.query_index, hits.library_index, len(library))
+    kind = _pair_kinds(library, pairs)
+    group, representatives = duplicate_groups(pairs[kind == "duplicate"], len(library))
+    return LibraryQC(
+        library=library, params=params, pairs=pairs, score=hits.score[rows],
+        matches=hits.matches[rows], kind=kind, group=group,
+        representatives=representatives,
     )  # fmt: skip
-    q, l = hits.query_index, hits.library_index
+
+
+def _unordered_pairs(q: np.ndarray, l: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair of spectra once, lower index first, sorted, and the hit that gives it.
+
+    Of a pair found both ways, the hit with the lower index as query.
+    """
     low, high = np.minimum(q, l), np.maximum(q, l)
-    rows = np.flatnonzero(low != high)
-    rows = rows[np.lexsort((q[rows], high[rows], low[rows]))]  # (low, high), lower query first
+    rows = np.lexsort((q, high, low))  # (low, high), lower query first
+    key = low[rows] * n + high[rows]
     first = np.ones(len(rows), dtype=bool)
-    key = low[rows] * len(library) + high[rows]
     first[1:] = key[1:] != key[:-1]
     rows = rows[first]
-    pairs = np.stack([low[rows], high[rows]], axis=1).astype(np.int64)
+    return np.stack([low[rows], high[rows]], axis=1).astype(np.int64), rows
+
+
+def _pair_kinds(library: SpectrumLibrary, pairs: np.ndarray) -> np.ndarray:
+    """Each pair's kind (:data:`PAIR_KINDS`), from the compounds the records name."""
     keys, from_inchikey = compound_keys(library)
     a, b = pairs[:, 0], pairs[:, 1]
     both_inchikey = from_inchikey[a] & from_inchikey[b]
@@ -223,12 +227,7 @@ def library_qc(
     kind = np.full(len(pairs), "unverified", dtype=object)
     kind[same & (both_inchikey | neither)] = "duplicate"
     kind[both_inchikey & ~same] = "conflict"
-    group, representatives = duplicate_groups(pairs[kind == "duplicate"], len(library))
-    return LibraryQC(
-        library=library, params=params, pairs=pairs, score=hits.score[rows],
-        matches=hits.matches[rows], kind=kind, group=group,
-        representatives=representatives,
-    )  # fmt: skip
+    return kind
 
 
 def duplicate_groups(pairs: np.ndarray, n_spectra: int) -> np.ndarray:

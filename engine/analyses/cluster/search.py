@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from engine.api import as_library, parameters_with, search_job
-from engine.backends import Backend
-from engine.cluster.files import write_table
-from engine.cluster.job import ClusterCancelled
-from engine.cluster.result import ClusterResult
-from engine.distributed import STALL_TIMEOUT
+from engine.analyses.cluster.result import ClusterResult
+from engine.analyses.files import write_table
+from engine.analyses.run import RunOptions
+from engine.api import as_library, parameters_with
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.search import CancelToken, SearchContext, SearchProgress
+from engine.search import SearchContext
 
 __all__ = ["ClusterHits", "search_clusters"]
 
@@ -91,13 +88,7 @@ class ClusterHits:
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_pandas` as TSV (``.csv``: CSV), atomically."""
-        from engine.export.cells import neutralise
-
-        frame = self.to_pandas()
-        for name in frame.columns:
-            if frame[name].dtype == object:
-                frame[name] = neutralise(frame[name].to_numpy())
-        return write_table(path, frame)
+        return write_table(path, self.to_pandas(), neutral=True)
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -114,13 +105,8 @@ def search_clusters(
     library: SpectrumLibrary | str | os.PathLike,
     params: SearchParameters | None = None,
     *,
-    backend: str | Backend = "auto",
-    client: object | None = None,
-    on_progress: Callable[[SearchProgress], None] | None = None,
-    on_message: Callable[[str], None] | None = None,
-    cancel_token: CancelToken | None = None,
-    stall_timeout: float = STALL_TIMEOUT,
-    **param_overrides,
+    run: RunOptions | None = None,
+    **keywords,
 ) -> ClusterHits:
     """Search only the clusters' representatives against ``library``.
 
@@ -132,11 +118,11 @@ def search_clusters(
         The library to search.
     params : SearchParameters, optional
         The search (default: identity mode, as :func:`engine.search`).
-    backend, client, on_progress, on_message, cancel_token, stall_timeout
-        As for :func:`engine.search_job` (``client``: a ``dask.distributed.Client``
-        runs the search on its cluster).
-    **param_overrides
-        Fields of :class:`SearchParameters` (``top_n=5``, ``mode="analog"``).
+    run : RunOptions, optional
+        Where and how the library search runs (a ``client`` runs it on Dask).
+    **keywords
+        :class:`RunOptions` fields as keywords, then :class:`SearchParameters`
+        fields (``top_n=5``, ``mode="analog"``).
 
     Returns
     -------
@@ -146,18 +132,13 @@ def search_clusters(
 
     Raises
     ------
-    ClusterCancelled
-        When ``cancel_token`` was cancelled.
+    AnalysisCancelled
+        When the cancel token was cancelled.
     """
-    params = parameters_with(params, param_overrides, "search_clusters")
+    run = RunOptions.take(keywords, run)
+    params = parameters_with(params, keywords, "search_clusters")
     library = as_library(library)
     queries = clusters.representative_spectra()
-    job = search_job(
-        queries, library, params, client=client, backend=backend, on_progress=on_progress,
-        on_message=on_message, cancel_token=cancel_token, stall_timeout=stall_timeout,
-    )  # fmt: skip
-    hits = job.run()
-    if job.cancelled:
-        raise ClusterCancelled("search of the representatives cancelled")
+    hits = run.search(queries, library, params)
     hits = hits.sorted().with_context(SearchContext(queries, library, params))
     return ClusterHits(clusters, hits)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from engine.cluster.pairs import LinkedPairs
+from engine.analyses.cluster.pairs import LinkedPairs
 
 __all__ = ["DENSE_LIMIT", "complete_linkage", "components", "medoids", "single_linkage"]
 

@@ -6,8 +6,8 @@ duplicates of one compound (grouped; :func:`deduplicate` keeps one per group)
 and conflicts (different compounds with near-identical spectra).
 """
 
-from engine.qc.ambiguity import IsomerCheck, complete_ties, isomer_parameters
-from engine.qc.check import (
+from engine.analyses.qc.ambiguity import IsomerCheck, complete_ties, isomer_parameters
+from engine.analyses.qc.check import (
     PAIR_KINDS,
     QC_DEFAULTS,
     LibraryQC,
@@ -16,18 +16,18 @@ from engine.qc.check import (
     duplicate_groups,
     library_qc,
 )
-from engine.qc.report import pairs_frame, write_qc_report
+from engine.analyses.qc.report import pairs_frame, write_qc_report
 
 __all__ = [
-    "IsomerCheck",
-    "complete_ties",
-    "isomer_parameters",
     "PAIR_KINDS",
     "QC_DEFAULTS",
+    "IsomerCheck",
     "LibraryQC",
+    "complete_ties",
     "compound_keys",
     "deduplicate",
     "duplicate_groups",
+    "isomer_parameters",
     "library_qc",
     "pairs_frame",
     "write_qc_report",

@@ -6,43 +6,41 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:  # pandas is imported on first use: ``import engine`` stays quick
     import pandas as pd
 
-from engine.networking.export import atomic_write, check_network_output
-from engine.qc.check import LibraryQC
+from engine.analyses.files import TABLE_SUFFIXES, write_table
+from engine.analyses.qc.check import LibraryQC
 
 __all__ = ["pairs_frame", "write_qc_report"]
 
 
 def pairs_frame(qc: LibraryQC) -> pd.DataFrame:
     """Every near-identical pair: kind, groups, ids, names, InChIKeys and precursors of both."""
-    lib = qc.library
-    a, b = qc.pairs[:, 0], qc.pairs[:, 1]
-    meta = lib.metadata
-    prec = lib.precursor_mz
     import pandas as pd
+
+    a, b = qc.pairs[:, 0], qc.pairs[:, 1]
+    meta, prec = qc.library.metadata, qc.library.precursor_mz
+
+    def both(name: str, values) -> dict[str, np.ndarray]:
+        return {f"{name}_a": values[a], f"{name}_b": values[b]}
 
     return pd.DataFrame(
         {
             "kind": qc.kind,
-            "group_a": qc.group[a],
-            "group_b": qc.group[b],
+            **both("group", qc.group),
             "index_a": a,
             "index_b": b,
-            "id_a": meta["id"][a],
-            "id_b": meta["id"][b],
+            **both("id", meta["id"]),
             "score": qc.score,
             "matches": qc.matches,
-            "precursor_mz_a": prec[a],
-            "precursor_mz_b": prec[b],
+            **both("precursor_mz", prec),
             "precursor_mz_delta": prec[b] - prec[a],
-            "name_a": meta["name"][a],
-            "name_b": meta["name"][b],
-            "inchikey_a": meta["inchikey"][a],
-            "inchikey_b": meta["inchikey"][b],
-            "adduct_a": meta["adduct"][a],
-            "adduct_b": meta["adduct"][b],
+            **both("name", meta["name"]),
+            **both("inchikey", meta["inchikey"]),
+            **both("adduct", meta["adduct"]),
         }
     )
 
@@ -52,7 +50,4 @@ def write_qc_report(qc: LibraryQC, path: str | os.PathLike) -> Path:
 
     Read it back with ``pandas.read_csv(path, sep="\\t", keep_default_na=False)``.
     """
-    path = check_network_output(path, (".tsv", ".csv", ".txt"))
-    sep = "," if path.suffix.lower() == ".csv" else "\t"
-    frame = pairs_frame(qc)
-    return atomic_write(path, lambda tmp: frame.to_csv(tmp, sep=sep, index=False))
+    return write_table(path, pairs_frame(qc), TABLE_SUFFIXES)

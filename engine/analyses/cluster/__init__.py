@@ -9,13 +9,17 @@ a cut, and clusters them by complete (default) or single linkage;
 and hands each member its representative's hits.
 """
 
-from engine.cluster.consensus import consensus_spectra
-from engine.cluster.job import ClusterCancelled, cluster_parameters, cluster_spectra
-from engine.cluster.linkage import complete_linkage, components, medoids, single_linkage
-from engine.cluster.pairs import LinkedPairs, linked_pairs
-from engine.cluster.params import LINKAGES, ClusterParameters
-from engine.cluster.result import TABLE_COLUMNS, ClusterResult
-from engine.cluster.search import ClusterHits, search_clusters
+from engine.analyses.cluster.consensus import consensus_spectra
+from engine.analyses.cluster.job import cluster_parameters, cluster_spectra
+from engine.analyses.cluster.linkage import complete_linkage, components, medoids, single_linkage
+from engine.analyses.cluster.pairs import LinkedPairs, linked_pairs
+from engine.analyses.cluster.params import LINKAGES, ClusterParameters
+from engine.analyses.cluster.result import TABLE_COLUMNS, ClusterResult
+from engine.analyses.cluster.search import ClusterHits, search_clusters
+from engine.analyses.run import AnalysisCancelled
+
+#: The old name of :class:`~engine.analyses.run.AnalysisCancelled`.
+ClusterCancelled = AnalysisCancelled
 
 __all__ = [
     "LINKAGES",

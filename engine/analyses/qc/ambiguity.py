@@ -13,12 +13,12 @@ import dataclasses
 
 import numpy as np
 
+from engine.analyses.qc.check import QC_DEFAULTS, compound_keys
 from engine.api import parameters_with
 from engine.backends import Backend
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
-from engine.qc.check import QC_DEFAULTS, compound_keys
 from engine.search import TIE_TOLERANCE, SearchJob
 
 __all__ = ["IsomerCheck", "complete_ties", "isomer_parameters"]
