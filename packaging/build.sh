@@ -71,6 +71,9 @@ echo "== compiling the kernels into the bundle"
 cache="$app/_internal/numba_cache"
 rm -rf "$cache"
 demo="$app/_internal/resources"
+# an empty library cache, so the file readers' kernels run (and are cached) too
+SIMMS_CACHE_DIR="$(mktemp -d)"
+export SIMMS_CACHE_DIR
 SIMMS_BUILD_KERNEL_CACHE="$cache/simms-gui" QT_QPA_PLATFORM=offscreen \
     "$app/simms-gui" --smoke-test
 for mode in identity analog custom; do
@@ -81,6 +84,8 @@ done
 for exe in simms-gui simms; do  # the stamp of this build: the shipped cache is copied once
     date -u +%Y%m%dT%H%M%S.%N > "$cache/$exe/BUILD"
 done
+rm -rf "$SIMMS_CACHE_DIR"
+unset SIMMS_CACHE_DIR
 echo "kernel cache: $(du -sh "$cache" | cut -f1)"
 
 end=$(date +%s)
