@@ -1,4 +1,4 @@
-"""numba byte scanners of the fast MGF reader: lines, records, keys, UTF-8 check.
+"""numba byte scanners of the fast MGF reader: lines and records.
 
 They work on the file's bytes (``uint8``), never on decoded text, and split it
 exactly as the reference parser (pyteomics on decoded text, :mod:`engine.io.mgf`)
@@ -13,17 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = [
-    "EVENT_BLOCK",
-    "EVENT_NO_END",
-    "EVENT_EOF",
-    "ascii_spans",
-    "find_records",
-    "gather",
-    "key_ids",
-    "lines",
-    "not_utf8",
-]
+__all__ = ["EVENT_BLOCK", "EVENT_EOF", "EVENT_NO_END", "find_records", "lines"]
 
 #: Event kinds of :func:`find_records`: a complete record, a record cut by the next
 #: ``BEGIN IONS``, a record cut by the end of the file.
@@ -186,137 +176,3 @@ def _find_markers(buf, start, begin_word, end_word, newlines, kinds, first, last
             kinds[count], first[count], last[count] = EVENT_EOF, open_at, n
         count += 1
     return count, header_end
-
-
-@numba.njit(cache=True, nogil=True)
-def gather(buf, lo, hi):
-    """The byte spans ``buf[lo[i]:hi[i]]`` joined by ``\\n``."""
-    total = 0
-    for i in range(len(lo)):
-        total += hi[i] - lo[i] + 1
-    out = np.empty(max(total - 1, 0), np.uint8)
-    k = 0
-    for i in range(len(lo)):
-        if i:
-            out[k] = 10
-            k += 1
-        out[k : k + hi[i] - lo[i]] = buf[lo[i] : hi[i]]
-        k += hi[i] - lo[i]
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
-def ascii_spans(buf, lo, hi):
-    """Whether each byte span ``buf[lo[i]:hi[i]]`` is ASCII."""
-    out = np.ones(len(lo), np.bool_)
-    for i in range(len(lo)):
-        for t in range(lo[i], hi[i]):
-            if buf[t] >= 128:
-                out[i] = False
-                break
-    return out
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _same(buf, lo1, hi1, lo2, hi2):
-    """Whether ``buf[lo1:hi1]`` and ``buf[lo2:hi2]`` hold the same bytes."""
-    if hi1 - lo1 != hi2 - lo2:
-        return False
-    for t in range(hi1 - lo1):
-        if buf[lo1 + t] != buf[lo2 + t]:
-            return False
-    return True
-
-
-@numba.njit(cache=True, nogil=True)
-def key_ids(buf, lo, hi):
-    """Number the distinct byte strings ``buf[lo[i]:hi[i]]`` in order of appearance.
-
-    Returns
-    -------
-    ids : ndarray of int64
-        Per span, the number of its string.
-    first : ndarray of int64
-        Per number, the span where it first appears.
-    """
-    table = numba.typed.Dict.empty(numba.types.uint64, numba.types.int64)
-    ids = np.empty(len(lo), np.int64)
-    first = np.empty(len(lo), np.int64)
-    # records mostly repeat their keys in one order: guess the key that followed
-    # the previous one last time, and look up only when the guess is wrong
-    follows = np.full(len(lo) + 1, -1, np.int64)
-    previous = len(lo)
-    n = 0
-    for i in range(len(lo)):
-        guess = follows[previous]
-        if guess >= 0 and _same(buf, lo[first[guess]], hi[first[guess]], lo[i], hi[i]):
-            ids[i] = guess
-            previous = guess
-            continue
-        h = np.uint64(14695981039346656037)
-        for t in range(lo[i], hi[i]):
-            h = (h ^ np.uint64(buf[t])) * np.uint64(1099511628211)
-        h = h ^ np.uint64(hi[i] - lo[i])
-        while True:  # open addressing over the hash, so colliding keys stay apart
-            if h not in table:
-                table[h] = n
-                first[n] = i
-                ids[i] = n
-                n += 1
-                break
-            at = table[h]
-            if _same(buf, lo[first[at]], hi[first[at]], lo[i], hi[i]):
-                ids[i] = at
-                break
-            h = h * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
-        follows[previous] = ids[i]
-        previous = ids[i]
-    return ids, first[:n].copy()
-
-
-@numba.njit(cache=True, nogil=True)
-def not_utf8(buf, start):
-    """Number of bytes of ``buf[start:]`` that Python's strict UTF-8 decoder rejects.
-
-    Each rejected byte becomes one escaped character under ``surrogateescape``;
-    a lead byte whose sequence is cut short or malformed is rejected alone and
-    the scan goes on at the next byte (a continuation byte never starts a
-    valid sequence, so this counts exactly what the decoder escapes).
-    """
-    n = len(buf)
-    bad = 0
-    i = start
-    while i < n:
-        c = buf[i]
-        if c < 0x80:
-            i += 1
-            continue
-        size = 0
-        lo, hi = 0x80, 0xBF
-        if 0xC2 <= c <= 0xDF:
-            size = 2
-        elif 0xE0 <= c <= 0xEF:
-            size = 3
-            if c == 0xE0:
-                lo = 0xA0
-            elif c == 0xED:
-                hi = 0x9F
-        elif 0xF0 <= c <= 0xF4:
-            size = 4
-            if c == 0xF0:
-                lo = 0x90
-            elif c == 0xF4:
-                hi = 0x8F
-        valid = size > 0 and i + size <= n
-        if valid:
-            valid = lo <= buf[i + 1] <= hi
-            for t in range(2, size):
-                if not valid:
-                    break
-                valid = 0x80 <= buf[i + t] <= 0xBF
-        if valid:
-            i += size
-        else:
-            bad += 1
-            i += 1
-    return bad

@@ -1,15 +1,11 @@
 """numba scanner of the fast MGF reader: each record's lines, peak numbers exactly.
 
-It works on the file's bytes (``uint8``) and decides only what it can decide
-exactly as the reference parser (pyteomics on decoded text, :mod:`engine.io.mgf`)
-would: :func:`scan_records` classifies each record's lines (blank, comment,
-parameter, peak) and converts peak lines of the plain form ``number number`` to
-float64.  A number is converted here only when the result is certainly the
-correctly rounded value (Clinger's fast path: at most 2**53 as an integer times
-or divided by an exact power of ten, one IEEE operation), which is what
-Python's ``float()`` returns; other plain decimal numbers are left to
-``float()``, and any record with something else in it is flagged for the
-reference parser.  Records and lines come from :mod:`engine.io.mgf_records`.
+:func:`scan_records` classifies each record's lines (blank, comment, parameter,
+peak) exactly as the reference parser (pyteomics on decoded text,
+:mod:`engine.io.mgf`) would, and converts peak lines of the plain form ``number
+number`` with :func:`engine.io.scan.number`; any record with something else in
+it is flagged for the reference parser.  Records and lines come from
+:mod:`engine.io.mgf_records`.
 """
 
 from __future__ import annotations
@@ -18,16 +14,13 @@ import numba
 import numpy as np
 
 from engine.io.mgf_records import EVENT_BLOCK
+from engine.io.scan import BAD, MGF, SLOW, number
 
 __all__ = ["FAST", "REFERENCE", "scan_records"]
 
 #: Block status of :func:`scan_records`.
 FAST, REFERENCE = 0, 1
 
-_POW10 = np.array([10.0**k for k in range(23)])
-_TWO53 = 2**53
-#: Verdicts of :func:`_number`.
-_EXACT, _SLOW, _BAD = 0, 1, 2
 #: Room first made for numbers left to ``float()`` (grown when a file has more).
 SLOW_ROWS = 1 << 16
 #: Room first made for every output (tests set it small to exercise the growing).
@@ -92,7 +85,7 @@ def scan_records(
     b = 0
     while True:
         b = _scan_blocks(
-            buf, first, last, kinds, _POW10, ends, nexts, split is not None, start, b, state,
+            buf, first, last, kinds, ends, nexts, split is not None, start, b, state,
             status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
         )  # fmt: skip
         if b == nb:
@@ -116,72 +109,6 @@ def _grown_rows(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _number(buf, i, end, pow10):
-    """Parse one number at ``buf[i]``: (value, position after it, verdict).
-
-    Verdict :data:`_EXACT`: ``value`` is what ``float()`` gives.  :data:`_SLOW`: a
-    plain decimal number whose value is left to ``float()`` (too many digits or
-    too large an exponent to prove it here).  :data:`_BAD`: not a plain decimal
-    number ending at a blank or the line end (``inf``, ``1_0``, ``1/2``, ...).
-    """
-    neg = False
-    if i < end and (buf[i] == 43 or buf[i] == 45):
-        neg = buf[i] == 45
-        i += 1
-    mant = np.uint64(0)
-    sig = 0
-    frac = 0
-    digits = 0
-    seen_point = False
-    while i < end:
-        c = buf[i]
-        if 48 <= c <= 57:
-            digits += 1
-            if seen_point:
-                frac += 1
-            if sig > 0 or c != 48:
-                sig += 1
-                if sig <= 19:
-                    mant = mant * np.uint64(10) + np.uint64(c - 48)
-        elif c == 46 and not seen_point:
-            seen_point = True
-        else:
-            break
-        i += 1
-    if digits == 0:
-        return 0.0, i, _BAD
-    exp = 0
-    edigits = 0
-    if i < end and (buf[i] == 101 or buf[i] == 69):
-        i += 1
-        eneg = False
-        if i < end and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        while i < end and 48 <= buf[i] <= 57:
-            edigits += 1
-            if edigits <= 6:
-                exp = exp * 10 + (buf[i] - 48)
-            i += 1
-        if edigits == 0:
-            return 0.0, i, _BAD
-        if eneg:
-            exp = -exp
-    if i < end and buf[i] != 32 and buf[i] != 9:
-        return 0.0, i, _BAD
-    exp -= frac
-    if mant == 0 and sig == 0:
-        value = 0.0
-    elif sig > 19 or edigits > 6 or mant > np.uint64(_TWO53) or exp > 22 or exp < -22:
-        return 0.0, i, _SLOW
-    elif exp >= 0:
-        value = np.float64(mant) * pow10[exp]
-    else:
-        value = np.float64(mant) / pow10[-exp]
-    return (-value if neg else value), i, _EXACT
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _line_start(t, ends, nexts, split, start):
     """Where line ``t`` starts (see :func:`engine.io.mgf_records.lines`)."""
     if split:
@@ -195,7 +122,6 @@ def _scan_blocks(
     first,
     last,
     kinds,
-    pow10,
     ends,
     nexts,
     split,
@@ -286,16 +212,16 @@ def _scan_blocks(
                         spans[npl, 0], spans[npl, 1], spans[npl, 2], spans[npl, 3] = p, eq, v0, v1
                         npl += 1
                     else:  # peak line: number, blanks, number, blanks
-                        x, q, v1 = _number(buf, p, j, pow10)
+                        x, q, v1 = number(buf, p, j, MGF)
                         lo1, hi1 = p, q
                         while q < j and (buf[q] == 32 or buf[q] == 9):
                             q += 1
                         lo2 = q
-                        y, q, v2 = _number(buf, q, j, pow10)
+                        y, q, v2 = number(buf, q, j, MGF)
                         hi2 = q
                         while q < j and (buf[q] == 32 or buf[q] == 9):
                             q += 1
-                        if v1 == _BAD or v2 == _BAD or q != j or lo2 == hi1:
+                        if v1 == BAD or v2 == BAD or q != j or lo2 == hi1:
                             ok = False
                         elif max(hi1 - lo1, hi2 - lo2) > MAX_SLOW_TOKEN:
                             ok = False
@@ -305,10 +231,10 @@ def _scan_blocks(
                                 break
                             peaks[0, k] = x
                             peaks[1, k] = y
-                            if v1 == _SLOW:
+                            if v1 == SLOW:
                                 slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k, lo1, hi1
                                 ns += 1
-                            if v2 == _SLOW:
+                            if v2 == SLOW:
                                 slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k + 1, lo2, hi2
                                 ns += 1
                             k += 1
