@@ -72,17 +72,6 @@ class ChunkedBuilder(LibraryBuilder):
         self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
         self._kept = 0
         self._chunked = False  # whether end_chunk packed anything yet
-        self._pending: ChunkColumns | None = None
-
-    def add_columns(self, columns: ChunkColumns) -> None:
-        """Records given column-wise, packed with the others at :meth:`build`.
-
-        Nothing is copied or checked now, so a reader can free what it decoded
-        before the peaks are validated and packed (a lower peak of memory).
-        """
-        if self._pending is not None:
-            self.end_chunk(self._pending)
-        self._pending = columns
 
     def end_chunk(self, columns: ChunkColumns | None = None) -> None:
         """Validate and pack the records added since the last call, and ``columns``."""
@@ -184,10 +173,6 @@ class ChunkedBuilder(LibraryBuilder):
 
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """The library of all chunks (raises when nothing is usable)."""
-        if self._pending is not None:
-            pending = [self._pending]
-            self._pending = None
-            self.end_chunk(pending.pop())  # no reference kept here (see end_chunk)
         if not self._chunked:  # records only added one by one: built as LibraryBuilder builds
             return super().build(source)
         self.end_chunk()

@@ -37,7 +37,7 @@ from engine.io.mgf_columns import (
     rt_text,
 )
 from engine.io.scan import ascii_spans, gather, key_ids, not_utf8
-from engine.io.sniff import decode_text, split_lines
+from engine.io.sniff import decode_text, replaced_note, split_lines
 
 __all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
 
@@ -74,9 +74,7 @@ class FileState:
         """Tell the builder the number of records and the file's notes."""
         self.builder.records = self.records
         if self.replaced:
-            self.builder.notes.insert(
-                0, f"{self.replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
-            )
+            self.builder.notes.insert(0, replaced_note(self.replaced))
 
 
 class ScannedChunk:
