@@ -378,15 +378,14 @@ class LibraryBuilder:
                 )
         return mz, intensity, counts, kept
 
-    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
-        """Validate all peaks and return the library (raises when nothing is usable)."""
-        mz, intensity, counts, kept = self._checked_peaks()
+    def _report(self, spectra: int) -> ImportReport:
+        """The import report of ``spectra`` kept spectra (raises when there are none)."""
         self._issues.sort(key=lambda issue: issue.record)
         report = ImportReport(
             path=self.path,
             format=self.format,
             records=self.records,
-            spectra=int(kept.sum()),
+            spectra=spectra,
             issues=self._issues,
             notes=list(self.notes),
         )
@@ -397,6 +396,12 @@ class LibraryBuilder:
                 f"no valid spectra ({self.records} records seen, {skipped} skipped)"
                 + (f"; first problem: {report.skipped[0]}" if skipped else ""),
             )
+        return report
+
+    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
+        """Validate all peaks and return the library (raises when nothing is usable)."""
+        mz, intensity, counts, kept = self._checked_peaks()
+        report = self._report(int(kept.sum()))
 
         idx = np.flatnonzero(kept)
         offsets = np.zeros(len(idx) + 1, dtype=np.int64)

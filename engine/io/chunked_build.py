@@ -21,7 +21,6 @@ import numpy as np
 from engine.io._build import LibraryBuilder, grouped_columns
 from engine.io.record_checks import check_library
 from engine.library import LibrarySource, SpectrumLibrary
-from engine.report import ImportReport, SpectrumFileError
 
 __all__ = ["ChunkColumns", "ChunkedBuilder"]
 
@@ -176,22 +175,7 @@ class ChunkedBuilder(LibraryBuilder):
         if not self._chunked:  # records only added one by one: built as LibraryBuilder builds
             return super().build(source)
         self.end_chunk()
-        self._issues.sort(key=lambda issue: issue.record)
-        report = ImportReport(
-            path=self.path,
-            format=self.format,
-            records=self.records,
-            spectra=self._kept,
-            issues=self._issues,
-            notes=list(self.notes),
-        )
-        if report.spectra == 0:
-            skipped = len(report.skipped)
-            raise SpectrumFileError(
-                self.path,
-                f"no valid spectra ({self.records} records seen, {skipped} skipped)"
-                + (f"; first problem: {report.skipped[0]}" if skipped else ""),
-            )
+        report = self._report(self._kept)
         counts = np.concatenate(self._kept_counts)
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
