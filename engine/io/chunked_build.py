@@ -51,12 +51,7 @@ class ChunkColumns:
 class ChunkedBuilder(LibraryBuilder):
     """Collects the records of one file chunk by chunk (see the module notes).
 
-    Parameters
-    ----------
-    path : str
-        The file (for the report and error messages).
-    format : str
-        Format the file is read as.
+    Its parameters are those of :class:`LibraryBuilder`.
     """
 
     def __init__(self, path: str, format: str) -> None:

@@ -28,6 +28,16 @@ def _json_space(buf, i, end):
 
 
 @numba.njit(cache=True, nogil=True)
+def _room(starts, ends, per_peak):
+    """The arrays of a reader's results, room for a peak per ``per_peak`` bytes."""
+    cap = 0
+    for k in range(starts.shape[0]):
+        cap += (ends[k] - starts[k]) // per_peak + 1
+    n = starts.shape[0]
+    return np.empty(cap), np.empty(cap), np.zeros(n + 1, np.int64), np.zeros(n, np.bool_)
+
+
+@numba.njit(cache=True, nogil=True)
 def read_gnps_peaks(buf, starts, ends):
     """Read each ``buf[starts[k]:ends[k]]`` as a GNPS ``peaks_json`` string.
 
@@ -40,16 +50,9 @@ def read_gnps_peaks(buf, starts, ends):
     ok : ndarray of bool
         String ``k`` was read here (else the reference must read it).
     """
-    n = starts.shape[0]
-    cap = 0
-    for k in range(n):
-        cap += (ends[k] - starts[k]) // 6 + 1
-    mz = np.empty(cap, np.float64)
-    intensity = np.empty(cap, np.float64)
-    offsets = np.zeros(n + 1, np.int64)
-    ok = np.zeros(n, np.bool_)
+    mz, intensity, offsets, ok = _room(starts, ends, 6)
     m = 0
-    for k in range(n):
+    for k in range(starts.shape[0]):
         end = ends[k]
         first = m
         good = False
@@ -97,16 +100,9 @@ def read_mona_peaks(buf, starts, ends):
 
     Returns what :func:`read_gnps_peaks` returns.
     """
-    n = starts.shape[0]
-    cap = 0
-    for k in range(n):
-        cap += (ends[k] - starts[k]) // 4 + 1
-    mz = np.empty(cap, np.float64)
-    intensity = np.empty(cap, np.float64)
-    offsets = np.zeros(n + 1, np.int64)
-    ok = np.zeros(n, np.bool_)
+    mz, intensity, offsets, ok = _room(starts, ends, 4)
     m = 0
-    for k in range(n):
+    for k in range(starts.shape[0]):
         end = ends[k]
         first = m
         good = True

@@ -28,15 +28,7 @@ _SPECIAL = _NUM_PEAKS | {"synon", "comment", "comments"}
 
 
 def read_msp_fast(text: str, builder: LibraryBuilder) -> None:
-    """Parse MSP ``text`` into ``builder``, as :func:`~engine.io.msp.read_msp_text` does.
-
-    Parameters
-    ----------
-    text : str
-        The whole file, decoded.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-    """
+    """Parse MSP ``text`` into ``builder`` as :func:`~engine.io.msp.read_msp_text` does."""
     with gc_paused():
         _read(text, builder)
 

@@ -36,21 +36,7 @@ _ARRAY_SLACK = 64
 
 
 def read_mzxml_bytes(data: bytes, builder: LibraryBuilder) -> None:
-    """Parse mzXML ``data`` into ``builder`` (MS2 scans only).
-
-    Parameters
-    ----------
-    data : bytes
-        The whole (uncompressed) file.
-    builder : LibraryBuilder
-        Receives every MS2 record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        The file declares a DOCTYPE (mzXML never does; entities could expand
-        without bound with lxml's size limits lifted).
-    """
+    """Parse mzXML ``data`` into ``builder`` as :func:`engine.io.mzml.read_mzml_bytes` does mzML."""
     refuse_doctype(data, _ROOT_RE, builder.path, "mzXML")
     converter = _converter()
     record = 0
