@@ -4,10 +4,9 @@ It gives exactly what the reference reader (:func:`engine.io.mgf.read_mgf_text`,
 pyteomics on decoded text) gives: the same records, peaks bit for bit, metadata
 and import report.  It gets there by doing only what it can prove identical:
 
-- records and their lines are found in the bytes (:mod:`engine.io.mgf_records`,
-  :mod:`engine.io.mgf_scan`) with the reference's own rules (markers,
-  ``\\r\\n`` / ``\\r`` / ``\\n`` line ends, comment characters, ``=`` makes a
-  parameter line);
+- records and their lines are found in the bytes (:mod:`engine.io.mgf_scan`) with
+  the reference's own rules (markers, ``\\r\\n`` / ``\\r`` / ``\\n`` line ends,
+  comment characters, ``=`` makes a parameter line);
 - peak lines ``number<blank>number`` become float64 there, when the value is
   provably the one ``float()`` gives;
 - parameter lines are decoded and put in a dict per record, as pyteomics does;
@@ -23,7 +22,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.io import mgf_records as records
 from engine.io import mgf_scan
 from engine.io._build import LibraryBuilder, gc_paused
 from engine.io.chunked_build import ChunkedBuilder
@@ -44,8 +42,8 @@ __all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
 _CUT_REASONS = {
-    records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
-    records.EVENT_EOF: "file ends inside the record (no END IONS)",
+    mgf_scan.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
+    mgf_scan.EVENT_EOF: "file ends inside the record (no END IONS)",
 }
 #: Records between two progress reports.
 _PROGRESS_EVERY = 2048
@@ -88,8 +86,8 @@ class ScannedChunk:
         #: Bytes that are not UTF-8.
         self.replaced = 0 if is_ascii else int(not_utf8(buf, self.start))
         self.decode = _decode_ascii if is_ascii else _decode
-        newlines, split = records.lines(data, buf, self.start)
-        self.kinds, self.first, self.last, self.header_end = records.find_records(
+        newlines, split = mgf_scan.lines(data, buf, self.start)
+        self.kinds, self.first, self.last, self.header_end = mgf_scan.find_records(
             buf, self.start, newlines
         )
         self.scanned = mgf_scan.scan_records(
@@ -158,7 +156,7 @@ def _read(
     base = file.records
     # records whose parameters are all located exactly are read column-wise
     by_columns = isinstance(builder, ChunkedBuilder) and not header
-    in_columns = (kinds == records.EVENT_BLOCK) & (status == mgf_scan.FAST) & simple
+    in_columns = (kinds == mgf_scan.EVENT_BLOCK) & (status == mgf_scan.FAST) & simple
     if not by_columns:
         in_columns[:] = False
     grouped = np.flatnonzero(in_columns)
@@ -177,11 +175,11 @@ def _read(
         spans_of, peaks, strict=True,
     ):  # fmt: skip
         record = base + r + 1
-        if kind != records.EVENT_BLOCK:
+        if kind != mgf_scan.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))
-            if kind == records.EVENT_EOF and not final:  # the next chunk starts a record
-                kind = records.EVENT_NO_END
+            if kind == mgf_scan.EVENT_EOF and not final:  # the next chunk starts a record
+                kind = mgf_scan.EVENT_NO_END
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
         if is_fast:

@@ -3,7 +3,7 @@
 The content comes in blocks (from :class:`engine.io.stream.FileStream`, or
 slices of bytes in memory); blocks are joined until :data:`CHUNK_BYTES` are
 pending, then cut at the start of the last ``BEGIN IONS`` marker line (as
-:func:`engine.io.mgf_records.find_records` recognises markers) and the part
+:func:`engine.io.mgf_scan.find_records` recognises markers) and the part
 before it is parsed by :func:`engine.io.mgf_fast.read_chunk`.  A marker line
 always opens a new record whatever came before it, so every chunk parses as
 it would inside the whole file: the file header is read from the first
