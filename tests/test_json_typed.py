@@ -1,6 +1,6 @@
 """MoNA JSON read by typed decoding gives exactly the reference reader's library.
 
-The typed path (:mod:`engine.io.spectra_json_typed`) must read the MoNA test file
+The typed path (:mod:`engine.io.spectra_json_fast`) must read the MoNA test file
 and the seeded odd MoNA files itself (not hand them back), give up on documents
 that do not fit its schema or that :func:`json.loads` reads differently, and
 decode numbers exactly as :func:`json.loads` does.
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.io import spectra_json_typed as typed
+from engine.io import spectra_json_fast as typed
 from engine.io._build import LibraryBuilder
 from tests.test_json_fast import FORMATS, _assert_same
 
@@ -26,7 +26,7 @@ def _records() -> list[dict]:
 
 
 def _reads(text: str) -> bool:
-    return typed.read_mona_typed(text, LibraryBuilder(Path("x.json"), "json"))
+    return typed._read_mona(text, LibraryBuilder(Path("x.json"), "json"))
 
 
 def test_the_mona_file_is_read_by_the_typed_path():

@@ -20,7 +20,6 @@ from engine.io import (
     chunked_build,
     load_library,
     mgf_fast,
-    mgf_records,
     mgf_scan,
     mgf_stream,
     read_library,
@@ -361,11 +360,11 @@ def test_wide_line_positions_give_the_same_records():
     """Files past 2 GiB hold line positions as int64; the scanners read both widths."""
     data = MIXED.replace(b"\n", b"\r\n") + GOOD
     buf = np.frombuffer(data, dtype=np.uint8)
-    newlines, split = mgf_records.lines(data, buf, 0)
+    newlines, split = mgf_scan.lines(data, buf, 0)
     assert newlines.dtype == np.int32 and split is None
     wide = newlines.astype(np.int64)
-    narrow_records = mgf_records.find_records(buf, 0, newlines)
-    wide_records = mgf_records.find_records(buf, 0, wide)
+    narrow_records = mgf_scan.find_records(buf, 0, newlines)
+    wide_records = mgf_scan.find_records(buf, 0, wide)
     for a, b in zip(narrow_records[:3], wide_records[:3], strict=True):
         np.testing.assert_array_equal(a, b)
     kinds, first, last, _ = narrow_records

@@ -1,13 +1,11 @@
-"""MoNA records handed over column-wise give exactly the reference reader's library.
+"""MoNA records read by typed decoding give exactly the reference reader's library.
 
-:mod:`engine.io.mona_columns` groups the records by their metadata keys and works
-out titles, precursors, charges and ion modes column by column; records it does
-not settle go the record-by-record way.  Seeded files of real MoNA records with
-the entries that matter to that work (``title``, ``id``, ``name``, ``inchikey``,
-``precursor m/z``, ``charge``, ``ms level`` ... with usable, missing and odd
-values, in the record's and in the compound's ``metaData``) are read both ways
-and compared bit for bit, and the column-wise path is checked to take most of
-their records.
+Titles, precursors, charges and ion modes are settled in batches; records that
+are not settled go the record-by-record way.  Seeded files of real MoNA records
+with the entries that matter to that work (``title``, ``id``, ``name``,
+``inchikey``, ``precursor m/z``, ``charge``, ``ms level`` ... with usable,
+missing and odd values, in the record's and in the compound's ``metaData``) are
+read both ways and compared bit for bit, and the typed path is checked to read them.
 """
 
 from __future__ import annotations
@@ -18,9 +16,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.io import mona_columns as columns_module
 from engine.io import read_library
-from engine.io import spectra_json_typed as typed
+from engine.io import spectra_json_fast as typed
 from tests.test_json_fast import FORMATS, _assert_same
 
 pytest.importorskip("msgspec")
@@ -72,37 +69,30 @@ def _record(base: dict, rng: np.random.Generator, k: int) -> dict:
 @pytest.mark.parametrize("seed", range(4))
 def test_seeded_metadata_reads_the_same(tmp_path, monkeypatch, seed):
     """Many records per key set, odd entries among them: fast equals reference."""
-    settled: list[int] = []
-    real = columns_module.mona_columns
-
-    def spy(*args: object) -> tuple:
-        chunk, rest = real(*args)
-        settled.append(len(chunk.records))
-        return chunk, rest
-
-    monkeypatch.setattr(typed, "mona_columns", spy)
+    read: list[bool] = []
+    real = typed._read_mona
+    monkeypatch.setattr(typed, "_read_mona", lambda *a: read.append(real(*a)) or read[-1])
     rng = np.random.default_rng(20261127 + seed)
     records = json.loads((FORMATS / "mona.json").read_text(encoding="utf-8"))
     items = [_record(records[k % len(records)], rng, k) for k in range(400)]
     path = tmp_path / f"mona{seed}.json"
     path.write_text(json.dumps(items), encoding="utf-8")
     _assert_same(path)
-    assert settled and settled[0] >= len(items) // 2
+    assert read == [True]
 
 
-def test_the_mona_file_is_read_column_wise(monkeypatch):
-    """Every record of the MoNA test file is settled column-wise."""
-    rests: list[list[int]] = []
-    real = columns_module.mona_columns
+def test_the_mona_file_is_read_in_one_batch(monkeypatch):
+    """Every record of the MoNA test file is settled in the batch."""
+    batches: list[int] = []
+    real = typed._flush
 
-    def spy(*args: object) -> tuple:
-        chunk, rest = real(*args)
-        rests.append(rest)
-        return chunk, rest
+    def spy(builder: object, batch: list, *args: object) -> None:
+        batches.append(len(batch))
+        real(builder, batch, *args)
 
-    monkeypatch.setattr(typed, "mona_columns", spy)
+    monkeypatch.setattr(typed, "_flush", spy)
     library = read_library(FORMATS / "mona.json")
-    assert rests == [[]] and len(library) == 5
+    assert [b for b in batches if b] == [5] and len(library) == 5
 
 
 _SMALL = {

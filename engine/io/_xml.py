@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+import re
 import zlib
 
-__all__ = ["CappedZlib", "first_line"]
+import numpy as np
+
+from engine.report import SpectrumFileError
+
+__all__ = ["CappedZlib", "capped_reader", "decoded", "first_line", "refuse_doctype"]
+
+_DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
+
+
+def refuse_doctype(data: bytes, root: re.Pattern, path: str, what: str) -> None:
+    """Raise :class:`SpectrumFileError` when ``data`` declares a DOCTYPE before ``root``.
+
+    mzML and mzXML never do, and with lxml's size limits lifted (``huge_tree``,
+    needed for large scans) entities could expand without bound.
+    """
+    found = root.search(data)
+    if _DOCTYPE_RE.search(data, 0, found.start() if found else len(data)):
+        raise SpectrumFileError(path, f"{what} with a DOCTYPE declaration (not allowed)")
+
+
+def capped_reader(reader: object, declared: str) -> CappedZlib:
+    """Make pyteomics' ``reader`` decompress zlib arrays through a new :class:`CappedZlib`."""
+    capped = CappedZlib(declared)
+    reader.compression_type_map = {
+        name: capped if name == "zlib compression" else function
+        for name, function in reader.compression_type_map.items()
+    }
+    return capped
+
+
+def decoded(array: object) -> np.ndarray:
+    """A binary array record (``decode_binary=False``) as numbers."""
+    return np.asarray(array.decode() if hasattr(array, "decode") else array, dtype=np.float64)
 
 
 class CappedZlib:

@@ -21,7 +21,6 @@ import numpy as np
 from engine.io._build import LibraryBuilder, grouped_columns
 from engine.io.record_checks import check_library
 from engine.library import LibrarySource, SpectrumLibrary
-from engine.report import ImportReport, SpectrumFileError
 
 __all__ = ["ChunkColumns", "ChunkedBuilder"]
 
@@ -52,12 +51,7 @@ class ChunkColumns:
 class ChunkedBuilder(LibraryBuilder):
     """Collects the records of one file chunk by chunk (see the module notes).
 
-    Parameters
-    ----------
-    path : str
-        The file (for the report and error messages).
-    format : str
-        Format the file is read as.
+    Its parameters are those of :class:`LibraryBuilder`.
     """
 
     def __init__(self, path: str, format: str) -> None:
@@ -72,17 +66,6 @@ class ChunkedBuilder(LibraryBuilder):
         self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
         self._kept = 0
         self._chunked = False  # whether end_chunk packed anything yet
-        self._pending: ChunkColumns | None = None
-
-    def add_columns(self, columns: ChunkColumns) -> None:
-        """Records given column-wise, packed with the others at :meth:`build`.
-
-        Nothing is copied or checked now, so a reader can free what it decoded
-        before the peaks are validated and packed (a lower peak of memory).
-        """
-        if self._pending is not None:
-            self.end_chunk(self._pending)
-        self._pending = columns
 
     def end_chunk(self, columns: ChunkColumns | None = None) -> None:
         """Validate and pack the records added since the last call, and ``columns``."""
@@ -184,29 +167,10 @@ class ChunkedBuilder(LibraryBuilder):
 
     def build(self, source: LibrarySource | None) -> SpectrumLibrary:
         """The library of all chunks (raises when nothing is usable)."""
-        if self._pending is not None:
-            pending = [self._pending]
-            self._pending = None
-            self.end_chunk(pending.pop())  # no reference kept here (see end_chunk)
         if not self._chunked:  # records only added one by one: built as LibraryBuilder builds
             return super().build(source)
         self.end_chunk()
-        self._issues.sort(key=lambda issue: issue.record)
-        report = ImportReport(
-            path=self.path,
-            format=self.format,
-            records=self.records,
-            spectra=self._kept,
-            issues=self._issues,
-            notes=list(self.notes),
-        )
-        if report.spectra == 0:
-            skipped = len(report.skipped)
-            raise SpectrumFileError(
-                self.path,
-                f"no valid spectra ({self.records} records seen, {skipped} skipped)"
-                + (f"; first problem: {report.skipped[0]}" if skipped else ""),
-            )
+        report = self._report(self._kept)
         counts = np.concatenate(self._kept_counts)
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])

@@ -2,13 +2,12 @@
 
 GNPS records hold their peaks as a JSON string ``"[[mz, int], [mz, int], ...]"``,
 MoNA records as ``"mz:int mz:int ..."``.  The strings of all records are joined
-(ASCII only) and read here in one pass.  A string is read here only when the
-result is certainly the reference's (:mod:`engine.io.spectra_json`: ``json.loads``
-and ``numpy.asarray`` for GNPS, ``str.split`` and ``float()`` for MoNA): plain
-numbers whose value is exact by Clinger's fast path (an integer up to 2**53 times
-or divided by an exact power of ten, one IEEE operation), in the strict layout of
-the format.  Any other string (``NaN``, ``1_0``, a third column, too many digits,
-nothing at all, ...) is flagged for the reference reader, alone.
+and read here in one pass.  A string is read here only when the result is
+certainly the reference's (:mod:`engine.io.spectra_json`: ``json.loads`` and
+``numpy.asarray`` for GNPS, ``str.split`` and ``float()`` for MoNA): numbers
+that :func:`engine.io.scan.number` reads exactly, in the strict layout of the
+format, ASCII only.  Any other string (``NaN``, ``1_0``, a third column, too
+many digits, nothing at all, ...) is flagged for the reference reader, alone.
 """
 
 from __future__ import annotations
@@ -16,87 +15,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from engine.io.scan import EXACT, FLOAT, JSON, is_space, number
+
 __all__ = ["read_gnps_peaks", "read_mona_peaks"]
-
-_POW10 = np.array([10.0**k for k in range(23)])
-_TWO53 = 2**53
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _decimal(buf, i, end, pow10, json):
-    """A number at ``buf[i]``: (value, position after, ok).
-
-    ``json``: the JSON grammar (``-?(0|[1-9]\\d*)(\\.\\d+)?([eE][+-]?\\d+)?``, an
-    integer ``-0`` being ``0``); else what ``float()`` reads of
-    ``[+-]?(\\d+\\.?\\d*|\\.\\d+)([eE][+-]?\\d+)?``.  ``ok`` is False when there is no
-    such number or its value is not certainly exact here.
-    """
-    neg = False
-    if i < end and (buf[i] == 45 or (not json and buf[i] == 43)):
-        neg = buf[i] == 45
-        i += 1
-    if json and (i >= end or not (48 <= buf[i] <= 57)):
-        return 0.0, i, False
-    if json and buf[i] == 48 and i + 1 < end and 48 <= buf[i + 1] <= 57:
-        return 0.0, i, False  # a leading zero
-    mant = np.uint64(0)
-    sig = 0
-    frac = 0
-    int_digits = 0
-    frac_digits = 0
-    seen_point = False
-    while i < end:
-        c = buf[i]
-        if 48 <= c <= 57:
-            if seen_point:
-                frac += 1
-                frac_digits += 1
-            else:
-                int_digits += 1
-            if sig > 0 or c != 48:
-                sig += 1
-                if sig <= 19:
-                    mant = mant * np.uint64(10) + np.uint64(c - 48)
-        elif c == 46 and not seen_point:
-            seen_point = True
-        else:
-            break
-        i += 1
-    if int_digits + frac_digits == 0:
-        return 0.0, i, False
-    if json and seen_point and frac_digits == 0:
-        return 0.0, i, False
-    exp = 0
-    edigits = 0
-    has_exp = False
-    if i < end and (buf[i] == 101 or buf[i] == 69):
-        has_exp = True
-        i += 1
-        eneg = False
-        if i < end and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        while i < end and 48 <= buf[i] <= 57:
-            edigits += 1
-            if edigits <= 6:
-                exp = exp * 10 + (buf[i] - 48)
-            i += 1
-        if edigits == 0:
-            return 0.0, i, False
-        if eneg:
-            exp = -exp
-    exp -= frac
-    if sig == 0:
-        value = 0.0
-        if json and not seen_point and not has_exp:
-            neg = False  # the JSON integer -0 is the int 0
-    elif sig > 19 or edigits > 6 or mant > np.uint64(_TWO53) or exp > 22 or exp < -22:
-        return 0.0, i, False
-    elif exp >= 0:
-        value = np.float64(mant) * pow10[exp]
-    else:
-        value = np.float64(mant) / pow10[-exp]
-    return (-value if neg else value), i, True
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -104,6 +25,16 @@ def _json_space(buf, i, end):
     while i < end and (buf[i] == 32 or buf[i] == 9 or buf[i] == 10 or buf[i] == 13):
         i += 1
     return i
+
+
+@numba.njit(cache=True, nogil=True)
+def _room(starts, ends, per_peak):
+    """The arrays of a reader's results, room for a peak per ``per_peak`` bytes."""
+    cap = 0
+    for k in range(starts.shape[0]):
+        cap += (ends[k] - starts[k]) // per_peak + 1
+    n = starts.shape[0]
+    return np.empty(cap), np.empty(cap), np.zeros(n + 1, np.int64), np.zeros(n, np.bool_)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -119,17 +50,9 @@ def read_gnps_peaks(buf, starts, ends):
     ok : ndarray of bool
         String ``k`` was read here (else the reference must read it).
     """
-    n = starts.shape[0]
-    pow10 = _POW10
-    cap = 0
-    for k in range(n):
-        cap += (ends[k] - starts[k]) // 6 + 1
-    mz = np.empty(cap, np.float64)
-    intensity = np.empty(cap, np.float64)
-    offsets = np.zeros(n + 1, np.int64)
-    ok = np.zeros(n, np.bool_)
+    mz, intensity, offsets, ok = _room(starts, ends, 6)
     m = 0
-    for k in range(n):
+    for k in range(starts.shape[0]):
         end = ends[k]
         first = m
         good = False
@@ -138,15 +61,15 @@ def read_gnps_peaks(buf, starts, ends):
             i = _json_space(buf, i + 1, end)
             while i < end and buf[i] == 91:
                 i = _json_space(buf, i + 1, end)
-                a, i, ok_a = _decimal(buf, i, end, pow10, True)
-                if not ok_a:
+                a, i, verdict = number(buf, i, end, JSON)
+                if verdict != EXACT:
                     break
                 i = _json_space(buf, i, end)
                 if i >= end or buf[i] != 44:  # ,
                     break
                 i = _json_space(buf, i + 1, end)
-                b, i, ok_b = _decimal(buf, i, end, pow10, True)
-                if not ok_b:
+                b, i, verdict = number(buf, i, end, JSON)
+                if verdict != EXACT:
                     break
                 i = _json_space(buf, i, end)
                 if i >= end or buf[i] != 93:  # ]
@@ -171,43 +94,30 @@ def read_gnps_peaks(buf, starts, ends):
     return mz[:m], intensity[:m], offsets, ok
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _ascii_space(c):
-    return c == 32 or 9 <= c <= 13 or 28 <= c <= 31
-
-
 @numba.njit(cache=True, nogil=True)
 def read_mona_peaks(buf, starts, ends):
     """Read each ``buf[starts[k]:ends[k]]`` as a MoNA ``spectrum`` string.
 
     Returns what :func:`read_gnps_peaks` returns.
     """
-    n = starts.shape[0]
-    pow10 = _POW10
-    cap = 0
-    for k in range(n):
-        cap += (ends[k] - starts[k]) // 4 + 1
-    mz = np.empty(cap, np.float64)
-    intensity = np.empty(cap, np.float64)
-    offsets = np.zeros(n + 1, np.int64)
-    ok = np.zeros(n, np.bool_)
+    mz, intensity, offsets, ok = _room(starts, ends, 4)
     m = 0
-    for k in range(n):
+    for k in range(starts.shape[0]):
         end = ends[k]
         first = m
         good = True
         i = starts[k]
         while True:
-            while i < end and _ascii_space(buf[i]):
+            while i < end and buf[i] < 128 and is_space(buf[i]):
                 i += 1
             if i == end:
                 break
-            a, i, ok_a = _decimal(buf, i, end, pow10, False)
-            if not ok_a or i >= end or buf[i] != 58:  # :
+            a, i, verdict = number(buf, i, end, FLOAT)
+            if verdict != EXACT or i >= end or buf[i] != 58:  # :
                 good = False
                 break
-            b, i, ok_b = _decimal(buf, i + 1, end, pow10, False)
-            if not ok_b or (i < end and not _ascii_space(buf[i])):
+            b, i, verdict = number(buf, i + 1, end, FLOAT)
+            if verdict != EXACT or (i < end and not (buf[i] < 128 and is_space(buf[i]))):
                 good = False
                 break
             mz[m] = a

@@ -4,10 +4,9 @@ It gives exactly what the reference reader (:func:`engine.io.mgf.read_mgf_text`,
 pyteomics on decoded text) gives: the same records, peaks bit for bit, metadata
 and import report.  It gets there by doing only what it can prove identical:
 
-- records and their lines are found in the bytes (:mod:`engine.io.mgf_records`,
-  :mod:`engine.io.mgf_scan`) with the reference's own rules (markers,
-  ``\\r\\n`` / ``\\r`` / ``\\n`` line ends, comment characters, ``=`` makes a
-  parameter line);
+- records and their lines are found in the bytes (:mod:`engine.io.mgf_scan`) with
+  the reference's own rules (markers, ``\\r\\n`` / ``\\r`` / ``\\n`` line ends,
+  comment characters, ``=`` makes a parameter line);
 - peak lines ``number<blank>number`` become float64 there, when the value is
   provably the one ``float()`` gives;
 - parameter lines are decoded and put in a dict per record, as pyteomics does;
@@ -18,15 +17,13 @@ and import report.  It gets there by doing only what it can prove identical:
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Callable
 
 import numpy as np
 
-from engine.io import mgf_records as records
-from engine.io import mgf_scan as scan
-from engine.io._build import LibraryBuilder
+from engine.io import mgf_scan
+from engine.io._build import LibraryBuilder, gc_paused
 from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
 from engine.io.mgf_columns import (
@@ -37,15 +34,16 @@ from engine.io.mgf_columns import (
     precursor_of,
     rt_text,
 )
-from engine.io.sniff import decode_text, split_lines
+from engine.io.scan import ascii_spans, gather, key_ids, not_utf8
+from engine.io.sniff import decode_text, replaced_note, split_lines
 
 __all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
 
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
 _CUT_REASONS = {
-    records.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
-    records.EVENT_EOF: "file ends inside the record (no END IONS)",
+    mgf_scan.EVENT_NO_END: "no END IONS before the next BEGIN IONS",
+    mgf_scan.EVENT_EOF: "file ends inside the record (no END IONS)",
 }
 #: Records between two progress reports.
 _PROGRESS_EVERY = 2048
@@ -74,9 +72,7 @@ class FileState:
         """Tell the builder the number of records and the file's notes."""
         self.builder.records = self.records
         if self.replaced:
-            self.builder.notes.insert(
-                0, f"{self.replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
-            )
+            self.builder.notes.insert(0, replaced_note(self.replaced))
 
 
 class ScannedChunk:
@@ -88,13 +84,13 @@ class ScannedChunk:
         buf = np.frombuffer(data, dtype=np.uint8)
         is_ascii = data.isascii()
         #: Bytes that are not UTF-8.
-        self.replaced = 0 if is_ascii else int(records.not_utf8(buf, self.start))
+        self.replaced = 0 if is_ascii else int(not_utf8(buf, self.start))
         self.decode = _decode_ascii if is_ascii else _decode
-        newlines, split = records.lines(data, buf, self.start)
-        self.kinds, self.first, self.last, self.header_end = records.find_records(
+        newlines, split = mgf_scan.lines(data, buf, self.start)
+        self.kinds, self.first, self.last, self.header_end = mgf_scan.find_records(
             buf, self.start, newlines
         )
-        self.scanned = scan.scan_records(
+        self.scanned = mgf_scan.scan_records(
             buf, self.first, self.last, self.kinds, self.start, newlines, split
         )
         del newlines, split
@@ -136,17 +132,10 @@ def read_chunk(
         Called now and then with the position reached in ``data``; may raise
         :class:`~engine.io._build.LoadCancelled`.
     """
-    # tens of thousands of new objects would set off the cycle collector again and
-    # again, each time walking every object made so far; none of them forms a cycle
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         if not isinstance(data, ScannedChunk):
             data = scan_chunk(data, file.reader is None)
         _read(data, file, final, report)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _read(
@@ -167,7 +156,7 @@ def _read(
     base = file.records
     # records whose parameters are all located exactly are read column-wise
     by_columns = isinstance(builder, ChunkedBuilder) and not header
-    in_columns = (kinds == records.EVENT_BLOCK) & (status == scan.FAST) & simple
+    in_columns = (kinds == mgf_scan.EVENT_BLOCK) & (status == mgf_scan.FAST) & simple
     if not by_columns:
         in_columns[:] = False
     grouped = np.flatnonzero(in_columns)
@@ -176,7 +165,7 @@ def _read(
     if report is not None:
         for lo in first[::_PROGRESS_EVERY].tolist():
             report(lo)
-    fast = status[alone] == scan.FAST
+    fast = status[alone] == mgf_scan.FAST
     simple_ = simple[alone]
     bounds = zip(first[alone].tolist(), last[alone].tolist(), strict=True)
     spans_of = zip(param_lo[alone].tolist(), param_hi[alone].tolist(), strict=True)
@@ -186,11 +175,11 @@ def _read(
         spans_of, peaks, strict=True,
     ):  # fmt: skip
         record = base + r + 1
-        if kind != records.EVENT_BLOCK:
+        if kind != mgf_scan.EVENT_BLOCK:
             batch.flush()
             lines = split_lines(decode(data[lo:hi]))
-            if kind == records.EVENT_EOF and not final:  # the next chunk starts a record
-                kind = records.EVENT_NO_END
+            if kind == mgf_scan.EVENT_EOF and not final:  # the next chunk starts a record
+                kind = mgf_scan.EVENT_NO_END
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
         if is_fast:
@@ -250,17 +239,17 @@ def _parameters(
     """
     if not len(spans):
         return np.empty(0, dtype=np.int64), [], []
-    ids, first = records.key_ids(buf, spans[:, 0], spans[:, 1])
+    ids, first = key_ids(buf, spans[:, 0], spans[:, 1])
     names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
     lo, hi = spans[:, 2], spans[:, 3]
-    plain = records.ascii_spans(buf, lo, hi)
+    plain = ascii_spans(buf, lo, hi)
     # ASCII values are decoded apart: text of one-byte characters is much quicker
     # to split than text holding a few wider ones
-    text = records.gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0))
+    text = gather(buf, np.where(plain, lo, 0), np.where(plain, hi, 0))
     values = str(text.data, "ascii").split("\n")  # decoded in place, no copy
     wide = np.flatnonzero(~plain)
     if len(wide):
-        text = records.gather(buf, lo[wide], hi[wide]).tobytes()
+        text = gather(buf, lo[wide], hi[wide]).tobytes()
         for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
             values[i] = value
     return ids, names, values

@@ -1,15 +1,14 @@
-"""numba scanner of the fast MGF reader: each record's lines, peak numbers exactly.
+"""numba scanners of the fast MGF reader: lines, records, and each record's lines.
 
-It works on the file's bytes (``uint8``) and decides only what it can decide
-exactly as the reference parser (pyteomics on decoded text, :mod:`engine.io.mgf`)
-would: :func:`scan_records` classifies each record's lines (blank, comment,
-parameter, peak) and converts peak lines of the plain form ``number number`` to
-float64.  A number is converted here only when the result is certainly the
-correctly rounded value (Clinger's fast path: at most 2**53 as an integer times
-or divided by an exact power of ten, one IEEE operation), which is what
-Python's ``float()`` returns; other plain decimal numbers are left to
-``float()``, and any record with something else in it is flagged for the
-reference parser.  Records and lines come from :mod:`engine.io.mgf_records`.
+They work on the file's bytes (``uint8``), never on decoded text, and decide only
+what they can decide exactly as the reference parser (pyteomics on decoded text,
+:mod:`engine.io.mgf`) would: :func:`lines` cuts lines as
+:func:`engine.io.sniff.split_lines` does; :func:`find_records` finds the
+``BEGIN IONS`` / ``END IONS`` lines as the reference's regular expression does
+and pairs them into records; :func:`scan_records` classifies each record's lines
+(blank, comment, parameter, peak) and converts peak lines of the plain form
+``number number`` with :func:`engine.io.scan.number`.  Any record with something
+else in it is flagged for the reference parser.
 """
 
 from __future__ import annotations
@@ -17,17 +16,185 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from engine.io.mgf_records import EVENT_BLOCK
+from engine.io.scan import BAD, MGF, SLOW, number
 
-__all__ = ["FAST", "REFERENCE", "scan_records"]
+__all__ = [
+    "EVENT_BLOCK",
+    "EVENT_EOF",
+    "EVENT_NO_END",
+    "FAST",
+    "REFERENCE",
+    "find_records",
+    "lines",
+    "scan_records",
+]
+
+#: Event kinds of :func:`find_records`: a complete record, a record cut by the next
+#: ``BEGIN IONS``, a record cut by the end of the file.
+EVENT_BLOCK, EVENT_NO_END, EVENT_EOF = 0, 1, 2
+
+_BEGIN = np.frombuffer(b"BEGIN IONS", dtype=np.uint8)
+_END = np.frombuffer(b"END IONS", dtype=np.uint8)
+
+
+def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, tuple | None]:
+    """Line ends of ``buf[start:]``.
+
+    Returns
+    -------
+    newlines : ndarray of int32 or int64
+        Positions of ``\\n``, then ``len(buf)``.  Where no ``\\r`` stands alone,
+        these are also the lines ``split_lines`` cuts (a ``\\r`` before the
+        ``\\n`` ends the line).
+    split : tuple of two ndarrays, or None
+        Only for text with ``\\r`` line ends: ``(ends, nexts)``, line ``t``
+        being ``buf[nexts[t]:ends[t]]``, a line starting after the end last.
+    """
+    n = len(buf)
+    dtype = np.int32 if n < 2**31 - 8 else np.int64  # 4 bytes a line where they do
+    step = 1 << 23  # bounds the temporary mask
+    parts = [
+        (np.flatnonzero(buf[a : a + step] == 10) + a).astype(dtype) for a in range(start, n, step)
+    ]
+    newlines = np.concatenate([*parts, np.array([n], dtype=dtype)])
+    crs = data.count(b"\r", start)
+    if crs and crs != data.count(b"\r\n", start):  # lone "\r" line ends
+        return newlines, _split_lines(buf, start)
+    return newlines, None
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_lines(buf, start):
+    n = len(buf)
+    ends = np.empty(1024, np.int64)
+    nexts = np.empty(1024, np.int64)
+    nexts[0] = start
+    count = 0
+    i = start
+    while True:
+        j = i
+        while j < n and buf[j] != 10 and buf[j] != 13:
+            j += 1
+        if count + 2 >= len(ends):
+            ends = _grown(ends, 2 * len(ends))
+            nexts = _grown(nexts, 2 * len(nexts))
+        ends[count] = j
+        nexts[count + 1] = j + 2 if j + 1 < n and buf[j] == 13 and buf[j + 1] == 10 else j + 1
+        count += 1
+        if j >= n:
+            break
+        i = nexts[count]
+    ends[count] = n + 1
+    nexts[count] = n + 1
+    nexts[count + 1] = n + 2
+    return ends[: count + 1].copy(), nexts[: count + 2].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown(a, cap):
+    out = np.empty(cap, a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+def find_records(
+    buf: np.ndarray, start: int, newlines: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Records of the text ``buf[start:]`` (bytes as ``uint8``), as the reference splits them.
+
+    ``newlines`` are the positions of ``\\n`` after ``start``, then ``len(buf)``
+    (see :func:`lines`).
+
+    A marker is a line (lines end at ``\\n`` only) of the form
+    ``[ \\t]*(BEGIN IONS|END IONS)[ \\t]*\\r?``.
+
+    Returns
+    -------
+    kinds, first, last : ndarray of int64
+        One entry per record, in file order: its event kind and span.  For a
+        complete record, ``first`` is where its BEGIN line starts and ``last``
+        where its END marker ends (after the optional ``\\r``); for the others
+        the span of text the reference takes the title from.
+    header_end : int
+        Start of the first marker (the file header ends there).
+    """
+    none = np.empty(0, dtype=np.int64)
+    count, _ = _find_markers(buf, start, _BEGIN, _END, newlines, none, none, none)
+    kinds, first, last = (np.empty(count, dtype=np.int64) for _ in range(3))
+    _, header_end = _find_markers(buf, start, _BEGIN, _END, newlines, kinds, first, last)
+    return kinds, first, last, header_end
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _starts_with(buf, pos, word) -> bool:
+    if pos + len(word) > len(buf):
+        return False
+    for k in range(len(word)):
+        if buf[pos + k] != word[k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _find_markers(buf, start, begin_word, end_word, newlines, kinds, first, last):
+    """:func:`find_records`: records counted, and written while the arrays have room.
+
+    The arrays are never replaced inside the loop: numba would then count
+    references on every pass.
+    """
+    n = len(buf)
+    t = 0
+    cap = len(kinds)
+    count = 0
+    header_end = n
+    open_at = -1
+    ls = start
+    while ls <= n:
+        le = newlines[t]
+        t += 1
+        p = ls
+        while p < le and (buf[p] == 32 or buf[p] == 9):
+            p += 1
+        kind = -1
+        q = p
+        if p == le or (buf[p] != begin_word[0] and buf[p] != end_word[0]):
+            pass
+        elif _starts_with(buf, p, begin_word):
+            kind, q = 0, p + len(begin_word)
+        elif _starts_with(buf, p, end_word):
+            kind, q = 1, p + len(end_word)
+        if kind >= 0:
+            while q < le and (buf[q] == 32 or buf[q] == 9):
+                q += 1
+            if q < le and buf[q] == 13:
+                q += 1
+            if q != le:
+                kind = -1
+        if kind >= 0:
+            if header_end == n:
+                header_end = ls
+            event = -1
+            span_end = 0
+            if kind == 0 and open_at >= 0:
+                event, span_end = EVENT_NO_END, ls
+            elif kind == 1 and open_at >= 0:
+                event, span_end = EVENT_BLOCK, q
+            if event >= 0:
+                if count < cap:
+                    kinds[count], first[count], last[count] = event, open_at, span_end
+                count += 1
+            open_at = ls if kind == 0 else -1
+        ls = le + 1
+    if open_at >= 0:
+        if count < cap:
+            kinds[count], first[count], last[count] = EVENT_EOF, open_at, n
+        count += 1
+    return count, header_end
+
 
 #: Block status of :func:`scan_records`.
 FAST, REFERENCE = 0, 1
 
-_POW10 = np.array([10.0**k for k in range(23)])
-_TWO53 = 2**53
-#: Verdicts of :func:`_number`.
-_EXACT, _SLOW, _BAD = 0, 1, 2
 #: Room first made for numbers left to ``float()`` (grown when a file has more).
 SLOW_ROWS = 1 << 16
 #: Room first made for every output (tests set it small to exercise the growing).
@@ -56,7 +223,7 @@ def scan_records(
     start : int
         Where the text starts (after a byte order mark).
     newlines, split
-        Lines, from :func:`engine.io.mgf_records.lines`.
+        Lines, from :func:`lines`.
 
     Returns
     -------
@@ -92,7 +259,7 @@ def scan_records(
     b = 0
     while True:
         b = _scan_blocks(
-            buf, first, last, kinds, _POW10, ends, nexts, split is not None, start, b, state,
+            buf, first, last, kinds, ends, nexts, split is not None, start, b, state,
             status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
         )  # fmt: skip
         if b == nb:
@@ -116,74 +283,8 @@ def _grown_rows(a: np.ndarray, axis: int) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _number(buf, i, end, pow10):
-    """Parse one number at ``buf[i]``: (value, position after it, verdict).
-
-    Verdict :data:`_EXACT`: ``value`` is what ``float()`` gives.  :data:`_SLOW`: a
-    plain decimal number whose value is left to ``float()`` (too many digits or
-    too large an exponent to prove it here).  :data:`_BAD`: not a plain decimal
-    number ending at a blank or the line end (``inf``, ``1_0``, ``1/2``, ...).
-    """
-    neg = False
-    if i < end and (buf[i] == 43 or buf[i] == 45):
-        neg = buf[i] == 45
-        i += 1
-    mant = np.uint64(0)
-    sig = 0
-    frac = 0
-    digits = 0
-    seen_point = False
-    while i < end:
-        c = buf[i]
-        if 48 <= c <= 57:
-            digits += 1
-            if seen_point:
-                frac += 1
-            if sig > 0 or c != 48:
-                sig += 1
-                if sig <= 19:
-                    mant = mant * np.uint64(10) + np.uint64(c - 48)
-        elif c == 46 and not seen_point:
-            seen_point = True
-        else:
-            break
-        i += 1
-    if digits == 0:
-        return 0.0, i, _BAD
-    exp = 0
-    edigits = 0
-    if i < end and (buf[i] == 101 or buf[i] == 69):
-        i += 1
-        eneg = False
-        if i < end and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        while i < end and 48 <= buf[i] <= 57:
-            edigits += 1
-            if edigits <= 6:
-                exp = exp * 10 + (buf[i] - 48)
-            i += 1
-        if edigits == 0:
-            return 0.0, i, _BAD
-        if eneg:
-            exp = -exp
-    if i < end and buf[i] != 32 and buf[i] != 9:
-        return 0.0, i, _BAD
-    exp -= frac
-    if mant == 0 and sig == 0:
-        value = 0.0
-    elif sig > 19 or edigits > 6 or mant > np.uint64(_TWO53) or exp > 22 or exp < -22:
-        return 0.0, i, _SLOW
-    elif exp >= 0:
-        value = np.float64(mant) * pow10[exp]
-    else:
-        value = np.float64(mant) / pow10[-exp]
-    return (-value if neg else value), i, _EXACT
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _line_start(t, ends, nexts, split, start):
-    """Where line ``t`` starts (see :func:`engine.io.mgf_records.lines`)."""
+    """Where line ``t`` starts (see :func:`lines`)."""
     if split:
         return nexts[t]
     return start if t == 0 else ends[t - 1] + 1
@@ -195,7 +296,6 @@ def _scan_blocks(
     first,
     last,
     kinds,
-    pow10,
     ends,
     nexts,
     split,
@@ -286,16 +386,16 @@ def _scan_blocks(
                         spans[npl, 0], spans[npl, 1], spans[npl, 2], spans[npl, 3] = p, eq, v0, v1
                         npl += 1
                     else:  # peak line: number, blanks, number, blanks
-                        x, q, v1 = _number(buf, p, j, pow10)
+                        x, q, v1 = number(buf, p, j, MGF)
                         lo1, hi1 = p, q
                         while q < j and (buf[q] == 32 or buf[q] == 9):
                             q += 1
                         lo2 = q
-                        y, q, v2 = _number(buf, q, j, pow10)
+                        y, q, v2 = number(buf, q, j, MGF)
                         hi2 = q
                         while q < j and (buf[q] == 32 or buf[q] == 9):
                             q += 1
-                        if v1 == _BAD or v2 == _BAD or q != j or lo2 == hi1:
+                        if v1 == BAD or v2 == BAD or q != j or lo2 == hi1:
                             ok = False
                         elif max(hi1 - lo1, hi2 - lo2) > MAX_SLOW_TOKEN:
                             ok = False
@@ -305,10 +405,10 @@ def _scan_blocks(
                                 break
                             peaks[0, k] = x
                             peaks[1, k] = y
-                            if v1 == _SLOW:
+                            if v1 == SLOW:
                                 slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k, lo1, hi1
                                 ns += 1
-                            if v2 == _SLOW:
+                            if v2 == SLOW:
                                 slow[ns, 0], slow[ns, 1], slow[ns, 2] = 2 * k + 1, lo2, hi2
                                 ns += 1
                             k += 1

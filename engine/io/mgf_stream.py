@@ -3,7 +3,7 @@
 The content comes in blocks (from :class:`engine.io.stream.FileStream`, or
 slices of bytes in memory); blocks are joined until :data:`CHUNK_BYTES` are
 pending, then cut at the start of the last ``BEGIN IONS`` marker line (as
-:func:`engine.io.mgf_records.find_records` recognises markers) and the part
+:func:`engine.io.mgf_scan.find_records` recognises markers) and the part
 before it is parsed by :func:`engine.io.mgf_fast.read_chunk`.  A marker line
 always opens a new record whatever came before it, so every chunk parses as
 it would inside the whole file: the file header is read from the first
@@ -15,13 +15,12 @@ as they come, so memory follows the library, not the text.
 
 from __future__ import annotations
 
-import gc
 import re
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from engine.io import mgf_fast
-from engine.io._build import LibraryBuilder, Progress, report_progress
+from engine.io._build import LibraryBuilder, Progress, gc_paused, report_progress
 
 __all__ = ["CHUNK_BYTES", "last_record_start", "read_mgf_blocks", "read_mgf_bytes"]
 
@@ -73,38 +72,32 @@ def read_mgf_blocks(
     file = mgf_fast.FileState(builder)
     # the byte scans of chunk k + 1 run on a thread (numba without the GIL) while
     # the records of chunk k are read here
-    was_enabled = gc.isenabled()
-    gc.disable()  # see read_chunk
-    try:
-        with ThreadPoolExecutor(1, thread_name_prefix="simms-scan") as pool:
-            waiting: list[tuple[Future, int, int, int]] = []
+    with gc_paused(), ThreadPoolExecutor(1, thread_name_prefix="simms-scan") as pool:
+        waiting: list[tuple[Future, int, int, int]] = []
 
-            def read(final: bool) -> None:
-                future, start, end, length = waiting.pop(0)
-                report = None
-                if progress is not None:
+        def read(final: bool) -> None:
+            future, start, end, length = waiting.pop(0)
+            report = None
+            if progress is not None:
 
-                    def report(at: int) -> None:
-                        done = start + (end - start) * at // max(length, 1)
-                        report_progress(progress, done, total, builder.path)
+                def report(at: int) -> None:
+                    done = start + (end - start) * at // max(length, 1)
+                    report_progress(progress, done, total, builder.path)
 
-                mgf_fast.read_chunk(future.result(), file, final, report)
+            mgf_fast.read_chunk(future.result(), file, final, report)
 
-            chunks = 0
-            for data, start, end in _chunks(blocks, total):
-                if SCAN_AHEAD:
-                    scanned: Future = pool.submit(mgf_fast.scan_chunk, data, not chunks)
-                else:
-                    scanned = Future()
-                    scanned.set_result(mgf_fast.scan_chunk(data, not chunks))
-                waiting.append((scanned, start, end, len(data)))
-                chunks += 1
-                if len(waiting) > 1:
-                    read(False)
-            read(True)
-    finally:
-        if was_enabled:
-            gc.enable()
+        chunks = 0
+        for data, start, end in _chunks(blocks, total):
+            if SCAN_AHEAD:
+                scanned: Future = pool.submit(mgf_fast.scan_chunk, data, not chunks)
+            else:
+                scanned = Future()
+                scanned.set_result(mgf_fast.scan_chunk(data, not chunks))
+            waiting.append((scanned, start, end, len(data)))
+            chunks += 1
+            if len(waiting) > 1:
+                read(False)
+        read(True)
     file.finish()
 
 

@@ -12,13 +12,12 @@ own :func:`~engine.io.msp.add_key` and :func:`~engine.io.msp.emit_record`.
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 
 from engine.io import msp_scan
-from engine.io._build import LibraryBuilder
+from engine.io._build import LibraryBuilder, gc_paused
 from engine.io.msp import Record, add_key, read_msp_lines, record_fields
+from engine.io.scan import gather
 from engine.io.sniff import split_lines
 
 __all__ = ["read_msp_fast"]
@@ -29,28 +28,15 @@ _SPECIAL = _NUM_PEAKS | {"synon", "comment", "comments"}
 
 
 def read_msp_fast(text: str, builder: LibraryBuilder) -> None:
-    """Parse MSP ``text`` into ``builder``, as :func:`~engine.io.msp.read_msp_text` does.
-
-    Parameters
-    ----------
-    text : str
-        The whole file, decoded.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()  # tens of thousands of dicts, none of them in a cycle
-    try:
+    """Parse MSP ``text`` into ``builder`` as :func:`~engine.io.msp.read_msp_text` does."""
+    with gc_paused():
         _read(text, builder)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _strings(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
     if len(lo) == 0:
         return []
-    return msp_scan.gather(buf, lo, hi).tobytes().decode("utf-8", "surrogatepass").split("\n")
+    return gather(buf, lo, hi).tobytes().decode("utf-8", "surrogatepass").split("\n")
 
 
 def _lowered(keys: list[str]) -> list[str]:

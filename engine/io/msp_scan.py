@@ -20,10 +20,8 @@ a *slow* span of lines for the reference to read, from the record's first line
 to the next point where the reference is certain to start afresh: a blank or
 key line straight after a peak line.
 
-Numbers become float64 here only when the value is certainly the correctly
-rounded one that ``float()`` returns (Clinger's fast path: an integer up to 2**53
-times or divided by an exact power of ten, one IEEE operation); other numbers are
-listed for ``float()``.
+Numbers are read by :func:`engine.io.scan.number`; those it leaves to
+``float()`` are listed.
 """
 
 from __future__ import annotations
@@ -31,13 +29,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from engine.io.scan import BAD, EXACT, MSP, char_start, code_point, is_space, number
+
 __all__ = ["FAST", "SLOW", "scan_msp"]
 
 #: Segment kinds of :func:`scan_msp`.
 FAST, SLOW = 0, 1
 
-_POW10 = np.array([10.0**k for k in range(23)])
-_TWO53 = 2**53
 #: Line kinds.
 _BLANK, _KEY, _PEAK, _OTHER = 0, 1, 2, 3
 #: Key kinds.
@@ -65,59 +63,10 @@ def _bounds(buf):
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _is_space_cp(cp):
-    """``chr(cp).isspace()``."""
-    if cp == 32 or 9 <= cp <= 13 or 28 <= cp <= 31:
-        return True
-    if cp < 0x85:
-        return False
-    return (
-        cp == 0x85
-        or cp == 0xA0
-        or cp == 0x1680
-        or 0x2000 <= cp <= 0x200A
-        or cp == 0x2028
-        or cp == 0x2029
-        or cp == 0x202F
-        or cp == 0x205F
-        or cp == 0x3000
-    )
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _cp_at(buf, i, end):
-    """Code point of the UTF-8 character starting at ``buf[i]`` (-1 if malformed)."""
-    b = np.int64(buf[i])
-    if b < 0x80:
-        return b
-    if b >= 0xF0:
-        n, cp = 3, b & 0x07
-    elif b >= 0xE0:
-        n, cp = 2, b & 0x0F
-    elif b >= 0xC0:
-        n, cp = 1, b & 0x1F
-    else:
-        return -1
-    for k in range(1, n + 1):
-        if i + k >= end:
-            return -1
-        cp = (cp << 6) | (np.int64(buf[i + k]) & 0x3F)
-    return cp
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _char_start(buf, i, lo):
-    """Start of the UTF-8 character whose last byte is ``buf[i]``."""
-    while i > lo and (buf[i] & 0xC0) == 0x80:
-        i -= 1
-    return i
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
 def _edge_ok(buf, i, end):
     """The character at ``buf[i]`` is not white space."""
-    cp = _cp_at(buf, i, end)
-    return cp >= 0 and not _is_space_cp(cp)
+    cp = code_point(buf, i, end)
+    return cp >= 0 and not is_space(cp)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -167,7 +116,7 @@ def _classify_key(buf, i, end):
     k_hi = colon
     while k_hi > i and (buf[k_hi - 1] == 32 or buf[k_hi - 1] == 9):
         k_hi -= 1
-    if not _edge_ok(buf, _char_start(buf, k_hi - 1, i), end):
+    if not _edge_ok(buf, char_start(buf, k_hi - 1, i), end):
         return False, 0, 0, 0, 0
     v_lo = colon + 1
     while v_lo < end and (buf[v_lo] == 32 or buf[v_lo] == 9):
@@ -176,75 +125,13 @@ def _classify_key(buf, i, end):
     while v_hi > v_lo and (buf[v_hi - 1] == 32 or buf[v_hi - 1] == 9):
         v_hi -= 1
     if v_hi > v_lo:
-        if not _edge_ok(buf, v_lo, end) or not _edge_ok(buf, _char_start(buf, v_hi - 1, v_lo), end):
+        if not _edge_ok(buf, v_lo, end) or not _edge_ok(buf, char_start(buf, v_hi - 1, v_lo), end):
             return False, 0, 0, 0, 0
     return True, i, k_hi, v_lo, v_hi
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _number(buf, i, end, pow10):
-    """(value, position after, verdict 0 exact / 1 for ``float()`` / 2 not a plain number)."""
-    neg = False
-    if buf[i] == 43 or buf[i] == 45:
-        neg = buf[i] == 45
-        i += 1
-    mant = np.uint64(0)
-    sig = 0
-    frac = 0
-    digits = 0
-    seen_point = False
-    while i < end:
-        c = buf[i]
-        if 48 <= c <= 57:
-            digits += 1
-            if seen_point:
-                frac += 1
-            if sig > 0 or c != 48:
-                sig += 1
-                if sig <= 19:
-                    mant = mant * np.uint64(10) + np.uint64(c - 48)
-        elif c == 46 and not seen_point:
-            seen_point = True
-        else:
-            break
-        i += 1
-    if digits == 0:
-        return 0.0, i, 2
-    exp = 0
-    edigits = 0
-    if i < end and (buf[i] == 101 or buf[i] == 69):
-        i += 1
-        eneg = False
-        if i < end and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        while i < end and 48 <= buf[i] <= 57:
-            edigits += 1
-            if edigits <= 6:
-                exp = exp * 10 + (buf[i] - 48)
-            i += 1
-        if edigits == 0:
-            return 0.0, i, 2
-        if eneg:
-            exp = -exp
-    if i < end:
-        c = buf[i]
-        if c != 32 and c != 9 and c != 58 and c != 59 and c != 34:
-            return 0.0, i, 2
-    exp -= frac
-    if sig == 0:
-        value = 0.0
-    elif sig > 19 or edigits > 6 or mant > np.uint64(_TWO53) or exp > 22 or exp < -22:
-        return 0.0, i, 1
-    elif exp >= 0:
-        value = np.float64(mant) * pow10[exp]
-    else:
-        value = np.float64(mant) / pow10[-exp]
-    return (-value if neg else value), i, 0
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _peak_line(buf, i, end, values, slow, n_values, pow10):
+def _peak_line(buf, i, end, values, slow, n_values):
     """Read a peak line into ``values`` from ``n_values`` on: (ok, new n_values).
 
     A number left to ``float()`` is NaN in ``values`` and its bytes are in ``slow``
@@ -270,10 +157,10 @@ def _peak_line(buf, i, end, values, slow, n_values, pow10):
             piece_count = 0
             i += 1
             continue
-        value, after, verdict = _number(buf, i, end, pow10)
-        if verdict == 2 or (verdict == 1 and after - i >= SLOW_SPAN):
+        value, after, verdict = number(buf, i, end, MSP)
+        if verdict == BAD or (verdict != EXACT and after - i >= SLOW_SPAN):
             return False, n_values
-        if verdict == 1:
+        if verdict != EXACT:  # left to float()
             slow[n_values] = i * SLOW_SPAN + (after - i)
             value = np.nan
         values[n_values] = value
@@ -302,7 +189,6 @@ def scan_msp(buf):
         Where ``values`` is NaN: the number's bytes, ``start * SLOW_SPAN + length``.
     """
     n = buf.shape[0]
-    pow10 = _POW10
     n_lines, n_runs = _bounds(buf)
     rows = n_lines + 2  # no more records, keys or segments than lines
     seg_kind = np.empty(rows, np.int64)
@@ -365,7 +251,7 @@ def scan_msp(buf):
         else:
             c = buf[i]
             if (48 <= c <= 57) or c == 46:
-                ok, nv = _peak_line(buf, i, end, values, slow, n_values, pow10)
+                ok, nv = _peak_line(buf, i, end, values, slow, n_values)
                 if ok:
                     kind = _PEAK
             elif c != 40:
@@ -466,21 +352,3 @@ def scan_msp(buf):
         values[:n_values],
         slow[:n_values],
     )
-
-
-@numba.njit(cache=True, nogil=True)
-def gather(buf, lo, hi):
-    """Bytes ``buf[lo[k]:hi[k]]`` joined by ``\\n``."""
-    total = 0
-    for k in range(lo.shape[0]):
-        total += hi[k] - lo[k] + 1
-    out = np.empty(max(total - 1, 0), np.uint8)
-    j = 0
-    for k in range(lo.shape[0]):
-        if k:
-            out[j] = 10
-            j += 1
-        for t in range(lo[k], hi[k]):
-            out[j] = buf[t]
-            j += 1
-    return out

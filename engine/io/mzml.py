@@ -22,12 +22,10 @@ from pyteomics import mzml as _mzml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import CappedZlib, first_line
-from engine.report import SpectrumFileError
+from engine.io._xml import capped_reader, decoded, first_line, refuse_doctype
 
 __all__ = ["read_mzml_bytes"]
 
-_DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _ROOT_RE = re.compile(rb"<(?:indexedmzML|mzML)[\s>]")
 #: Bytes one decompressed array may hold per declared value (float64), plus slack.
 _BYTES_PER_VALUE = 8
@@ -50,18 +48,12 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         The file declares a DOCTYPE: mzML never does, and with lxml's size limits
         lifted (``huge_tree``, needed for large scans) entities could expand without bound.
     """
-    root = _ROOT_RE.search(data)
-    if _DOCTYPE_RE.search(data, 0, root.start() if root else len(data)):
-        raise SpectrumFileError(builder.path, "mzML with a DOCTYPE declaration (not allowed)")
+    refuse_doctype(data, _ROOT_RE, builder.path, "mzML")
     record = 0
     reader = _mzml.MzML(
         io.BytesIO(data), use_index=False, read_schema=False, decode_binary=False, huge_tree=True
     )
-    capped = CappedZlib("defaultArrayLength")
-    reader.compression_type_map = {
-        name: capped if name == "zlib compression" else function
-        for name, function in reader.compression_type_map.items()
-    }
+    capped = capped_reader(reader, "defaultArrayLength")
     iterator = iter(reader)
     while True:
         try:
@@ -112,7 +104,7 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
         builder.skip(record, title, "no m/z or intensity array")
         return
     try:
-        mz, intensity = _decoded(mz), _decoded(intensity)
+        mz, intensity = decoded(mz), decoded(intensity)
     except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
         builder.skip(record, title, f"corrupt binary array ({first_line(exc)})")
         return
@@ -131,8 +123,3 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
         ion_mode=ion_mode,
         metadata=metadata,
     )
-
-
-def _decoded(array) -> np.ndarray:
-    """A binary array record (``decode_binary=False``) as numbers."""
-    return np.asarray(array.decode() if hasattr(array, "decode") else array, dtype=np.float64)

@@ -20,18 +20,15 @@ import math
 import re
 import zlib
 
-import numpy as np
 from lxml import etree
 from pyteomics import mzxml as _mzxml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import CappedZlib, first_line
-from engine.report import SpectrumFileError
+from engine.io._xml import capped_reader, decoded, first_line, refuse_doctype
 
 __all__ = ["read_mzxml_bytes"]
 
-_DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _ROOT_RE = re.compile(rb"<mzXML[\s>]")
 #: Bytes a decompressed peak array may hold per declared peak (two float64), plus slack.
 _BYTES_PER_PEAK = 16
@@ -39,24 +36,8 @@ _ARRAY_SLACK = 64
 
 
 def read_mzxml_bytes(data: bytes, builder: LibraryBuilder) -> None:
-    """Parse mzXML ``data`` into ``builder`` (MS2 scans only).
-
-    Parameters
-    ----------
-    data : bytes
-        The whole (uncompressed) file.
-    builder : LibraryBuilder
-        Receives every MS2 record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        The file declares a DOCTYPE (mzXML never does; entities could expand
-        without bound with lxml's size limits lifted).
-    """
-    root = _ROOT_RE.search(data)
-    if _DOCTYPE_RE.search(data, 0, root.start() if root else len(data)):
-        raise SpectrumFileError(builder.path, "mzXML with a DOCTYPE declaration (not allowed)")
+    """Parse mzXML ``data`` into ``builder`` as :func:`engine.io.mzml.read_mzml_bytes` does mzML."""
+    refuse_doctype(data, _ROOT_RE, builder.path, "mzXML")
     converter = _converter()
     record = 0
     open_scans: list[int] = []
@@ -94,11 +75,7 @@ def _converter() -> _mzxml.MzXML:
         read_schema=False,
         decode_binary=False,
     )
-    capped = CappedZlib("peaksCount")
-    reader.compression_type_map = {
-        name: capped if name == "zlib compression" else function
-        for name, function in reader.compression_type_map.items()
-    }
+    capped = capped_reader(reader, "peaksCount")
     reader._simms_zlib = capped  # noqa: SLF001 - our own attribute on our own instance
     return reader
 
@@ -171,7 +148,7 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
         builder.skip(record, title, "no <peaks> element")
         return
     try:
-        mz, intensity = _decoded(mz), _decoded(intensity)
+        mz, intensity = decoded(mz), decoded(intensity)
     except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
         builder.skip(record, title, f"corrupt peaks ({first_line(exc)})")
         return
@@ -190,8 +167,3 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
         ion_mode=ion_mode,
         metadata=metadata,
     )
-
-
-def _decoded(array) -> np.ndarray:
-    """A binary array record (``decode_binary=False``) as numbers."""
-    return np.asarray(array.decode() if hasattr(array, "decode") else array, dtype=np.float64)

@@ -2,34 +2,34 @@
 
 from __future__ import annotations
 
-import gc
 import importlib
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from engine.io._build import LibraryBuilder, LoadCancelled, Progress, report_progress
+from engine.io._build import LibraryBuilder, LoadCancelled, Progress, gc_paused, report_progress
 from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_text
 from engine.io.msp_fast import read_msp_fast
 from engine.io.sniff import (
     FORMATS,
+    GZIP_MAGIC,
     RawFile,
     checked_size,
     decode_text,
     file_error,
     format_from_name,
+    replaced_note,
     sniff_format,
 )
 from engine.io.spectra_json import read_json_text
-from engine.io.spectra_json_fast import read_json_fast
-from engine.io.spectra_json_typed import read_json_bytes
+from engine.io.spectra_json_fast import read_json_bytes
 from engine.io.stream import FileStream, HashedBytes
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
-__all__ = ["PARSERS", "LoadCancelled", "read_library", "read_raw"]
+__all__ = ["PARSERS", "LoadCancelled", "read_library"]
 
 #: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
 PARSERS = ("fast", "reference")
@@ -43,7 +43,7 @@ _NOT_FOUND_HINT = {
 }
 _TEXT_READERS = {"mgf": "engine.io.mgf:read_mgf_text", "msp": read_msp_text, "json": read_json_text}
 #: Fast readers of decoded text, each proven equal to its reference above.
-_FAST_TEXT_READERS = {"msp": read_msp_fast, "json": read_json_fast}
+_FAST_TEXT_READERS = {"msp": read_msp_fast}
 #: Fast readers of the bytes (they decode what they need themselves).
 _FAST_BYTES_READERS = {"json": read_json_bytes}
 #: Readers named by module, imported on first use (pyteomics, psims and lxml take
@@ -146,7 +146,7 @@ def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedByt
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
-            if head[:2] == _GZIP_MAGIC:
+            if head[:2] == GZIP_MAGIC:
                 return None
             if parser == "fast" and sniff_format(head) == "mgf" and format in (None, "mgf", "MGF"):
                 return None  # read in blocks as it streams in
@@ -201,7 +201,7 @@ def _read_whole(
     size: int,
     sha256: Callable[[], str] | None = None,
 ) -> SpectrumLibrary:
-    """:func:`read_raw` with its progress (bytes of the content) as the second half of ``size``.
+    """:func:`_parse` with its progress (bytes of the content) as the second half of ``size``.
 
     ``sha256()``, when given, is the file's digest (asked once the content is parsed).
     """
@@ -221,7 +221,6 @@ _HEAD_BYTES = 1 << 16
 _AT_ONCE_BYTES = 1 << 28
 #: What :func:`sniff_format` reads (the format of a file read whole is told from it).
 _SNIFF_BYTES = 1 << 16
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
@@ -235,19 +234,6 @@ def _non_empty(raw: RawFile) -> RawFile:
     return raw
 
 
-def read_raw(
-    raw: RawFile,
-    *,
-    format: str | None = None,
-    parser: str = "fast",
-    progress: Progress | None = None,
-) -> SpectrumLibrary:
-    """:func:`read_library` on bytes already read (used by the cache)."""
-    if parser not in PARSERS:
-        raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
-    return _parse(raw, format, parser, progress, lambda: raw.sha256)
-
-
 def _parse(
     raw: RawFile,
     format: str | None,
@@ -255,12 +241,10 @@ def _parse(
     progress: Progress | None,
     sha256: Callable[[], str],
 ) -> SpectrumLibrary:
-    """:func:`read_raw`, the file's digest asked for (``sha256()``) once the content is read."""
+    """Parse ``raw``, the file's digest asked for (``sha256()``) once the content is read."""
     fmt = _choose_format(raw, format)
     fast_mgf = fmt == "mgf" and parser == "fast"
-    # the fast JSON reader hands MoNA records over column-wise (others one by one)
-    chunked = parser == "fast" and fmt in ("mgf", "json")
-    builder = ChunkedBuilder(raw.path, fmt) if chunked else LibraryBuilder(raw.path, fmt)
+    builder = ChunkedBuilder(raw.path, fmt) if fast_mgf else LibraryBuilder(raw.path, fmt)
     total = len(raw.data)
     report_progress(progress, 0, total, raw.path)
     if fast_mgf:
@@ -272,18 +256,11 @@ def _parse(
     else:
         text, replaced = decode_text(raw.data)
         if replaced:
-            builder.notes.append(
-                f"{replaced} byte(s) that are not UTF-8 read as Windows-1252 characters"
-            )
+            builder.notes.append(replaced_note(replaced))
         readers = _FAST_TEXT_READERS if parser == "fast" else {}
         _reader(readers.get(fmt, _TEXT_READERS[fmt]))(text, builder)
-    was_enabled = gc.isenabled()
-    gc.disable()  # building makes many lists and arrays, no cycle: no collection pass over them
-    try:
+    with gc_paused():  # building makes many lists and arrays, no cycle
         library = builder.build(LibrarySource(raw.path, sha256(), fmt))
-    finally:
-        if was_enabled:
-            gc.enable()
     report_progress(progress, total, total, raw.path)
     return library
 

@@ -1,14 +1,10 @@
-"""Open a spectrum file: read its bytes, un-gzip, and tell its format from the content."""
+"""Spectrum files: sizes and errors, the format told from the content, text decoded."""
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import os
 import re
 import stat
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +12,12 @@ from engine.report import SpectrumFileError
 
 __all__ = [
     "FORMATS",
+    "GZIP_MAGIC",
     "RawFile",
-    "open_raw",
     "format_from_name",
     "sniff_format",
     "decode_text",
+    "replaced_note",
     "split_lines",
     "MAX_GZIP_RATIO",
     "checked_size",
@@ -45,7 +42,8 @@ _EXTENSIONS = {
     ".mzxml": "mzxml",
     ".json": "json",
 }
-_GZIP_MAGIC = b"\x1f\x8b"
+#: The first bytes of a gzip file.
+GZIP_MAGIC = b"\x1f\x8b"
 _MSP_RE = re.compile(rb"^[ \t]*(?:name|num[ _]?peaks)[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _MGF_RE = re.compile(rb"^[ \t]*BEGIN IONS[ \t]*\r?$", re.MULTILINE)
 
@@ -70,60 +68,6 @@ class RawFile:
     sha256: str
     data: bytes
     gzipped: bool
-
-
-def open_raw(path: str | Path, disk_bytes: bytes | None = None) -> RawFile:
-    """Read (or take) a file's bytes, hash them and un-gzip them.
-
-    Raises
-    ------
-    SpectrumFileError
-        Missing or unreadable file, truncated or corrupt gzip, empty file.
-    """
-    name = str(path)
-    if disk_bytes is None:
-        disk_bytes = read_bytes(path)
-    sha = hashlib.sha256(disk_bytes).hexdigest()
-    gzipped = disk_bytes[:2] == _GZIP_MAGIC
-    data = disk_bytes
-    if gzipped:
-        data = _gunzip(name, disk_bytes)
-    if not data.strip():
-        raise SpectrumFileError(name, "empty file" + (" (inside gzip)" if gzipped else ""))
-    return RawFile(name, sha, data, gzipped)
-
-
-def _gunzip(name: str, disk_bytes: bytes) -> bytes:
-    """Decompress in blocks, refusing output beyond ``MAX_GZIP_RATIO`` x the input."""
-    cap = max(MIN_GZIP_CAP, MAX_GZIP_RATIO * len(disk_bytes))
-    out = bytearray()
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(disk_bytes)) as stream:
-            while block := stream.read(1 << 22):
-                out += block
-                if len(out) > cap:
-                    raise SpectrumFileError(
-                        name,
-                        f"decompresses to more than {cap // 2**20} MiB ({MAX_GZIP_RATIO}x its "
-                        "size); refused as a gzip bomb",
-                    )
-    except EOFError:
-        raise SpectrumFileError(name, "truncated gzip (the file ends early)") from None
-    except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-        raise SpectrumFileError(name, f"corrupt gzip ({exc})") from None
-    return bytes(out)
-
-
-def read_bytes(path: str | Path) -> bytes:
-    """The bytes of ``path``, with a :class:`SpectrumFileError` for the usual failures.
-
-    Only regular files are read: a FIFO, socket or device would block or never end.
-    """
-    checked_size(path)
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise file_error(str(path), exc) from None
 
 
 def checked_size(path: str | Path) -> int:
@@ -204,6 +148,11 @@ def decode_text(data: bytes) -> tuple[str, int]:
     if not text.isascii() and _ESCAPED.search(text):
         text, replaced = _ESCAPED.subn(lambda m: _cp1252_char(ord(m.group()) - 0xDC00), text)
     return text, replaced
+
+
+def replaced_note(count: int) -> str:
+    """The import report's note on ``count`` bytes :func:`decode_text` read as cp1252."""
+    return f"{count} byte(s) that are not UTF-8 read as Windows-1252 characters"
 
 
 def split_lines(text: str) -> list[str]:

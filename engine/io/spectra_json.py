@@ -41,9 +41,17 @@ __all__ = [
     "MISSING",
     "MONA_KEYS",
     "add_record",
+    "as_text",
+    "charge_of",
     "gnps_columns",
+    "gnps_metadata",
+    "mona_metadata",
     "parse_document",
+    "precursor_of",
     "read_json_text",
+    "record_fields",
+    "refused_level",
+    "skip_record",
 ]
 
 #: Values GNPS writes for "unknown"; such a key is left out.
@@ -68,7 +76,7 @@ MONA_KEYS = {
     "smiles": "smiles",
 }
 #: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
-_charge = functools.lru_cache(maxsize=4096)(parse_charge_text)
+charge_of = functools.lru_cache(maxsize=4096)(parse_charge_text)
 _MS_LEVEL_RE = re.compile(r"^\s*(?:ms)?\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -177,28 +185,34 @@ def record_fields(
         raise _RecordError(f"not a JSON object but {type(item).__name__}")
     if "peaks_json" in item:
         mz, intensity = peaks if peaks is not None else _gnps_peaks(item["peaks_json"])
-        metadata = metadata if metadata is not None else _gnps_metadata(item)
+        metadata = metadata if metadata is not None else gnps_metadata(item)
     elif "spectrum" in item:
         mz, intensity = peaks if peaks is not None else _mona_peaks(item["spectrum"])
-        metadata = metadata if metadata is not None else _mona_metadata(item)
+        metadata = metadata if metadata is not None else mona_metadata(item)
         level = metadata.get("ms_level", "")
-        found = _MS_LEVEL_RE.match(level)
-        if level and (found is None or int(found.group(1)) != 2):
+        if refused_level(level):
             raise _RecordError(f"MS level {level!r} (only MS2 spectra are read)")
     else:
         raise _RecordError("no peaks (neither 'peaks_json' nor 'spectrum')")
     if len(mz) == 0:
         raise _RecordError("no peaks")
-    precursor = _precursor(metadata.pop("precursor_mz", ""))
+    precursor = precursor_of(metadata.pop("precursor_mz", ""))
     adduct = metadata.get("adduct", "")
-    charge = _charge(metadata.pop("charge", None))
+    charge = charge_of(metadata.pop("charge", None))
     if not charge:
         charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")
     return mz, intensity, precursor, charge, parse_ion_mode(metadata.get("ionmode")), metadata
 
 
-def _precursor(text: str) -> float:
+def refused_level(level: str) -> bool:
+    """Whether a MoNA record of MS level ``level`` is skipped (only MS2 spectra are read)."""
+    found = _MS_LEVEL_RE.match(level)
+    return bool(level) and (found is None or int(found.group(1)) != 2)
+
+
+def precursor_of(text: str) -> float:
+    """The precursor m/z of a metadata text (NaN when empty; raises when unreadable)."""
     if text == "":
         return math.nan
     try:
@@ -207,7 +221,7 @@ def _precursor(text: str) -> float:
         raise _RecordError(f"unreadable precursor m/z {text[:40]!r}") from None
 
 
-def _value(value: object) -> str:
+def as_text(value: object) -> str:
     """A metadata value as text ("" for GNPS' N/A and friends)."""
     if value is None or isinstance(value, dict | list):
         return ""
@@ -260,10 +274,11 @@ def _mona_peaks(spectrum: object) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(mz, dtype=np.float64), np.asarray(intensity, dtype=np.float64)
 
 
-def _gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
+def gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
+    """The metadata of a GNPS record."""
     lowered: dict[str, str] = {}
     for key, value in item.items():
-        text = _value(value)
+        text = as_text(value)
         if key != "peaks_json" and text:
             lowered.setdefault(str(key).strip().lower(), text)
     return gnps_columns(lowered)
@@ -284,29 +299,30 @@ def gnps_columns(lowered: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _mona_metadata(item: Mapping[str, object]) -> dict[str, str]:
+def mona_metadata(item: Mapping[str, object]) -> dict[str, str]:
+    """The metadata of a MoNA record."""
     out: dict[str, str] = {}
     compounds = item.get("compound")
     compound = compounds[0] if isinstance(compounds, list) and compounds else {}
     compound = compound if isinstance(compound, dict) else {}
     names = compound.get("names")
     if isinstance(names, list) and names and isinstance(names[0], dict):
-        name = _value(names[0].get("name"))
+        name = as_text(names[0].get("name"))
         if name:
             out["name"] = name
     for entries in (item.get("metaData"), compound.get("metaData")):
         for entry in entries if isinstance(entries, list) else ():
             if not isinstance(entry, dict):
                 continue
-            key, value = _value(entry.get("name")).lower(), _value(entry.get("value"))
+            key, value = as_text(entry.get("name")).lower(), as_text(entry.get("value"))
             if key and value:
                 column = MONA_KEYS.get(key, key.replace(" ", "_").replace("/", ""))
                 out.setdefault(column, value)
     for field, column in (("inchiKey", "inchikey"), ("inchi", "inchi")):
-        text = _value(compound.get(field))
+        text = as_text(compound.get(field))
         if text:
             out.setdefault(column, text)
-    identifier = _value(item.get("id"))
+    identifier = as_text(item.get("id"))
     if identifier:
         out["id"] = identifier
     return out
@@ -316,7 +332,7 @@ def _title(item: object) -> str:
     if not isinstance(item, dict):
         return ""
     for key in ("Compound_Name", "compound_name", "spectrum_id", "id"):
-        text = _value(item.get(key))
+        text = as_text(item.get(key))
         if text:
             return text[:80]
     return ""

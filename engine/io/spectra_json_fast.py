@@ -1,131 +1,275 @@
-"""Fast GNPS / MoNA JSON reader: the peak strings of all records read at once.
+"""Fast GNPS / MoNA JSON reader: typed decoding, the peak strings of all records at once.
 
 It gives exactly what the reference reader (:func:`engine.io.spectra_json.read_json_text`)
-gives.  The document is parsed by the standard :mod:`json` module, as there (or
-handed over already parsed, by ``msgspec``, from
-:func:`engine.io.spectra_json_typed.read_json_bytes`); then
-the ASCII ``peaks_json`` (GNPS) and ``spectrum`` (MoNA) strings of all records are
-read together by :mod:`engine.io.json_peaks`, which reads a string only when it
-is certain of the reference's result and flags the others, which the reference
-reads alone.  Metadata is gathered by the reference's rules with fewer calls per
-value; every record then goes through the reference's
-:func:`~engine.io.spectra_json.add_record`.
+gives.  A MoNA document is decoded by :mod:`msgspec` into the small structs below,
+which hold only the fields the reference reads (the other subtrees are checked as
+JSON and skipped); the ``spectrum`` value is kept as its JSON text, so a string
+with an escape or a byte that is not ASCII meets a character the peak reader does
+not take and is left to the reference.  Any other document (GNPS, mixed, or one
+that does not fit the structs) is parsed whole, by ``msgspec`` where it reads it
+(it refuses everything :func:`json.loads` refuses and reads floats correctly
+rounded, as :mod:`json` does) or by the reference's :func:`json.loads`.
+
+The peak strings of all records are then read together by :mod:`engine.io.json_peaks`,
+which flags those it is not certain of; metadata is gathered by the reference's
+rules with fewer calls per value.  Records whose peaks or metadata were not read
+here go through the reference's :func:`~engine.io.spectra_json.add_record`, alone.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Mapping
-from operator import itemgetter
+from concurrent.futures import ThreadPoolExecutor
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
+from typing import Any
 
 import numpy as np
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
-from engine.io._build import LibraryBuilder, charge_from_adduct, parse_ion_mode
+from engine.io._build import LibraryBuilder, charge_from_adduct, gc_paused, parse_ion_mode
+from engine.io.sniff import decode_text, replaced_note
 
-__all__ = ["read_json_fast"]
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - the fast path without it
+    msgspec = None
 
-#: Key (or MoNA metaData name) -> what the reference makes of it; only short keys kept.
-_MONA_COLUMN: dict[str, object] = {}
+__all__ = ["read_json_bytes"]
+
+#: How much of the text is looked at to tell MoNA from GNPS.
+_HEAD = 1 << 16
 _MEMO_LIMIT = 4096
-#: Stands for a record's peaks (read, so at least one) where only their number matters.
-_SOME_PEAKS = (np.zeros(1), np.zeros(1))
+_UNKNOWN = object()
+
+if msgspec is not None:
+    _UNSET: Any = msgspec.UNSET
+
+    class _Entry(msgspec.Struct, gc=False):
+        """One ``{name, value}`` of a ``metaData`` list."""
+
+        name: Any = None
+        value: Any = None
+
+    class _Name(msgspec.Struct, gc=False):
+        """One of a compound's ``names``."""
+
+        name: Any = None
+
+    class _Compound(msgspec.Struct, gc=False):
+        """The fields of ``compound[i]`` the reference reads."""
+
+        names: list[_Name] | None = None
+        metaData: list[_Entry] | None = None  # noqa: N815 - the JSON key
+        inchiKey: Any = None  # noqa: N815 - the JSON key
+        inchi: Any = None
+
+    class _Record(msgspec.Struct, gc=False):
+        """The fields of a MoNA record the reference reads (a record title's keys included)."""
+
+        #: The value's JSON text as it is in the file (empty: no such key).
+        spectrum: msgspec.Raw = msgspec.Raw()
+        peaks_json: Any = _UNSET
+        compound: list[_Compound] | None = None
+        metaData: list[_Entry] | None = None  # noqa: N815 - the JSON key
+        id: Any = None
+        Compound_Name: Any = None  # noqa: N815 - the JSON key
+        compound_name: Any = None
+        spectrum_id: Any = None
+
+    _DECODER = msgspec.json.Decoder(list[_Record])
+    _FAILURES: tuple[type[Exception], ...] = (msgspec.MsgspecError, UnicodeError, RecursionError)
 
 
-def read_json_fast(text: str, builder: LibraryBuilder, document: list | None = None) -> None:
-    """Parse GNPS or MoNA JSON ``text`` into ``builder``, as the reference does.
+def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
+    """Read GNPS or MoNA JSON file content into ``builder``, as the reference does.
+
+    ASCII content (the common case) is decoded straight from the bytes, other
+    content after :func:`engine.io.sniff.decode_text`, as the text readers get it.
 
     Parameters
     ----------
-    text : str
-        The whole file, decoded.
+    data : bytes
+        The whole file.
     builder : LibraryBuilder
         Receives every record (kept or skipped).
-    document : list, optional
-        The records, already parsed exactly as :func:`json.loads` parses ``text``
-        (``builder.records`` set); ``text`` is then not read.
 
     Raises
     ------
     SpectrumFileError
         As :func:`engine.io.spectra_json.read_json_text`.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()  # tens of thousands of dicts, none of them in a cycle
-    try:
+    source: bytes | str = data
+    if not data.isascii():
+        source, replaced = decode_text(data)
+        if replaced:
+            builder.notes.append(replaced_note(replaced))
+    with gc_paused():
+        if _read_mona(source, builder):
+            return
+        document = _parsed(source)
         if document is None:
+            text = source if isinstance(source, str) else source.decode("ascii")
             document = ref.parse_document(text, builder)
+        builder.records = len(document)
         _read(document, builder)
-    finally:
-        if was_enabled:
-            gc.enable()
+
+
+def _parsed(source: bytes | str) -> list | None:
+    """The records of a JSON document, or None where ``msgspec`` refuses it or is missing."""
+    if msgspec is None:
+        return None
+    try:
+        document = msgspec.json.decode(source)
+    except _FAILURES:
+        return None
+    if type(document) is dict:
+        return [document]
+    return document if type(document) is list else None
+
+
+def _read_mona(text: bytes | str, builder: LibraryBuilder) -> bool:
+    """Read a MoNA document by typed decoding, if it fits (else leave ``builder`` untouched)."""
+    if msgspec is None:
+        return False
+    head = text[:_HEAD]
+    if isinstance(head, bytes):
+        head = head.decode("ascii", errors="replace")
+    if '"spectrum"' not in head or '"peaks_json"' in head or not head.lstrip().startswith("["):
+        return False
+    try:
+        records = _DECODER.decode(text)
+    except _FAILURES:
+        return False
+    if not all(map(is_, map(attrgetter("peaks_json"), records), repeat(_UNSET))):
+        return False  # a GNPS record: the usual path reads mixed files
+    raws = list(map(attrgetter("spectrum"), records))
+    lengths = np.fromiter(map(len, raws), dtype=np.int64, count=len(raws))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    text = np.frombuffer(b"".join(raws), dtype=np.uint8) if raws else np.zeros(0, np.uint8)
+    quoted = lengths >= 2  # a JSON string is at least its two quotes: read inside them
+    quoted[quoted] = text[starts[quoted]] == ord('"')
+    at = np.flatnonzero(quoted)
+    strings = (text, starts[at] + 1, ends[at] - 1)
+    with ThreadPoolExecutor(1, thread_name_prefix="simms-peaks") as pool:
+        # numba reads the peaks without the GIL while the metadata is gathered here
+        reading = pool.submit(_peaks, json_peaks.read_mona_peaks, at.tolist(), strings)
+        try:
+            metadata = [_metadata(record) for record in records]
+        except Exception:  # noqa: BLE001 - the usual path says what is wrong
+            return False
+        peaks = reading.result()
+    found: dict[int, tuple[int, int, int]] = {}
+    _found(found, at.tolist(), peaks, 1)
+    builder.records = len(records)
+    _add(builder, lambda k: _item(records[k]), metadata, found, [(), peaks])
+    return True
 
 
 def _read(document: list, builder: LibraryBuilder) -> None:
-    gnps: list[int] = []
-    mona: list[int] = []
-    gnps_text: list[str] = []
-    mona_text: list[str] = []
+    """Records parsed whole (dicts): the peak strings read here, metadata by plans."""
+    chosen: tuple[list[int], list[int]] = ([], [])
+    strings: tuple[list[str], list[str]] = ([], [])
     for k, item in enumerate(document):
         if type(item) is not dict:
             continue
-        if "peaks_json" in item:
-            peaks = item["peaks_json"]
+        source = 0 if "peaks_json" in item else 1 if "spectrum" in item else -1
+        if source >= 0:
+            peaks = item["peaks_json" if source == 0 else "spectrum"]
             if type(peaks) is str and peaks.isascii():
-                gnps.append(k)
-                gnps_text.append(peaks)
-        elif "spectrum" in item:
-            peaks = item["spectrum"]
-            if type(peaks) is str and peaks.isascii():
-                mona.append(k)
-                mona_text.append(peaks)
+                chosen[source].append(k)
+                strings[source].append(peaks)
     found: dict[int, tuple[int, int, int]] = {}
-    sources = [
-        _read_peaks(json_peaks.read_gnps_peaks, gnps, gnps_text, found, 0),
-        _read_peaks(json_peaks.read_mona_peaks, mona, mona_text, found, 1),
-    ]
-    is_gnps = frozenset(gnps)
+    sources = []
+    for source, reader in enumerate((json_peaks.read_gnps_peaks, json_peaks.read_mona_peaks)):
+        lengths = np.fromiter(map(len, strings[source]), dtype=np.int64)
+        ends = np.cumsum(lengths)
+        text = np.frombuffer("".join(strings[source]).encode("ascii"), dtype=np.uint8)
+        sources.append(_peaks(reader, chosen[source], (text, ends - lengths, ends)))
+        _found(found, chosen[source], sources[-1], source)
+
+    metadata: list[dict[str, str] | None] = [None] * len(document)
+    for k, (source, _, _) in found.items():
+        try:
+            metadata[k] = (_gnps_metadata if source == 0 else ref.mona_metadata)(document[k])
+        except Exception:  # noqa: BLE001 - the reference says what is wrong
+            pass
+    _add(builder, document.__getitem__, metadata, found, sources)
+
+
+def _peaks(reader: Callable, indices: list[int], strings: tuple) -> tuple:
+    """``reader(*strings)`` (m/z, intensities, offsets, read?) of the records ``indices``."""
+    if not indices:
+        return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.zeros(0, bool)
+    return reader(*strings)
+
+
+def _found(found: dict, indices: list[int], peaks: tuple, source: int) -> None:
+    """``found[record index] = (source, lo, hi)`` for the peak strings read."""
+    bounds = peaks[2].tolist()
+    for j in np.flatnonzero(peaks[3]).tolist():
+        found[indices[j]] = (source, bounds[j], bounds[j + 1])
+
+
+def _add(
+    builder: LibraryBuilder,
+    item: Callable[[int], object],
+    metadata: list[dict[str, str] | None],
+    found: dict[int, tuple[int, int, int]],
+    sources: list,
+) -> None:
+    """Hand the records to ``builder``: those read here in batches, the others alone.
+
+    ``item(k)`` is record ``k`` as the reference sees it, ``metadata[k]`` its
+    metadata where known; ``found`` and ``sources`` say where its peaks are.
+    """
     batch: list[tuple] = []
     batch_source = -1
-    for k, item in enumerate(document):
-        where = found.get(k)
-        metadata = None
-        if where is not None:
-            try:
-                metadata = _gnps_metadata(item) if k in is_gnps else _mona_metadata(item)
-            except Exception:  # noqa: BLE001 - the reference says what is wrong
-                metadata = None
-        if where is None or metadata is None:
+    get = found.get
+    for k, meta in enumerate(metadata):
+        where = get(k)
+        if where is None or meta is None:
             _flush(builder, batch, sources, batch_source)
             peaks = None
             if where is not None:
                 source, lo, hi = where
                 peaks = (sources[source][0][lo:hi], sources[source][1][lo:hi])
-            ref.add_record(k + 1, item, builder, peaks, metadata)
+            ref.add_record(k + 1, item(k), builder, peaks, meta)
             continue
         source, lo, hi = where
         try:
-            precursor, charge, ion_mode, metadata = batch_fields(metadata, source == 1)
+            precursor, charge, ion_mode, meta = _batch_fields(meta, source == 1)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-            ref.skip_record(k + 1, item, builder, exc)
+            _flush(builder, batch, sources, batch_source)
+            ref.skip_record(k + 1, item(k), builder, exc)
             continue
         if source != batch_source:
             _flush(builder, batch, sources, batch_source)
             batch_source = source
-        batch.append((k + 1, precursor, charge, ion_mode, metadata, lo, hi))
+        batch.append((k + 1, precursor, charge, ion_mode, meta, lo, hi))
     _flush(builder, batch, sources, batch_source)
+
+
+def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:
+    """Hand the records in ``batch`` (peaks in ``sources[source]``) to ``builder``."""
+    if batch:
+        builder.add_many(batch, sources[source][0], sources[source][1])
+        batch.clear()
 
 
 #: Stands for a MoNA record in :func:`engine.io.spectra_json.record_fields`, which
 #: only asks which flavour a record is when peaks and metadata are given.
-MONA_ITEM = {"spectrum": ""}
+_MONA_ITEM = {"spectrum": ""}
+#: Stands for a record's peaks (read, so at least one) where only their number matters.
+_SOME_PEAKS = (np.zeros(1), np.zeros(1))
 #: (MoNA?, ms_level, charge, adduct, ionmode) -> (charge, ion mode), or None where the
-#: reference refuses the MS level; see :func:`batch_fields`.
+#: reference refuses the MS level; see :func:`_batch_fields`.
 _SETTLED: dict[tuple, tuple[int, int] | None] = {}
 
 
-def batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int, dict[str, str]]:
+def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int, dict[str, str]]:
     """``record_fields(item, peaks, metadata)[2:]`` of a record whose peaks were read.
 
     What the reference makes of a record's MS level, charge, adduct and ion mode
@@ -138,8 +282,12 @@ def batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int,
     if settled is _UNKNOWN:
         settled = _remember(_SETTLED, key, _settle(*key))
     if settled is None:
-        return ref.record_fields(MONA_ITEM, _SOME_PEAKS, metadata)[2:]
-    precursor = ref._precursor(metadata.pop("precursor_mz", ""))
+        return ref.record_fields(_MONA_ITEM, _SOME_PEAKS, metadata)[2:]
+    text = metadata.pop("precursor_mz", "")
+    try:  # a text float() reads has no blanks inside, so it is its own first word
+        precursor = float(text)
+    except ValueError:
+        precursor = ref.precursor_of(text)
     metadata.pop("charge", None)
     metadata["title"] = get("name", "")
     return precursor, settled[0], settled[1], metadata
@@ -149,42 +297,18 @@ def _settle(
     mona: bool, level: str | None, charge: str | None, adduct: str | None, ion_mode: str | None
 ) -> tuple[int, int] | None:
     """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them."""
-    if mona and level:
-        found = ref._MS_LEVEL_RE.match(level)
-        if found is None or int(found.group(1)) != 2:
-            return None
-    number = ref._charge(charge)
+    if mona and level and ref.refused_level(level):
+        return None
+    number = ref.charge_of(charge)
     if not number:
         number = charge_from_adduct(adduct if adduct is not None else "")
     return number, parse_ion_mode(ion_mode)
 
 
-def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:
-    """Hand the records in ``batch`` (peaks in ``sources[source]``) to ``builder``."""
-    if batch:
-        builder.add_many(batch, sources[source][0], sources[source][1])
-        batch.clear()
-
-
-def _read_peaks(
-    reader: Callable,
-    indices: list[int],
-    strings: list[str],
-    found: dict[int, tuple[int, int, int]],
-    source: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Read the peak ``strings``; ``found[record index] = (source, lo, hi)`` for those read."""
-    if not indices:
-        return np.empty(0), np.empty(0)
-    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    buf = np.frombuffer("".join(strings).encode("ascii"), dtype=np.uint8)
-    mz, intensity, offsets, ok = reader(buf, starts, ends)
-    bounds = offsets.tolist()
-    for j in np.flatnonzero(ok).tolist():
-        found[indices[j]] = (source, bounds[j], bounds[j + 1])
-    return mz, intensity
+def _remember(memo: dict, key: object, value: object) -> object:
+    if len(memo) < _MEMO_LIMIT:
+        memo[key] = value
+    return value
 
 
 def _case_variants(word: str) -> set[str]:
@@ -196,25 +320,12 @@ def _case_variants(word: str) -> set[str]:
 
 #: Every text whose ``lower()`` is a missing-value marker (only ASCII letters lower to them).
 _MISSING_ANY = frozenset(v for word in ref.MISSING for v in _case_variants(word))
-_UNKNOWN = object()
 #: Record keys -> (getter of the keys other than peaks_json, their lowered forms), or
 #: None when two keys lower to the same; lowered keys -> the columns they fill.
 _KEY_PLANS: dict[tuple, tuple | None] = {}
 _COLUMN_PLANS: dict[tuple, tuple] = {}
-
-
-def _text(value: object) -> str:
-    """:func:`engine.io.spectra_json._value`, quicker for strings."""
-    if type(value) is str:
-        text = value.strip()
-        return "" if text in _MISSING_ANY else text
-    return ref._value(value)
-
-
-def _remember(memo: dict, key: object, value: object) -> object:
-    if len(memo) < _MEMO_LIMIT:
-        memo[key] = value
-    return value
+#: MoNA metaData name -> the column it fills (None: none); only short names kept.
+_MONA_COLUMN: dict[str, str | None] = {}
 
 
 def _key_plan(keys: tuple) -> tuple | None:
@@ -271,13 +382,13 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
     if plan is _UNKNOWN:
         plan = _remember(_KEY_PLANS, keys, _key_plan(keys))
     if plan is None:
-        return ref._gnps_metadata(item)
+        return ref.gnps_metadata(item)
     getter, lows, full = plan
     values = getter(item)
     try:  # JSON strings mostly
         texts = list(map(str.strip, values))
     except TypeError:
-        texts = [v.strip() if type(v) is str else ref._value(v) for v in values]
+        texts = [v.strip() if type(v) is str else ref.as_text(v) for v in values]
     if _MISSING_ANY.isdisjoint(texts):
         return _full_metadata(full, texts)
     lowered = {k: t for k, t in zip(lows, texts, strict=True) if t not in _MISSING_ANY}
@@ -299,44 +410,75 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
 
 def _mona_column(name: object) -> str | None:
     """The column of a metaData ``name`` (None when the name is empty)."""
-    key = ref._value(name).lower()
+    key = ref.as_text(name).lower()
     column = ref.MONA_KEYS.get(key, key.replace(" ", "_").replace("/", "")) if key else None
     if type(name) is str:
         _remember(_MONA_COLUMN, name, column)
     return column
 
 
-def _mona_metadata(item: Mapping[str, object]) -> dict[str, str]:
+def _item(record: Any) -> dict[str, object]:
+    """A decoded MoNA record as the reference sees it, as far as its peaks and title go."""
+    item: dict[str, object] = {}
+    if len(record.spectrum):
+        item["spectrum"] = msgspec.json.decode(record.spectrum)
+    item["Compound_Name"] = record.Compound_Name
+    item["compound_name"] = record.compound_name
+    item["spectrum_id"] = record.spectrum_id
+    item["id"] = record.id
+    return item
+
+
+def _metadata(record: Any) -> dict[str, str]:
+    """:func:`engine.io.spectra_json.mona_metadata` of a decoded MoNA record.
+
+    Written out for speed: this runs once per record, the loop once per entry.
+    """
     out: dict[str, str] = {}
-    compounds = item.get("compound")
-    compound = compounds[0] if isinstance(compounds, list) and compounds else {}
-    compound = compound if isinstance(compound, dict) else {}
-    names = compound.get("names")
-    if isinstance(names, list) and names and isinstance(names[0], dict):
-        name = _text(names[0].get("name"))
-        if name:
-            out["name"] = name
-    for entries in (item.get("metaData"), compound.get("metaData")):
-        if not isinstance(entries, list):
-            continue
+    missing = _MISSING_ANY  # every text as_text() makes "", and "" itself
+    text_of = ref.as_text
+    compounds = record.compound
+    compound = compounds[0] if compounds else None
+    entries = record.metaData
+    if compound is not None:
+        names = compound.names
+        if names:
+            name = names[0].name
+            name = name.strip() if type(name) is str else text_of(name)
+            if name not in missing:
+                out["name"] = name
+        more = compound.metaData
+        if more:
+            entries = entries + more if entries else more
+    if entries:
+        columns = _MONA_COLUMN
         for entry in entries:
-            if type(entry) is not dict:
-                continue
-            name = entry.get("name")
-            column = _MONA_COLUMN.get(name, _UNKNOWN) if type(name) is str else _UNKNOWN
-            if column is _UNKNOWN:
+            name = entry.name
+            try:  # only names that are strings are kept
+                column = columns[name]
+            except (KeyError, TypeError):
                 column = _mona_column(name)
             if column is None or column in out:
                 continue
-            value = entry.get("value")
-            value = value.strip() if type(value) is str else ref._value(value)
-            if value not in _MISSING_ANY:
+            value = entry.value
+            kind = type(value)
+            if kind is str:
+                value = value.strip()
+            elif kind is float:  # str() of a float, which has no blanks ("nan" is missing)
+                value = repr(value)
+            else:
+                value = text_of(value)
+            if value not in missing:
                 out[column] = value
-    for field, column in (("inchiKey", "inchikey"), ("inchi", "inchi")):
-        text = _text(compound.get(field))
-        if text:
-            out.setdefault(column, text)
-    identifier = _text(item.get("id"))
-    if identifier:
-        out["id"] = identifier
+    if compound is not None:
+        for field, column in (("inchiKey", "inchikey"), ("inchi", "inchi")):
+            if column not in out:
+                text = getattr(compound, field)
+                text = text.strip() if type(text) is str else text_of(text)
+                if text not in missing:
+                    out[column] = text
+    text = record.id
+    text = text.strip() if type(text) is str else text_of(text)
+    if text not in missing:
+        out["id"] = text
     return out

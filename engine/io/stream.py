@@ -3,9 +3,8 @@
 :class:`FileStream` reads, hashes and un-gzips a file on a thread of its own
 (``hashlib`` and ``zlib`` release the GIL, so this overlaps the parse) and hands
 the content over in blocks through a short queue, so memory stays bounded
-however large the file.  It applies :func:`engine.io.sniff.open_raw`'s rules:
-the same errors for missing, unreadable, truncated or corrupt gzip files and
-the same gzip-bomb cap.
+however large the file, with one-line errors for missing, unreadable, truncated
+or corrupt gzip files and a cap against gzip bombs.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from engine.io.sniff import MAX_GZIP_RATIO, MIN_GZIP_CAP, checked_size, file_error
+from engine.io.sniff import GZIP_MAGIC, MAX_GZIP_RATIO, MIN_GZIP_CAP, checked_size, file_error
 from engine.report import SpectrumFileError
 
 __all__ = ["BLOCK_BYTES", "FileStream", "HashedBytes", "file_digest"]
@@ -28,7 +27,6 @@ __all__ = ["BLOCK_BYTES", "FileStream", "HashedBytes", "file_digest"]
 BLOCK_BYTES = 1 << 22
 #: Blocks the reading thread may be ahead of the parse.
 _AHEAD = 4
-_GZIP_MAGIC = b"\x1f\x8b"
 _DONE = object()
 
 
@@ -69,7 +67,7 @@ class FileStream:
             self._file = open(path, "rb")  # noqa: SIM115 - closed by the reading thread
         except OSError as exc:
             raise file_error(self.path, exc) from None
-        self.gzipped = self._file.read(2) == _GZIP_MAGIC
+        self.gzipped = self._file.read(2) == GZIP_MAGIC
         self._file.seek(0)
         self.sha256 = ""
         self._reader = _Hashing(self._file)
