@@ -28,6 +28,7 @@ __all__ = [
     "new_scratch",
     "pair_allowed",
     "precursor_ok",
+    "read_only",
     "spectrum_set",
 ]
 
@@ -180,7 +181,7 @@ def spectrum_set(
     polarity: np.ndarray | None = None,
     name: str = "spectra",
 ) -> SpectrumSet:
-    """A checked, contiguous :class:`SpectrumSet` (float64 arrays, int64 offsets and index).
+    """A checked, contiguous, read-only :class:`SpectrumSet` (float64, int64 offsets and index).
 
     Raises
     ------
@@ -209,7 +210,22 @@ def spectrum_set(
     polarity = np.ascontiguousarray(polarity, dtype=np.int8)
     if polarity.shape != (n,):
         raise ValueError(f"{name}: polarity must have one value per spectrum")
-    return SpectrumSet(mz, weight, offsets, norm, precursor_mz, index, polarity)
+    arrays = (mz, weight, offsets, norm, precursor_mz, index, polarity)
+    return SpectrumSet(*(read_only(a) for a in arrays))
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, or a read-only view of it.
+
+    The kernels only read a set, and numba types a read-only array apart from a
+    writable one: one kind only keeps each kernel to one compiled signature (a
+    library's own arrays are read-only, prepared ones are not).
+    """
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def checked_block(
