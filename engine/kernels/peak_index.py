@@ -33,6 +33,7 @@ from engine.kernels.spectrum_set import (
     longest_in_block,
     new_scratch,
     pair_allowed,
+    read_only_view,
 )
 from engine.kernels.threads import for_each_span
 
@@ -174,9 +175,9 @@ def _shifted_bounds_kind(marker, q, qmz, qw, queries, index, tolerance, entropy,
         if nt < 0 or prec != prec:  # NaN: no shifted candidates
             return nt, True
         bound, cnt, touched = work
-        # entropy is False and counting True for this kind: the zero-shift call's own
-        # (not literals, which would compile accumulate_bounds a second time)
-        return accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
+        # entropy is False and counting True for this kind: the zero-shift call's own (not
+        # literals), and the keys read-only as its query peaks: accumulate_bounds compiles once
+        return accumulate_bounds(read_only_view(qmz - prec), qw, index.loss, index.loss_spectrum,
                                  index.loss_weight, tolerance, entropy, counting, bound, cnt,
                                  touched, nt, stop)  # fmt: skip
 
@@ -202,7 +203,7 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _candidate_bounds(
     q, queries, index, tolerance, marker, counting, bound, cnt, touched, stop
 ):  # pragma: no cover
@@ -227,7 +228,7 @@ def _candidate_bounds(
     return nt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _indexed_row(
     q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop
 ):  # pragma: no cover - numba
@@ -254,7 +255,7 @@ def _indexed_row(
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _row_hits(
     q,
     queries,

@@ -13,6 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.core import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 __all__ = [
     "COSINE",
@@ -29,6 +32,7 @@ __all__ = [
     "pair_allowed",
     "precursor_ok",
     "read_only",
+    "read_only_view",
     "spectrum_set",
 ]
 
@@ -238,3 +242,20 @@ def checked_block(
     if not 0 <= start <= stop <= n:
         raise ValueError(f"{name}: range [{start}, {stop}) outside [0, {n}]")
     return spectra, start, stop
+
+
+@intrinsic
+def read_only_view(typingctx, array):
+    """In compiled code: ``array`` typed read-only (the same data, no copy).
+
+    Arrays built inside a kernel are writable; passed where the kernels also pass
+    a set's read-only arrays, they would compile the callee a second time.
+    """
+    if not isinstance(array, types.Array):
+        return None
+    sig = array.copy(readonly=True)(array)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return sig, codegen
