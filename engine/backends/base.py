@@ -21,6 +21,7 @@ from engine.kernels import (
     float32_tolerance,
     prepare_weights,
 )
+from engine.kernels.spectrum_set import read_only
 from engine.library import SpectrumLibrary
 from engine.memo import derived, nbytes
 from engine.params import SearchParameters
@@ -156,11 +157,10 @@ class PreparedSpectra:
 
     @property
     def spectrum_set(self) -> SpectrumSet:
-        """The arrays the kernels read, as one tuple."""
-        return SpectrumSet(
-            self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.ranks,
-            self.polarities,
-        )  # fmt: skip
+        """The arrays the kernels read, as one tuple of read-only views (one signature)."""
+        arrays = (self.mz, self.weight, self.offsets, self.norm, self.precursor_mz, self.ranks,
+                  self.polarities)  # fmt: skip
+        return SpectrumSet(*(read_only(a) for a in arrays))
 
     @cached_property
     def ranks(self) -> np.ndarray:

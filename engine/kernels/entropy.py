@@ -67,13 +67,15 @@ def _by_mz_drop_zero(mz, intensity, n):  # pragma: no cover - numba
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _intensity_order(intensity, n, order, stack):  # pragma: no cover - numba
     """Peaks by intensity, highest first, in ms_entropy's order (its Lomuto quicksort)."""
     for k in range(n):
         order[k] = k
     if n > QUICKSORT_LIMIT:
-        order[:n] = np.argsort(-intensity[:n], kind="mergesort")
+        by_intensity = np.argsort(-intensity[:n], kind="mergesort")
+        for k in range(n):  # not a slice assignment (see rows.sort_row)
+            order[k] = by_intensity[k]
         return
     top = 0
     stack[0] = 0
@@ -100,7 +102,7 @@ def _intensity_order(intensity, n, order, stack):  # pragma: no cover - numba
         top += 4
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _needs_centroid(mz, n, min_difference):  # pragma: no cover - numba
     for k in range(1, n):
         if mz[k] - mz[k - 1] <= min_difference:
@@ -108,7 +110,7 @@ def _needs_centroid(mz, n, min_difference):  # pragma: no cover - numba
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _centroid_once(mz, intensity, n, min_difference, order, stack):  # pragma: no cover
     """One merging round, in place; returns the new length.
 
@@ -138,7 +140,7 @@ def _centroid_once(mz, intensity, n, min_difference, order, stack):  # pragma: n
     return _by_mz_drop_zero(mz, intensity, n)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _clean_one(mz_in, int_in, max_mz, noise, min_difference, mz, intensity):  # pragma: no cover
     """Clean one spectrum into ``mz``/``intensity`` (float32 scratch); returns its length."""
     n = np.int64(0)  # not the literal 0: callees would compile for it too

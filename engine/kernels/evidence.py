@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.entropy import entropy_core
-from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE
+from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE, read_only_view
 from engine.kernels.threads import for_each_span
 
 __all__ = ["hit_evidence"]
@@ -41,7 +41,7 @@ def _partners(mzA, a0, a1, mzB, b0, b1, tol, shift, flags_a, flags_b):  # pragma
             j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled with it, not apart
 def _one(q, l, score, queries, library, tolerance, kind):  # pragma: no cover - numba
     q0, q1 = queries.offsets[q], queries.offsets[q + 1]
     l0, l1 = library.offsets[l], library.offsets[l + 1]
@@ -77,8 +77,9 @@ def _one(q, l, score, queries, library, tolerance, kind):  # pragma: no cover - 
                 w[k] = queries.weight[q0 + j] / kept
                 k += 1
         reverse, _ = entropy_core(
-            mz, w, np.int64(0), m, library.mz, library.weight, l0, l1, tolerance
-        )
+            read_only_view(mz), read_only_view(w), np.int64(0), m, library.mz, library.weight,
+            l0, l1, tolerance,
+        )  # fmt: skip
         return reverse, explained
     partnered = 0.0
     for j in range(q1 - q0):

@@ -156,7 +156,8 @@ def _top_k(mz, intensity, pos, n, k, mask, scratch):  # pragma: no cover - numba
         return n
     if k == 0:
         return 0
-    scratch[:n] = intensity[:n]
+    for i in range(n):  # not a slice assignment: see rows.sort_row
+        scratch[i] = intensity[i]
     kth = _kth_smallest(scratch, n, n - k)  # the k-th largest intensity
     need = k
     sorted_ties = True
@@ -297,9 +298,9 @@ def _decide_span(
             if stop == 0:  # no step drops peaks
                 new_offsets[s + 1] = n
                 continue
-            work_mz[:n] = mz[a : a + n]
-            work_int[:n] = intensity[a : a + n]
-            for i in range(n):
+            for i in range(n):  # not slice assignments: see rows.sort_row
+                work_mz[i] = mz[a + i]
+                work_int[i] = intensity[a + i]
                 pos[i] = i
             m = _decide(
                 work_mz, work_int, pos, n, precursor[s], codes, params, stop, tops[s],
@@ -330,8 +331,9 @@ def _write_span(
             om = out_mz[d : d + m]
             oi = out_int[d : d + m]
             if m == n:
-                om[:] = mz[a : a + n]
-                oi[:] = intensity[a : a + n]
+                for i in range(n):  # not slice assignments: see rows.sort_row
+                    om[i] = mz[a + i]
+                    oi[i] = intensity[a + i]
             elif m > 0:
                 base = a - first
                 last = base + n - 1

@@ -19,12 +19,13 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, list_touched
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
-from engine.kernels.score_kinds import kind_marker, kind_score
+from engine.kernels.score_kinds import CosineKind, ModifiedCosineKind, kind_marker, kind_score
 from engine.kernels.spectrum_set import (
     COSINE,
     ENTROPY,
@@ -32,6 +33,7 @@ from engine.kernels.spectrum_set import (
     longest_in_block,
     new_scratch,
     pair_allowed,
+    read_only_view,
 )
 from engine.kernels.threads import for_each_span
 
@@ -145,16 +147,51 @@ def _bound(u, den):  # pragma: no cover - numba
 LONG_PAIR = 1 << 12
 
 
-@njit(cache=True, inline="always")
-def _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):  # pragma: no cover
+def _can_reach(marker, q, l, queries, library, tolerance, floor, colmax):  # pragma: no cover
     """False when a long pair's cosine is proven below ``floor``; True otherwise
-    (other scores, short pairs)."""
-    if kind != COSINE:
-        return True
-    na = library.offsets[l + 1] - library.offsets[l]
-    if na * (queries.offsets[q + 1] - queries.offsets[q]) <= LONG_PAIR:
-        return True
-    return pair_can_reach(q, l, queries, library, tolerance, floor, colmax)
+    (other scores, short pairs).  Typed by ``marker``: only the cosine's kernel
+    compiles the bound."""
+
+
+@overload(_can_reach, jit_options={"cache": True})
+def _can_reach_kind(marker, q, l, queries, library, tolerance, floor, colmax):
+    if getattr(marker, "instance_class", None) is not CosineKind:
+        return lambda marker, q, l, queries, library, tolerance, floor, colmax: True
+
+    def impl(marker, q, l, queries, library, tolerance, floor, colmax):  # pragma: no cover
+        na = library.offsets[l + 1] - library.offsets[l]
+        if na * (queries.offsets[q + 1] - queries.offsets[q]) <= LONG_PAIR:
+            return True
+        return pair_can_reach(q, l, queries, library, tolerance, floor, colmax)
+
+    return impl
+
+
+def _shifted_bounds(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, nt,
+                    stop):  # fmt: skip
+    """The modified cosine's shifted candidates added to :func:`_candidate_bounds`'s;
+    returns ``(nt, listed)``.  Typed by ``marker``: the other kinds compile none."""
+
+
+@overload(_shifted_bounds, jit_options={"cache": True})
+def _shifted_bounds_kind(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work,
+                         nt, stop):  # fmt: skip
+    if getattr(marker, "instance_class", None) is not ModifiedCosineKind:
+        return lambda marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, \
+            nt, stop: (nt, True)  # fmt: skip
+
+    def impl(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, nt, stop):
+        prec = queries.precursor_mz[q]
+        if nt < 0 or prec != prec:  # NaN: no shifted candidates
+            return nt, True
+        bound, cnt, touched = work
+        # entropy is False and counting True for this kind: the zero-shift call's own (not
+        # literals), and the keys read-only as its query peaks: accumulate_bounds compiles once
+        return accumulate_bounds(read_only_view(qmz - prec), qw, index.loss, index.loss_spectrum,
+                                 index.loss_weight, tolerance, entropy, counting, bound, cnt,
+                                 touched, nt, stop)  # fmt: skip
+
+    return impl
 
 
 @njit(cache=True)
@@ -176,9 +213,9 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _candidate_bounds(
-    q, queries, index, tolerance, kind, counting, bound, cnt, touched, stop
+    q, queries, index, tolerance, marker, counting, bound, cnt, touched, stop
 ):  # pragma: no cover
     """Bounds and candidate counts of query ``q`` with the block's spectra.
 
@@ -189,22 +226,19 @@ def _candidate_bounds(
     q1 = queries.offsets[q + 1]
     qmz = queries.mz[q0:q1]
     qw = queries.weight[q0:q1]
-    entropy = kind == ENTROPY
+    entropy = marker.kind == ENTROPY
     nt, listed = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight,
-                                   tolerance, entropy, counting, bound, cnt, touched, 0,
-                                   stop)  # fmt: skip
-    prec = queries.precursor_mz[q]
-    if kind == MODIFIED_COSINE and nt >= 0 and prec == prec:  # NaN: no shifted candidates
-        nt, shifted_listed = accumulate_bounds(qmz - prec, qw, index.loss, index.loss_spectrum,
-                                               index.loss_weight, tolerance, False, True,
-                                               bound, cnt, touched, nt, stop)  # fmt: skip
-        listed = listed and shifted_listed
+                                   tolerance, entropy, counting, bound, cnt, touched,
+                                   np.int64(0), stop)  # fmt: skip
+    nt, shifted_listed = _shifted_bounds(marker, q, qmz, qw, queries, index, tolerance, entropy,
+                                         counting, (bound, cnt, touched), nt, stop)  # fmt: skip
+    listed = listed and shifted_listed
     if nt >= 0 and not listed:  # (re)list them all, once each
         nt = list_touched(bound, cnt, touched)
     return nt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _indexed_row(
     q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop
 ):  # pragma: no cover - numba
@@ -216,7 +250,7 @@ def _indexed_row(
     bound, cnt, touched = work
     # one matched peak is implied by a candidate: the entropy search then counts none
     counting = marker.kind != ENTROPY or options.min_matches > 1
-    nt = _candidate_bounds(q, queries, index, options.tolerance, marker.kind, counting,
+    nt = _candidate_bounds(q, queries, index, options.tolerance, marker, counting,
                            bound, cnt, touched, stop)  # fmt: skip
     if nt < 0:
         bound[:] = 0.0
@@ -231,7 +265,7 @@ def _indexed_row(
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _row_hits(
     q,
     queries,
@@ -260,7 +294,6 @@ def _row_hits(
     threshold = options.threshold
     top_n = options.top_n
     qn = queries.norm[q]
-    kind = marker.kind
     colmax = np.empty(queries.offsets[q + 1] - queries.offsets[q], dtype=np.float64)
     n = np.int64(0)  # not the literal 0: callees would compile for it too
     if top_n == 0:
@@ -272,7 +305,7 @@ def _row_hits(
             l = l_start + c
             if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
                 continue
-            if not _can_reach(q, l, queries, library, tolerance, kind, threshold, colmax):
+            if not _can_reach(marker, q, l, queries, library, tolerance, threshold, colmax):
                 continue
             s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
             if m >= min_matches and s >= threshold:
@@ -317,7 +350,7 @@ def _row_hits(
         l = l_start + c
         if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
             continue
-        if not _can_reach(q, l, queries, library, tolerance, kind, floor, colmax):
+        if not _can_reach(marker, q, l, queries, library, tolerance, floor, colmax):
             continue
         s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
         if m >= min_matches and s >= threshold:

@@ -77,9 +77,13 @@ def sort_row(hs, hl, hm, n, index):  # pragma: no cover - numba
         order[0] = order[end]
         order[end] = first
         _sift_down(order, 0, end, hs, hl, index)
-    hl[:n] = hl[:n][order]
-    hs[:n] = hs[:n][order]
-    hm[:n] = hm[:n][order]
+    # element by element: an array assigned to a slice compiles numba's shape-mismatch
+    # message (its string formatting: about a second of a first run)
+    sorted_l, sorted_s, sorted_m = hl[:n][order], hs[:n][order], hm[:n][order]
+    for k in range(n):
+        hl[k] = sorted_l[k]
+        hs[k] = sorted_s[k]
+        hm[k] = sorted_m[k]
 
 
 @njit(cache=True, inline="always")

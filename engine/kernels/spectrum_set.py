@@ -13,6 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.core import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 __all__ = [
     "COSINE",
@@ -28,6 +31,8 @@ __all__ = [
     "new_scratch",
     "pair_allowed",
     "precursor_ok",
+    "read_only",
+    "read_only_view",
     "spectrum_set",
 ]
 
@@ -180,7 +185,7 @@ def spectrum_set(
     polarity: np.ndarray | None = None,
     name: str = "spectra",
 ) -> SpectrumSet:
-    """A checked, contiguous :class:`SpectrumSet` (float64 arrays, int64 offsets and index).
+    """A checked, contiguous, read-only :class:`SpectrumSet` (float64, int64 offsets and index).
 
     Raises
     ------
@@ -209,7 +214,22 @@ def spectrum_set(
     polarity = np.ascontiguousarray(polarity, dtype=np.int8)
     if polarity.shape != (n,):
         raise ValueError(f"{name}: polarity must have one value per spectrum")
-    return SpectrumSet(mz, weight, offsets, norm, precursor_mz, index, polarity)
+    arrays = (mz, weight, offsets, norm, precursor_mz, index, polarity)
+    return SpectrumSet(*(read_only(a) for a in arrays))
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, or a read-only view of it.
+
+    The kernels only read a set, and numba types a read-only array apart from a
+    writable one: one kind only keeps each kernel to one compiled signature (a
+    library's own arrays are read-only, prepared ones are not).
+    """
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def checked_block(
@@ -222,3 +242,20 @@ def checked_block(
     if not 0 <= start <= stop <= n:
         raise ValueError(f"{name}: range [{start}, {stop}) outside [0, {n}]")
     return spectra, start, stop
+
+
+@intrinsic
+def read_only_view(typingctx, array):
+    """In compiled code: ``array`` typed read-only (the same data, no copy).
+
+    Arrays built inside a kernel are writable; passed where the kernels also pass
+    a set's read-only arrays, they would compile the callee a second time.
+    """
+    if not isinstance(array, types.Array):
+        return None
+    sig = array.copy(readonly=True)(array)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return sig, codegen
