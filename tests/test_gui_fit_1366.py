@@ -154,3 +154,38 @@ def test_stopped_bar_leaves_its_words_whole(viewer, qtbot):
     chunk = sum(c.blue() > c.red() + 60 for c in colors)  # the highlight's blue
     assert chunk == 0  # no chunk edge inside the words ("stopped · 11█ hits")
     assert "45 %" in panel.progress_label.text()
+
+
+_DOCK_BARS = """
+import time
+from PyQt6.QtWidgets import QTabBar
+import simms_gui._qt.main_window as main_window
+main_window.COMPACT_HEIGHT = 10**6  # a small screen: Spectra and Queries tabbed
+from simms_gui.viewer import Viewer, get_app
+app = get_app()
+viewer = Viewer(show=True, persist_settings=True)
+end = time.time() + 1.5
+while time.time() < end:
+    app.processEvents()
+    time.sleep(0.02)
+w = viewer.window
+status = w.statusBar().geometry()
+for b in w.findChildren(QTabBar):
+    if b.parent() is w and b.isVisible():
+        print("bar", b.tabText(0), b.geometry().intersects(status))
+viewer.close()
+"""
+
+
+@pytest.mark.slow
+def test_first_start_draws_one_dock_tab_bar_clear_of_the_status_bar(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # a fresh process and profile, as the first start that showed the stale bars
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _DOCK_BARS], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)  # fmt: skip
+    bars = [line for line in done.stdout.splitlines() if line.startswith("bar ")]
+    assert bars == ["bar Spectra False"]  # Qt had left two more, one over the status bar

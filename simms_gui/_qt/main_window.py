@@ -281,16 +281,21 @@ class MainWindow(QMainWindow):
             screen = self.screen() or QGuiApplication.primaryScreen()
             height = screen.availableGeometry().height() if screen is not None else 1080
             compact = height < COMPACT_HEIGHT
-        for dock in (self.search_dock, self.files_dock, self.queries_dock):
-            self.removeDockWidget(dock)
-            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
-            dock.show()
+        # docks re-added only for a new layout: taking tabbed docks apart and tabbing
+        # them again leaves Qt's old tab bar drawn over the status bar
+        relayout = getattr(self, "compact_docks", None) != compact
+        if relayout:
+            for dock in (self.search_dock, self.files_dock, self.queries_dock):
+                self.removeDockWidget(dock)
+                self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+                dock.show()
         Vertical, Horizontal = Qt.Orientation.Vertical, Qt.Orientation.Horizontal  # noqa: N806
         # the search form whole when there is room (it scrolls when there is not)
         search = self.search_panel.preferred_height()
         if compact:
-            self.tabifyDockWidget(self.files_dock, self.queries_dock)
-            self.queries_dock.raise_()
+            if relayout:
+                self.tabifyDockWidget(self.files_dock, self.queries_dock)
+                self.queries_dock.raise_()
             self.resizeDocks([self.search_dock, self.queries_dock], [42, 58], Vertical)
         else:
             rest = max(self.height() - search - 120, 300)
