@@ -820,8 +820,7 @@ def test_cli_dask_stall_timeout_reaches_every_dask_job(monkeypatch, data_dir, tm
 
     import engine.api
     import engine.cli
-    import engine.cli_cluster
-    import engine.cli_network
+    import engine.cli_progress
     from engine.cli import main
 
     seen = []
@@ -836,8 +835,7 @@ def test_cli_dask_stall_timeout_reaches_every_dask_job(monkeypatch, data_dir, tm
     monkeypatch.setattr(engine.api, "DaskSearchJob", Recorder)
     monkeypatch.setattr(engine.cli, "open_client", lambda *a, **k: "client")
     monkeypatch.setattr(engine.cli, "shutdown", lambda client: None)
-    for module in (engine.cli_cluster, engine.cli_network):
-        monkeypatch.setattr(module, "dask_client", lambda args: nullcontext("client"))
+    monkeypatch.setattr(engine.cli_progress, "dask_client", lambda args: nullcontext("client"))
     path = str(data_dir / "pesticides.mgf")
     common = ["-q", "--no-cache", "--backend", "cpu", "--dask", "x:1", "--dask-stall-timeout"]
     commands = {
