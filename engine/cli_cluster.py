@@ -66,7 +66,9 @@ def add_cluster_parser(sub) -> None:
         "--threshold", type=float, default=0.9, help="similarity cut (distance 1 - cut) [0.9]"
     )
     c.add_argument("--linkage", choices=["complete", "single"], default="complete")
-    c.add_argument("--min-matches", type=int, default=0, help="matched peaks a link needs [1]")
+    c.add_argument(
+        "--min-matches", type=int, default=0, help="matched peaks a link needs (one always) [0]"
+    )
     c.add_argument(
         "--preprocess",
         metavar="SPEC",
