@@ -334,7 +334,7 @@ def test_frozen_app_builds_and_passes_its_smoke_test(tmp_path):
     # the second run on numba's workqueue layer, as on a machine without libgomp1,
     # where the warm-up thread and the search must take turns
     runs = {
-        "first (compiles)": {},
+        "first (kernels shipped in the bundle)": {},
         "second (numba cache, workqueue)": {"NUMBA_THREADING_LAYER": "workqueue"},
     }
     for run, extra in runs.items():
