@@ -105,3 +105,15 @@ def window(qtbot, boxes):
     w.show()
     yield w
     w.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A local Dask cluster of two one-thread worker processes and its client (per module)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        env={"NUMBA_NUM_THREADS": "1"},
+    ) as cluster, Client(cluster, set_as_default=False) as client:  # fmt: skip
+        yield cluster, client

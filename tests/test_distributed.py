@@ -47,17 +47,6 @@ def data(massbank_library, massbank_queries):
     return massbank_queries.subset(range(100)), library
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-        env={"NUMBA_NUM_THREADS": "1"},
-    ) as cluster, Client(cluster, set_as_default=False) as client:  # fmt: skip
-        yield cluster, client
-
-
 def single_process(queries, library, params):
     job = SearchJob(queries, library, params, backend="cpu")
     return job.run(), job.progress.pairs_total

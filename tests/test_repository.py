@@ -251,28 +251,22 @@ def test_parallel_synthetic_build_and_compaction_give_the_same_spectra(tmp_path,
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-        env={"NUMBA_NUM_THREADS": "1"},
-    ) as cluster, Client(cluster, set_as_default=False) as client:  # fmt: skip
-        yield client
+def client(cluster):
+    return cluster[1]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("via", ["tasks", "job"])
-def test_dask_search_of_real_files_equals_in_memory(cluster, real_repo, real_queries, via):
+def test_dask_search_of_real_files_equals_in_memory(client, real_repo, real_queries, via):
     repo, _ = real_repo
     for params in (MODES["identity"], MODES["entropy-open"]):
-        hits = repo.search(real_queries, params, backend="cpu", client=cluster, via=via).run()
+        hits = repo.search(real_queries, params, backend="cpu", client=client, via=via).run()
         _same_hits(hits, engine.search(real_queries, repo.library(), params, backend="cpu"))
 
 
 @pytest.mark.slow
 def test_million_spectrum_synthetic_repository_on_dask(
-    cluster, tmp_path, massbank_library, massbank_queries
+    client, tmp_path, massbank_library, massbank_queries
 ):
     """10⁶ SYNTHETIC spectra built, 10⁵ appended, searched on a local Dask cluster."""
     repo = build_synthetic(tmp_path / "syn", massbank_library, 1_000_000, shard_spectra=250_000)
@@ -282,7 +276,7 @@ def test_million_spectrum_synthetic_repository_on_dask(
     whole = repo.library()
     for params in (MODES["identity"], MODES["entropy-open"]):
         expected = engine.search(queries, whole, params, backend="cpu")
-        hits = repo.search(queries, params, backend="cpu", client=cluster).run()
+        hits = repo.search(queries, params, backend="cpu", client=client).run()
         assert len(expected) > 100  # most of the 20 queries have hits
         _same_hits(hits, expected)
 
