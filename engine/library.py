@@ -266,7 +266,7 @@ class SpectrumLibrary:
         counts = self.peak_counts[idx]
         offsets = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        take = _ranges(self.offsets[idx], counts)
+        take = peak_ranges(self.offsets[idx], counts)
         return SpectrumLibrary(
             mz=self.mz[take],
             intensity=self.intensity[take],
@@ -470,18 +470,14 @@ def _column(values, n: int, dtype, missing) -> np.ndarray:
     return out
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenate ``arange(s, s + c)`` for each start/count pair, vectorised."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
+def peak_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + c)`` for each start/count pair, vectorised: the peak
+    positions of spectra whose peaks start at ``starts`` and number ``counts``."""
+    counts = np.asarray(counts, dtype=np.int64)
     ends = np.cumsum(counts)
-    step = np.ones(total, dtype=np.int64)
-    nonempty = counts > 0
-    first = (ends - counts)[nonempty]
-    step[first] = starts[nonempty] - np.concatenate(([0], (starts + counts - 1)[nonempty][:-1]))
-    step[0] = starts[nonempty][0]
-    return np.cumsum(step)
+    return np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64) + np.repeat(
+        np.asarray(starts, dtype=np.int64) - (ends - counts), counts
+    )
 
 
 def _report_to_json(report: ImportReport | None) -> dict:

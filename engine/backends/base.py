@@ -22,7 +22,7 @@ from engine.kernels import (
     prepare_weights,
 )
 from engine.kernels.spectrum_set import read_only
-from engine.library import SpectrumLibrary
+from engine.library import SpectrumLibrary, peak_ranges
 from engine.memo import derived, nbytes
 from engine.params import SearchParameters
 from engine.preprocess import pipeline_from_spec
@@ -181,7 +181,7 @@ class PreparedSpectra:
         counts = np.diff(self.offsets)[order]
         offsets = np.zeros(len(order) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        take = np.repeat(self.offsets[:-1][order] - offsets[:-1], counts) + np.arange(offsets[-1])
+        take = peak_ranges(self.offsets[:-1][order], counts)
         return PreparedSpectra(
             mz=self.mz[take],
             weight=self.weight[take],

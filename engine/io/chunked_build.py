@@ -20,7 +20,7 @@ import numpy as np
 
 from engine.io._build import LibraryBuilder, grouped_columns
 from engine.io.record_checks import check_library
-from engine.library import LibrarySource, SpectrumLibrary
+from engine.library import LibrarySource, SpectrumLibrary, peak_ranges
 
 __all__ = ["ChunkColumns", "ChunkedBuilder"]
 
@@ -140,7 +140,7 @@ class ChunkedBuilder(LibraryBuilder):
         picks = order.tolist()
         lo = np.concatenate([columns.lo, own_lo + len(columns.mz)])[order]
         lengths = np.concatenate([columns.hi - columns.lo, own_lengths])[order]
-        take = _ranges(lo, lengths)
+        take = peak_ranges(lo, lengths)
         if self._mz:
             mz = np.concatenate([columns.mz, *self._mz])[take]
             intensity = np.concatenate([columns.intensity, *self._intensity])[take]
@@ -200,13 +200,6 @@ def _no_columns() -> ChunkColumns:
     none = np.empty(0, dtype=np.int64)
     peaks = np.empty(0, dtype=np.float64)
     return ChunkColumns(none, [], none, none, peaks, peaks, peaks, none, none, [], [])
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Indices ``starts[0]:starts[0] + counts[0]``, then the next range, and so on."""
-    total = int(counts.sum())
-    ends = np.cumsum(counts)
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - counts), counts)
 
 
 class _Growing:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.library import SpectrumLibrary
+from engine.library import SpectrumLibrary, peak_ranges
 from engine.repository.store import TEXT_COLUMNS, Shard, quantize_intensity, write_shard
 
 __all__ = ["ShardWriter", "file_entry", "map_tasks", "merge_plan", "merge_range"]
@@ -57,10 +57,7 @@ def _take(chunk: _Chunk, order: np.ndarray) -> _Chunk:
     np.cumsum(chunk.counts, out=offsets[1:])
     counts = chunk.counts[order]
     starts = offsets[:-1][order]
-    total = int(counts.sum())
-    new_offsets = np.zeros(len(order) + 1, dtype=np.int64)
-    np.cumsum(counts, out=new_offsets[1:])
-    take = np.arange(total, dtype=np.int64) - np.repeat(new_offsets[:-1] - starts, counts)
+    take = peak_ranges(starts, counts)
     return _Chunk(
         mz=chunk.mz[take],
         codes=chunk.codes[take],

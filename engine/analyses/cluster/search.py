@@ -13,7 +13,7 @@ from engine.analyses.files import write_table
 from engine.analyses.run import RunOptions
 from engine.api import as_library, parameters_with
 from engine.hits import HitTable
-from engine.library import SpectrumLibrary
+from engine.library import SpectrumLibrary, peak_ranges
 from engine.params import SearchParameters
 from engine.search import SearchContext
 
@@ -58,7 +58,7 @@ class ClusterHits:
         start = np.searchsorted(query, clusters, side="left")
         count = np.searchsorted(query, clusters, side="right") - start
         member = np.repeat(np.arange(len(labels)), count[labels])
-        return member, _ranges(start[labels], count[labels])
+        return member, peak_ranges(start[labels], count[labels])
 
     def to_pandas(self):
         """One row per member and hit of its representative, as a ``pandas.DataFrame``.
@@ -89,15 +89,6 @@ class ClusterHits:
     def write(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_pandas` as TSV (``.csv``: CSV), atomically."""
         return write_table(path, self.to_pandas(), neutral=True)
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(s, s + c)``, vectorised."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    offsets = np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(starts, counts) + np.arange(total) - offsets
 
 
 def search_clusters(
