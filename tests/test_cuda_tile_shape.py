@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from engine.backends.cuda import TILE_PAIR_BYTES, TILE_SHAPES, default_tile_shape
@@ -34,3 +35,38 @@ def test_simulator_or_no_context_take_the_smallest_shape() -> None:
         raise RuntimeError("no context")
 
     assert default_tile_shape(SimpleNamespace(current_context=broken), 3) == TILE_SHAPES[-1]
+
+
+def _planner(max_rows: int = 8192, max_cols: int = 32768) -> SimpleNamespace:
+    """Stands for a CudaBackend in its tile planning (no GPU): the real ``_tiles``."""
+    from engine.backends.cuda import CudaBackend
+
+    ns = SimpleNamespace(
+        max_rows=max_rows, max_cols=max_cols, device_top=True,
+        _k=SimpleNamespace(SORT_MAX=2048),
+        _topn_kernels=lambda: SimpleNamespace(MAX_SEGMENTS=64, MERGE_MAX=2048),
+    )  # fmt: skip
+    ns._merge_cols = lambda top_n: CudaBackend._merge_cols(ns, top_n)
+    ns.tiles = lambda batches, params, across: CudaBackend._tiles(ns, batches, params, across)
+    return ns
+
+
+@pytest.mark.parametrize(("rows", "across", "width"), [
+    (1, True, 131072), (1, False, 131072), (1000, True, 131072), (3000, True, 88064),
+    (8192, True, 32768), (20000, True, 32768),
+])  # fmt: skip
+def test_few_query_rows_get_wider_tiles_of_the_same_pairs(rows, across, width) -> None:
+    """One query against a repository shard: a few wide launches, every column once."""
+    from engine.backends.base import Batch
+    from engine.params import SearchParameters
+
+    n = 1_000_003
+    batches = [Batch(0, rows, l0, min(l0 + 32768, n)) for l0 in range(0, n, 32768)]
+    tiles = _planner().tiles(batches, SearchParameters(precursor_tolerance=None), across)
+    assert max(t.l1 - t.l0 for t in tiles) == width
+    assert max(t.q1 - t.q0 for t in tiles) == min(rows, 8192)
+    covered = np.zeros((-(-rows // 8192), n), dtype=np.int64)
+    for t in tiles:
+        covered[t.q0 // 8192, t.l0 : t.l1] += 1
+        assert [(a, b) for a, b, _ in t.segs] == sorted((a, b) for a, b, _ in t.segs)
+    assert (covered == 1).all()

@@ -31,6 +31,7 @@ class Resident:
     host: PreparedSpectra | None = None
     heavy: dict | None = None  # threshold -> (device heavy, device counts)
     bound: dict | None = None  # bound pruning: weight check, eps, device peak indexes
+    orders: dict | None = None  # tile columns -> their order by peak count (host)
 
     @property
     def spectrum_set(self) -> SpectrumSet:

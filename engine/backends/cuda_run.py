@@ -73,7 +73,9 @@ class TileRun:
             b for t in self.tiles for b in t.batches if sum(1 for *_, sb in t.segs if sb == b) > 1
         }
         self.slots = backend._slots_for(self.tiles, params, self.top is not None)
-        self.orders: dict[tuple[int, int, int], Any] = {}
+        if self.dl.orders is None:  # column orders of tiles, reused by later runs
+            self.dl.orders = {}
+        self.orders: dict[tuple[int, int], Any] = self.dl.orders
         self.pending: deque[tuple[Tile, TileSlot]] = deque()
         self.queue = (
             PairQueue(backend, queries, library, self.dq, self.dl, params)

@@ -151,6 +151,13 @@ class TileSearch:
         """The tiles of a run over ``batches`` (``across``: a device top-N across them)."""
         sort_max = self._k.SORT_MAX
         max_cols = self.max_cols if params.top_n > 0 else sort_max
+        if params.top_n > 0:
+            # few query rows: wider tiles of the same pairs (fewer launches, e.g. one
+            # query against a repository shard), up to what one selection takes
+            rows = min(max((b.q_stop - b.q_start for b in batches), default=1), self.max_rows)
+            widest = self._topn_kernels().MAX_SEGMENTS * sort_max
+            wide = self.max_rows * self.max_cols // max(rows, 1) // sort_max * sort_max
+            max_cols = max(max_cols, min(wide, widest))
         if across and self.device_top and params.top_n > 0:
             max_cols = min(max_cols, self._merge_cols(params.top_n))
         return plan_tiles(batches, self.max_rows, max_cols, sort_max)
@@ -232,12 +239,14 @@ class TileSearch:
         self._mark(s, "start")
         bounded = self._bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
         self._mark(s, "bound")
-        key = (tile.l0, tile.l1, bounded)
-        if key not in orders:  # columns by peak count (similar work per warp), cached per run
-            order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
-            # bounded: few pairs are merged; library order keeps the buffer accesses coalesced
-            orders[key] = (np.arange(tile.l0, tile.l1) if bounded else order).astype(np.int32)
-        slot.cols_host[:ncols] = orders[key]
+        if bounded:  # few pairs are merged; library order keeps the buffer accesses coalesced
+            slot.cols_host[:ncols] = np.arange(tile.l0, tile.l1, dtype=np.int32)
+        else:  # columns by peak count (similar work per warp), kept with the resident library
+            key = (tile.l0, tile.l1)
+            if key not in orders:
+                order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
+                orders[key] = order.astype(np.int32)
+            slot.cols_host[:ncols] = orders[key]
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
         slot.segs_host[len(tile.segs)] = ncols

@@ -283,6 +283,8 @@ def _by_precursor(spectra: PreparedSpectra) -> tuple[np.ndarray, PreparedSpectra
 
     def build() -> tuple[np.ndarray, PreparedSpectra]:
         order = precursor_order(spectra.precursor_mz)
+        if np.array_equal(order, np.arange(len(order))):  # already in order (a repository shard)
+            return order, spectra
         return order, spectra.reordered(order)
 
     return spectra.derived("by_precursor", build)
