@@ -14,6 +14,14 @@ first 20 queries with the one-process CPU search over the same shards::
     python benchmarks/bench_repository.py --spectra 100000000 --backend cuda --processes 16 \\
         --shard-spectra 5000000 --path /scratch/syn1e8 --resident-gb 100 --check
     python benchmarks/bench_repository.py --spectra 1000000 --dask-local 2
+    python benchmarks/bench_repository.py --spectra 400000000 --backend cuda --processes 64 \
+        --shard-spectra 5000000 --path /scratch/syn4e8 --gpu-workers 4 --kill-after 5
+
+``--gpu-workers N`` starts a Dask scheduler here and N ``dask worker`` processes,
+one per GPU (``CUDA_VISIBLE_DEVICES``); each opens its shards from the folder
+and keeps them resident.  ``--kill-after S`` adds one more open-search batch in
+which the last worker (and its nanny) is killed S seconds in: its shards go to
+the workers left, and the hits must equal the batch's without the kill.
 
 Every line it prints says SYNTHETIC (the table in its header).
 """
@@ -130,6 +138,55 @@ def _check(repo, queries, params, hits) -> str:
     return text
 
 
+def _gpu_workers(n: int, threads: int) -> tuple[object, object, list]:
+    """A scheduler here and ``n`` worker processes, one per GPU (bench_dask_gpu's)."""
+    import logging
+
+    import distributed
+    from bench_dask_gpu import start_worker
+
+    cluster = distributed.LocalCluster(
+        n_workers=0, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+    )
+    client = distributed.Client(cluster, set_as_default=False)
+    log_dir = Path(tempfile.mkdtemp(prefix="simms-repo-workers-"))
+    procs = [start_worker(cluster.scheduler_address, i, threads, log_dir, 1) for i in range(n)]
+    client.wait_for_workers(n, timeout=300)
+    return cluster, client, procs
+
+
+def _killed_run(repo, batch, params, a, client, procs, reference) -> tuple:
+    """The batch again with the last worker killed ``a.kill_after`` s in: seconds, check."""
+    import signal
+    import threading
+
+    name = f"gpu{len(procs) - 1}"
+    workers = client.scheduler_info()["workers"]
+    address = next(w for w, info in workers.items() if info.get("name") == name)
+    pid = client.run(os.getpid, workers=[address])[address]
+    killed: list[float] = []
+    start = time.perf_counter()
+
+    def kill() -> None:  # the nanny first (it would start a new worker), then the worker
+        procs[-1].kill()
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        killed.append(time.perf_counter() - start)
+
+    timer = threading.Timer(a.kill_after, kill)
+    timer.start()
+    try:
+        _, total, hits = _timed(repo, batch, params, a, client)
+    finally:
+        timer.cancel()
+    same, diff = _same(hits, reference)
+    at = killed[0] if killed else float("nan")
+    text = f"worker {name} killed at {at:.1f} s: {'identical' if same else 'DIFFERENT'} hits"
+    return total, f"{text} ({len(hits)}, max|diff| {diff:.1e})"
+
+
 def main() -> None:
     """Build or reuse the SYNTHETIC repository, time the searches, print the table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -157,16 +214,32 @@ def main() -> None:
     ap.add_argument("--dask", metavar="ADDRESS")
     ap.add_argument("--dask-local", type=int, metavar="N")
     ap.add_argument("--via", choices=["tasks", "job"], default="tasks")
+    ap.add_argument("--gpu-workers", type=int, metavar="N", help="N local workers, one per GPU")
+    ap.add_argument("--worker-threads", type=int, default=16, help="numba threads per worker")
+    ap.add_argument(
+        "--kill-after",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="with --gpu-workers: one more open batch, the last worker killed S s in",
+    )
     a = ap.parse_args()
     base = engine.load_library(a.data / "massbank_ms2.mgf.gz")
     queries = engine.load_library(a.data / "massbank_ms2_queries.mgf.gz")
     repo, build_s, compact_s = _repository(a, base)
-    client = None
-    if (a.dask or a.dask_local) and not a.build_only:
+    client = cluster = None
+    procs: list = []
+    if a.gpu_workers and not a.build_only:
+        cluster, client, procs = _gpu_workers(a.gpu_workers, a.worker_threads)
+    elif (a.dask or a.dask_local) and not a.build_only:
         from engine.distributed import open_client
 
         client = open_client(a.dask, n_local=a.dask_local)
-    where = f"Dask {a.dask or f'local x{a.dask_local}'} ({a.via})" if client else "one process"
+    where = "one process"
+    if procs:
+        where = f"Dask, {len(procs)} worker processes, one per GPU ({a.via})"
+    elif client:
+        where = f"Dask {a.dask or f'local x{a.dask_local}'} ({a.via})"
     print(f"SYNTHETIC repository benchmark: {repo}")
     print(f"SYNTHETIC benchmark machine: {platform.node()}, {os.cpu_count()} cores, backends "
           f"{engine.available_backends()}, {where}, backend {a.backend}")  # fmt: skip
@@ -187,6 +260,9 @@ def main() -> None:
         ]
         batch_first, batch_total, hits = _timed(repo, batch, params, a, client)
         check = _check(repo, batch, params, hits) if a.check else "-"
+        if procs and a.kill_after > 0 and label.endswith("open"):
+            killed_s, text = _killed_run(repo, batch, params, a, client, procs, hits)
+            check = f"{check}; batch again in {killed_s:.2f} s, {text}"
         rows.append((
             label, cold[0], cold[1], statistics.median(w[0] for w in warm),
             statistics.median(w[1] for w in warm), len(batch), first_batch[1], batch_first,
@@ -198,7 +274,12 @@ def main() -> None:
     for label, cf, ct, wf, wt, n, bc, bf, bt, check in rows:
         print(f"| {label} | {cf:.3f} / {ct:.3f} | {wf:.3f} / {wt:.3f} | {n:,} | {bc:.2f} | "
               f"{bf:.2f} / {bt:.2f} | {check} |")  # fmt: skip
-    if client is not None:
+    if procs:
+        client.close()
+        cluster.close()
+        for p in procs:
+            p.kill()
+    elif client is not None:
         from engine.distributed import shutdown
 
         shutdown(client)

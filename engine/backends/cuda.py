@@ -134,6 +134,10 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         Search tiles in flight (each with its own buffers and stream).
     max_resident : int
         Spectrum sets kept on the GPU (least recently used ones are dropped).
+    resident_fraction : float
+        Also drop the least recently used sets while the resident ones (with
+        their peak indexes) take more than this fraction of the memory that was
+        free when the backend started.
 
     Raises
     ------
@@ -156,6 +160,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         bound_prune: bool = True,
         depth: int = 3,
         max_resident: int = 4,
+        resident_fraction: float = 0.6,
     ) -> None:
         ok, what = cuda_status()
         if not ok:
@@ -175,6 +180,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         self.query_prune = bool(query_prune)
         self.bound_prune = bool(bound_prune)
         self.max_resident = int(max_resident)
+        self.resident_budget = float(resident_fraction) * self.memory_free()
         self._resident: OrderedDict[str, Resident] = OrderedDict()
         self._by_id: dict[int, tuple[weakref.ref, str]] = {}
         self._slots: list[TileSlot] = []
@@ -300,6 +306,11 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         except Exception:  # noqa: BLE001 - the simulator, or no context: no limit known
             return math.inf
 
+    def resident_bytes(self) -> int:
+        """Device bytes of the resident spectrum sets and their peak indexes."""
+        sets = self._resident.values()
+        return sum(r.nbytes + (r.bound or {}).get("index_bytes", 0) for r in sets)
+
     def close(self) -> None:
         """Drop resident spectra and tile buffers."""
         with self._lock:
@@ -371,7 +382,10 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
                 **dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes, host=spectra
             )
             self._resident[key] = res
-            while len(self._resident) > self.max_resident:
+            while len(self._resident) > 1 and (
+                len(self._resident) > self.max_resident
+                or self.resident_bytes() > self.resident_budget
+            ):
                 self._resident.popitem(last=False)
         self._resident.move_to_end(key)
         self._by_id = {i: v for i, v in self._by_id.items() if v[0]() is not None}
