@@ -3,7 +3,8 @@
 The repository path hands each shard to the engine's search with a backend
 instance; this runs that path with the CUDA backend under
 ``NUMBA_ENABLE_CUDASIM=1`` on small real files (in a subprocess, see
-:mod:`tests.simulator`), entropy identity and open search, shards kept resident.
+:mod:`tests.simulator`), entropy identity and open search, shards kept resident,
+and on a GPU too small for more than one set (every shard spills to disk).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     repo.add([DATA / "sample.mzML"])
     queries = engine.read_library(DATA / "sample.mzML").subset(np.arange(4))
     backend = CudaBackend(threads=32, select_threads=32)
+    # a GPU that holds one spectrum set at a time and no host cache: every shard
+    # spills to disk and is read, prepared and uploaded again each search
+    spilling = CudaBackend(threads=32, select_threads=32)
+    spilling.resident_budget = 1.0
     out: dict[str, object] = {"shards": len(repo.shards), "cases": []}
     for label, params in (
         ("identity", engine.SearchParameters(top_n=3)),
@@ -41,14 +46,19 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     ):
         gpu = repo.search(queries, params, backend=backend, resident_bytes=1 << 30).run()
         again = repo.search(queries, params, backend=backend, resident_bytes=1 << 30).run()
+        spilled = [repo.search(queries, params, backend=spilling).run() for _ in range(2)]
         cpu = repo.search(queries, params, backend="cpu").run()
         same = all(
             np.array_equal(getattr(g, c), getattr(cpu, c))
-            for g in (gpu, again)
+            for g in (gpu, again, *spilled)
             for c in ("query_index", "library_index", "matches")
         )
-        diff = float(np.abs(gpu.score - cpu.score).max()) if len(cpu) == len(gpu) else 1.0
+        diff = max(
+            float(np.abs(g.score - cpu.score).max()) if len(cpu) == len(g) else 1.0
+            for g in (gpu, *spilled)
+        )
         out["cases"].append({"label": label, "hits": len(cpu), "same": same, "diff": diff})
+    out["spilling_resident_sets"] = len(spilling._resident)
     return out
 
 
@@ -57,6 +67,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 def test_repository_search_on_cuda_equals_cpu_under_simulator() -> None:
     report = simulated_report(__file__)
     assert report["shards"] >= 3
+    assert report["spilling_resident_sets"] == 1  # the rest spilled
     for case in report["cases"]:
         assert case["hits"] > 0 and case["same"], case
         assert case["diff"] <= 1e-6, case
