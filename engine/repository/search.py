@@ -363,13 +363,20 @@ class RepositorySearchJob:
                 workers=None if home is None else [home], allow_other_workers=True,
             )  # fmt: skip
             futures[future.key] = (future, shard, rows)
+        # results arrive with their futures (no round trip each), and only the
+        # unfinished futures are cancelled, in one call: with one query, these
+        # round trips took longer than the shards' searches
+        done = as_completed(
+            [f for f, _, _ in futures.values()], with_results=True, loop=self.client.loop
+        )
         try:
-            for future in as_completed([f for f, _, _ in futures.values()], loop=self.client.loop):
+            for future, hits in done:
                 if self.cancel_token.cancelled:
                     return
                 _, shard, rows = futures[future.key]
-                yield shard, rows, future.result()
+                yield shard, rows, hits
         finally:
-            for future, _, _ in futures.values():
-                future.cancel()
+            left = [f for f, _, _ in futures.values() if not f.done()]
+            if left:
+                self.client.cancel(left)
             queries.release()
