@@ -152,11 +152,26 @@ def check_window(window, repo, boxes):
     same_hits(s.hit_spectra.repository_hits(shown).sorted(), hits)
     files = set(Path(f).name for f in by_file["file"])
     assert {Path(model.row_of(r)["library"]).name for r in range(model.rowCount())} <= files
+    frame = repo.hits_frame(hits, queries)
+    for r in range(model.rowCount()):  # each row with its repository spectrum's provenance
+        row = model.row_of(r)
+        k = np.flatnonzero(
+            (frame["query_index"] == row["query_index"])
+            & (frame["repository_index"] == int(row["library_repository_index"]))
+        )
+        assert len(k) == 1
+        assert row["library_dataset"] == frame["dataset"][k[0]]
+        assert row["library_source_file"] == frame["file"][k[0]]
+        assert row["library_file_index"] == str(frame["file_index"][k[0]])
     # the summary tab: the engine's summary, per file and per dataset
     panel = window.repository_panel
     assert window.tabs.isTabVisible(window.tabs.indexOf(panel))
     pd.testing.assert_frame_equal(panel.model.frame, by_file)
     assert panel.model.rowCount() == len(by_file)
+    proxy = panel.proxy  # shown in the engine's order until a header is clicked
+    assert [proxy.mapToSource(proxy.index(r, 0)).row() for r in range(len(by_file))] == list(
+        range(len(by_file))
+    )
     first = panel.model.index(0, [c.key for c in panel.model.columns].index("best_score"))
     assert panel.model.data(first) == f"{by_file['best_score'].iloc[0]:.4f}"
     panel.set_by("dataset")

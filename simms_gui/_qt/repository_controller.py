@@ -216,6 +216,10 @@ def install_repository(window) -> RepositoryController:
     action.setToolTip("Open a repository folder (simms repo build) and search it")
     action.triggered.connect(lambda _checked=False: controller.open_dialog())
     window.open_repository_action = action
+    # an opened repository's info is in the Spectra panel: show it (tabbed on a small screen)
+    window.session.events.repository.connect(
+        on_main_thread(lambda opened: window.files_dock.raise_() if opened else None)
+    )
     file_menu = window.recent_menu.menuAction().associatedObjects()[0]
     file_menu.insertAction(window.recent_menu.menuAction(), action)
     return controller

@@ -133,6 +133,8 @@ class RepositorySummaryPanel(QWidget):
         self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
         self.view = QTableView()
         self.view.setModel(self.proxy)
+        # the engine's order (query, best score first) until a header is clicked
+        self.view.horizontalHeader().setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.view.setSortingEnabled(True)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setAlternatingRowColors(True)
