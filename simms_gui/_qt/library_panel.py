@@ -162,6 +162,8 @@ class LibraryPanel(QWidget):
                 item.setForeground(0, Qt.GlobalColor.darkRed)
             self.repository_item.addChild(item)
             item.setExpanded(True)
+            for k in range(item.childCount()):  # a line of words, not a file's counts
+                item.child(k).setFirstColumnSpanned(True)
             self.repository_item.setText(1, f"{opened.spectra:,}")
             self.hint.hide()
             self.tree.setCurrentItem(item)
