@@ -55,7 +55,7 @@ def expected_of(repo, queries, params=PARAMS, **options):
 
 
 @pytest.mark.slow
-def test_session_searches_a_repository_without_qt(repo, query_file):
+def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path):
     s = Session()
     seen, progress = [], []
     s.events.repository_summary.connect(seen.append)
@@ -97,9 +97,13 @@ def test_session_searches_a_repository_without_qt(repo, query_file):
     table = s.hit_list().to_pandas()
     np.testing.assert_array_equal(table["score"], hits.score)
     assert list(table["library_id"]) == list(frame["id"])
+    # the hits exported: the engine's hits frame (repository indexes, file, dataset, scan)
+    out = s.export(tmp_path / "hits.tsv")
+    back = pd.read_csv(out, sep="\t", keep_default_na=False, dtype={"shard": str})
+    pd.testing.assert_frame_equal(back, repo.hits_frame(hits, queries), check_dtype=False)
 
 
-def test_stopped_repository_search_keeps_the_final_hits(repo, query_file):
+def test_stopped_repository_search_keeps_the_final_hits(repo, query_file, tmp_path):
     s = Session()
     s.open(query_file, "queries")
     s.open_repository(repo.path)
@@ -113,6 +117,12 @@ def test_stopped_repository_search_keeps_the_final_hits(repo, query_file):
     same_hits(kept, expected.take(np.flatnonzero(np.isin(expected.query_index, done))))
     assert len(s.incomplete) and not np.isin(s.incomplete, done).any()
     pd.testing.assert_frame_equal(s.repository_summary(), repo.summary(kept, s.queries.spectra))
+    # session files keep no repository hits: a one-line reason instead of a half-saved file
+    from simms_gui.model.session_file import save_session
+
+    with pytest.raises(ValueError, match="repository search's hits are not kept"):
+        save_session(s, tmp_path / "x.simms")
+    assert not (tmp_path / "x.simms").exists()
 
 
 def test_not_a_repository_is_one_line(tmp_path, window, boxes):

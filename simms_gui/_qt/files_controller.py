@@ -198,7 +198,8 @@ class FilesController:
         self.library_panel.set_files(s.libraries, s.active, s.queries)
         ready = s.search_target is not None and s.queries is not None
         self.search_panel.search_button.setToolTip(
-            "Search the queries against the active library (Ctrl+R)"
+            f"Search the queries against the {'repository' if s.repository else 'active library'}"
+            " (Ctrl+R)"
             if ready
             else "Open a library and query spectra first"
         )

@@ -265,6 +265,14 @@ def write_hits(
     if session.hits_queries is None or session.hits_library is None:
         raise RuntimeError("no search has been run yet")
     table = session.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
+    spectra = getattr(session, "hit_spectra", None)
+    if spectra is not None and session.hits_library is spectra.library:
+        # a repository's hits: each with its repository index, file, dataset and scan
+        from simms_gui.model.repository import write_frame
+
+        rows = spectra.repository_hits(table)
+        frame = spectra.repository.hits_frame(rows, session.hits_queries)
+        return write_frame(frame, path, format)
     writer = open_writer(
         path, session.hits_queries, session.hits_library, session.params, format=format,
         backend=session.backend, device=session.device, isomers=session.isomers,

@@ -346,30 +346,31 @@ class RepositoryTarget:
         return write_frame(frame, path)
 
 
-#: Table files a summary is written to: suffix and what writes it.
-FRAME_SUFFIXES = (".csv", ".xlsx")
+#: Table files a summary (or a repository's hits) is written to.
+FRAME_SUFFIXES = (".csv", ".tsv", ".xlsx")
 
 
-def write_frame(frame, path: str | Path) -> Path:
-    """Write a ``pandas.DataFrame`` to ``.csv`` or ``.xlsx`` (needs openpyxl), atomically.
+def write_frame(frame, path: str | Path, format: str | None = None) -> Path:
+    """Write a ``pandas.DataFrame`` to ``.csv``, ``.tsv`` or ``.xlsx`` (needs openpyxl),
+    atomically; ``format`` (``"csv"``, ``"tsv"``, ``"xlsx"``) overrides the suffix.
 
     Raises
     ------
     ValueError
-        Another suffix, or XLSX without openpyxl (one line, naming the file).
+        Another format, or XLSX without openpyxl (one line, naming the file).
     """
     path = Path(path)
-    suffix = path.suffix.lower()
+    suffix = f".{format}" if format else path.suffix.lower()
     if suffix not in FRAME_SUFFIXES:
-        raise ValueError(f"{path}: write a summary as .csv or .xlsx, not {suffix or 'no suffix'}")
+        raise ValueError(f"{path}: write this table as CSV, TSV or XLSX, not {suffix or '?'}")
     if suffix == ".xlsx":
         try:
             import openpyxl  # noqa: F401
         except ImportError:
             raise ValueError(f"{path}: XLSX needs openpyxl (pip install openpyxl)") from None
     with atomic_path(path) as tmp:
-        if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
+        if suffix != ".xlsx":
+            frame.to_csv(tmp, index=False, sep="\t" if suffix == ".tsv" else ",")
         else:
             frame.to_excel(tmp, index=False, engine="openpyxl", sheet_name="summary")
     return path
