@@ -133,10 +133,21 @@ def test_not_a_repository_is_one_line(tmp_path, window, boxes):
     assert window.library_panel.repository_item.isHidden()
 
 
-def search_in_window(qtbot, window, repo, query_file, backend="cpu", address=""):
+def search_in_window(qtbot, window, repo, query_file, monkeypatch, backend="cpu", address=""):
+    from PyQt6.QtWidgets import QFileDialog
+
     s = window.session
     s.set_queries(query_file, engine.read_library(query_file))
-    assert window.repositories.open(repo.path) is not None
+    # File > Open repository…: a folder dialog
+    file_menu = window.menuBar().actions()[0].menu()
+    assert window.open_repository_action in file_menu.actions()
+    assert window.open_repository_action.text() == "Open re&pository…"
+    asked = []
+    monkeypatch.setattr(
+        QFileDialog, "getExistingDirectory", lambda *a: asked.append(a) or str(repo.path)
+    )
+    window.open_repository_action.trigger()
+    assert len(asked) == 1 and s.repository is not None and s.repository.path == repo.path
     panel = window.search_panel
     panel.set_parameters(PARAMS)
     panel.set_backend(backend)
@@ -193,9 +204,10 @@ def check_window(window, repo, boxes):
 
 
 @pytest.mark.slow
-def test_window_searches_a_repository_and_shows_the_summary(qtbot, window, boxes, repo,
-                                                            query_file, tmp_path):  # fmt: skip
-    search_in_window(qtbot, window, repo, query_file)
+def test_window_searches_a_repository_and_shows_the_summary(
+    qtbot, window, boxes, repo, query_file, tmp_path, monkeypatch
+):
+    search_in_window(qtbot, window, repo, query_file, monkeypatch)
     by_file, by_dataset = check_window(window, repo, boxes)
     # the Spectra panel shows the repository (its info, synthetic label)
     item = window.library_panel.repository_item
@@ -220,10 +232,11 @@ def test_window_searches_a_repository_and_shows_the_summary(qtbot, window, boxes
 
 
 @pytest.mark.slow
-def test_window_searches_a_repository_on_the_typed_dask_address(qtbot, window, boxes, repo,
-                                                                query_file, cluster):  # fmt: skip
+def test_window_searches_a_repository_on_the_typed_dask_address(
+    qtbot, window, boxes, repo, query_file, cluster, monkeypatch
+):
     address = cluster[0].scheduler_address
-    s = search_in_window(qtbot, window, repo, query_file, "dask", address)
+    s = search_in_window(qtbot, window, repo, query_file, monkeypatch, "dask", address)
     assert s.backend == "dask" and address in s.device
     check_window(window, repo, boxes)
 
