@@ -55,7 +55,10 @@ def expected_of(repo, queries, params=PARAMS, **options):
 
 
 @pytest.mark.slow
-def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path):
+def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path, monkeypatch):
+    from simms_gui.model import repository
+
+    monkeypatch.setattr(repository, "ANNOUNCE_INTERVAL", 0.0)  # every shard announced
     s = Session()
     seen, progress = [], []
     s.events.repository_summary.connect(seen.append)
@@ -76,6 +79,13 @@ def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path):
     pd.testing.assert_frame_equal(seen[-1].files, by_file)
     pd.testing.assert_frame_equal(seen[-1].datasets, by_dataset)
     pd.testing.assert_frame_equal(s.repository_summary("file"), by_file)
+    # the summaries announced as shards finished: the final one's rows of their queries
+    early = [e for e in seen if not e.final]
+    assert early and len(early[0].files) < len(by_file)
+    for event in early:
+        for got, final in ((event.files, by_file), (event.datasets, by_dataset)):
+            mine = final[final["query_index"].isin(got["query_index"])].reset_index(drop=True)
+            pd.testing.assert_frame_equal(got, mine)
     assert set(by_file["file"]) <= set(repo.files()["path"]) and len(set(by_file["file"])) > 1
     last = progress[-1]
     assert last.shards_done == last.shards_total > 1 and last.first_hits_seconds is not None
