@@ -11,7 +11,7 @@ from pathlib import Path
 from PyQt6.QtGui import QIcon
 from PyQt6.QtWidgets import QApplication
 
-from engine import ClusterParameters, SearchParameters, SpectrumLibrary
+from engine import ClusterParameters, Repository, SearchParameters, SpectrumLibrary
 from engine.analyses.networking import NetworkSettings, network_parameters
 from simms_gui.model import ClusterTask, NetworkRequest, NetworkTask, SearchTask, Session
 from simms_gui.model.answers import HitList
@@ -108,6 +108,36 @@ class Viewer:
         """Read the query spectra to search (same formats as :meth:`open_library`)."""
         return self._open(path, "queries")
 
+    def open_repository(self, path: str | Path) -> Repository:
+        """Open a repository folder (``simms repo build``) as what :meth:`search` searches.
+
+        It stays the search target until :meth:`close_repository`.  Its
+        searches stream hits into the table as shards finish and fill the
+        Repository summary tab (:meth:`repository_summary`).
+
+        Raises
+        ------
+        ValueError
+            ``path`` holds no repository (the message says why).
+        """
+        repository = self.session.open_repository(path)
+        self._app.processEvents()
+        return repository
+
+    def close_repository(self) -> None:
+        """Search the active library again."""
+        self.session.close_repository()
+
+    def repository_summary(self, by: str = "file"):
+        """Per query, the repository files (``by="file"``) or datasets holding its hits.
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            ``engine.Repository.summary`` of the last repository search's hits.
+        """
+        return self.session.repository_summary(by)
+
     def _open(self, path: str | Path, kind: str) -> SpectrumLibrary:
         return self.session.open(path, kind)
 
@@ -126,7 +156,8 @@ class Viewer:
     def search(
         self, backend: str | None = None, dask_address: str | None = None, **params
     ) -> SearchTask:
-        """Start a search of the queries against the active library; returns at once.
+        """Start a search of the queries against the active library (or the open
+        repository, :meth:`open_repository`); returns at once.
 
         Parameters
         ----------

@@ -196,9 +196,10 @@ class FilesController:
         """Show the session's files and whether a search can start."""
         s = self.session
         self.library_panel.set_files(s.libraries, s.active, s.queries)
-        ready = s.library is not None and s.queries is not None
+        ready = s.search_target is not None and s.queries is not None
         self.search_panel.search_button.setToolTip(
-            "Search the queries against the active library (Ctrl+R)"
+            f"Search the queries against the {'repository' if s.repository else 'active library'}"
+            " (Ctrl+R)"
             if ready
             else "Open a library and query spectra first"
         )

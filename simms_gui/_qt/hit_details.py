@@ -46,6 +46,10 @@ DETAIL_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("library_splash", "SPLASH", ""),
     ("library_license", "Licence", ""),
     ("library_authors", "Authors", ""),
+    ("library_dataset", "Dataset", ""),
+    ("library_source_file", "File", ""),
+    ("library_file_index", "Scan # in file", ""),
+    ("library_repository_index", "Repository #", ""),
 )
 
 

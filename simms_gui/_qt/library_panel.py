@@ -16,6 +16,7 @@ from PyQt6.QtWidgets import (
 )
 
 from simms_gui._qt.layouts import closable, group_box
+from simms_gui.model.events import RepositoryOpened
 from simms_gui.model.files import LoadedFile
 from simms_gui.reports import profile_warning, report_counts, report_text
 
@@ -42,10 +43,13 @@ class LibraryPanel(QWidget):
     activeChanged(int)
         The user picked library ``index`` as the one to search.
     removeRequested(int)
+    repositoryCloseRequested()
+        The user closed the repository (libraries are searched again).
     """
 
     activeChanged = pyqtSignal(int)  # noqa: N815
     removeRequested = pyqtSignal(int)  # noqa: N815
+    repositoryCloseRequested = pyqtSignal()  # noqa: N815
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,15 +60,18 @@ class LibraryPanel(QWidget):
         self.tree.setColumnWidth(0, 190)
         for col in (1, 2, 3):
             self.tree.setColumnWidth(col, 62)
+        self.repository_item = QTreeWidgetItem(["Repository"])
         self.libraries_item = QTreeWidgetItem(["Libraries"])
         self.queries_item = QTreeWidgetItem(["Queries"])
-        for item in (self.libraries_item, self.queries_item):
+        for item in (self.repository_item, self.libraries_item, self.queries_item):
             font = item.font(0)
             font.setBold(True)
             item.setFont(0, font)
             item.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.tree.addTopLevelItem(item)
             item.setExpanded(True)
+        self.repository_item.setHidden(True)
+        self.repository: RepositoryOpened | None = None
         self.report_view = QPlainTextEdit()
         self.report_view.setReadOnly(True)
         self.report_view.setMaximumHeight(90)
@@ -110,7 +117,7 @@ class LibraryPanel(QWidget):
         for k, entry in enumerate(libraries):
             item = self._item(entry)
             item.setData(0, Qt.ItemDataRole.UserRole, ("library", k))
-            if k == active:
+            if k == active and self.repository is None:
                 font = item.font(0)
                 font.setBold(True)
                 item.setFont(0, font)
@@ -124,6 +131,43 @@ class LibraryPanel(QWidget):
         self.queries_item.setText(1, f"{len(queries.spectra):,}" if queries else "")
         self.hint.setVisible(not libraries and queries is None)
         self._update_buttons()
+
+    def set_repository(self, opened: RepositoryOpened | None) -> None:
+        """Show the repository searched (None: none, the active library is searched)."""
+        self.repository = opened
+        self.repository_item.takeChildren()
+        self.repository_item.setHidden(opened is None)
+        if opened is not None:
+            item = QTreeWidgetItem([f"▶ {opened.name}", f"{opened.spectra:,}", "", ""])
+            font = item.font(0)
+            font.setBold(True)
+            item.setFont(0, font)
+            item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            item.setToolTip(0, opened.info)
+            item.setData(0, Qt.ItemDataRole.UserRole, ("repository", 0))
+            lines = [
+                f"{opened.shards:,} shards",
+                f"{opened.files:,} files in {opened.datasets:,} datasets",
+            ]
+            if opened.synthetic:
+                lines.append("SYNTHETIC: generated spectra, benchmarks and tests only")
+            for line in lines:
+                child = QTreeWidgetItem([line])
+                child.setToolTip(0, line)
+                child.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                if line.startswith("SYNTHETIC"):
+                    child.setForeground(0, Qt.GlobalColor.darkRed)
+                item.addChild(child)
+            if opened.synthetic:
+                item.setForeground(0, Qt.GlobalColor.darkRed)
+            self.repository_item.addChild(item)
+            item.setExpanded(True)
+            for k in range(item.childCount()):  # a line of words, not a file's counts
+                item.child(k).setFirstColumnSpanned(True)
+            self.repository_item.setText(1, f"{opened.spectra:,}")
+            self.hint.hide()
+            self.tree.setCurrentItem(item)
+        self._show_report()
 
     def show_loading(self, key: str, text: str) -> None:
         """Show a file being read as ``text`` in the tree ("": it is done)."""
@@ -165,9 +209,16 @@ class LibraryPanel(QWidget):
         item = self.tree.currentItem()
         return None if item is None else item.data(1, Qt.ItemDataRole.UserRole)
 
+    def _tag(self) -> tuple | None:
+        item = self.tree.currentItem()
+        return None if item is None else item.data(0, Qt.ItemDataRole.UserRole)
+
     def _show_report(self, *_args) -> None:
         entry = self.current_entry()
-        if entry is None:
+        tag = self._tag()
+        if tag and tag[0] == "repository" and self.repository is not None:
+            self.report_view.setPlainText(self.repository.info)
+        elif entry is None:
             self.report_view.clear()
         else:
             report = entry.report
@@ -191,15 +242,15 @@ class LibraryPanel(QWidget):
             self.activeChanged.emit(tag[1])
 
     def _remove(self) -> None:
-        item = self.tree.currentItem()
-        tag = None if item is None else item.data(0, Qt.ItemDataRole.UserRole)
+        tag = self._tag()
         if tag and tag[0] == "library":
             self.removeRequested.emit(tag[1])
+        elif tag and tag[0] == "repository":
+            self.repositoryCloseRequested.emit()
 
     def _update_buttons(self) -> None:
-        item = self.tree.currentItem()
-        tag = None if item is None else item.data(0, Qt.ItemDataRole.UserRole)
+        tag = self._tag()
         is_library = bool(tag) and tag[0] == "library"
-        self.use_button.setEnabled(is_library)
-        self.remove_button.setEnabled(is_library)
-        self.report_button.setEnabled(bool(tag))
+        self.use_button.setEnabled(is_library and self.repository is None)
+        self.remove_button.setEnabled(is_library or (bool(tag) and tag[0] == "repository"))
+        self.report_button.setEnabled(bool(tag) and tag[0] != "repository")

@@ -35,6 +35,7 @@ from simms_gui._qt.library_panel import LibraryPanel
 from simms_gui._qt.network_view import NetworkTab
 from simms_gui._qt.query_list import QueryList
 from simms_gui._qt.query_status_view import QueryStatusPanel
+from simms_gui._qt.repository_controller import install_repository
 from simms_gui._qt.results_view import ResultsPanel
 from simms_gui._qt.search_controller import SearchController
 from simms_gui._qt.search_panel import SearchPanel
@@ -153,6 +154,7 @@ class MainWindow(QMainWindow):
         self.desk = Desk(self, self.log_view, self.statusBar(), self.slow_steps, persist_settings)
         self._make_controllers()
         self._make_actions()
+        self.repositories = install_repository(self)
         install_help_menu(self)
         self.statusBar().showMessage("Open a library and queries, or drop files here", 0)
         if self.search_panel.settings_note:

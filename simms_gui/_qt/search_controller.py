@@ -96,15 +96,16 @@ class SearchController:
         if self.searching:
             self.desk.log("A search is already running")
             return None
-        if s.library is None or s.queries is None:
+        if s.search_target is None or s.queries is None:
             self.desk.inform(
                 "Nothing to search",
-                "Open a library and query spectra first (File menu, or drop files here).",
+                "Open a library (or a repository) and query spectra first "
+                "(File menu, or drop files here).",
             )
             return None
         if params is None:
             params = self.panel.parameters()
-            if not self._confirm_all_hits(params, len(s.queries.spectra), len(s.library)):
+            if not self._confirm_all_hits(params, len(s.queries.spectra), len(s.search_target)):
                 return None
         backend = backend or self.panel.backend_name()
         if backend == "dask":

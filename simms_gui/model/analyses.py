@@ -157,6 +157,19 @@ class SearchTask(Task):
             return str(exc)
         return super().failed_text(exc)
 
+    # -- what the session reads when the search ends ------------------------------------
+    def ran_on(self) -> tuple[str, str]:
+        """The backend's name and the device the search ran on."""
+        return self.job.backend.name or self.session.backend, self.job.backend.device
+
+    def stopped(self) -> bool:
+        """True when the search was stopped."""
+        return self.job.cancelled
+
+    def incomplete_queries(self):
+        """Queries the search did not finish."""
+        return self.job.incomplete_queries
+
     def _progress(self, progress: SearchProgress) -> None:
         now = time.monotonic()
         self.progress = progress.fraction

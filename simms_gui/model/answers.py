@@ -39,6 +39,14 @@ __all__ = [
     "write_hits",
 ]
 
+#: Hit columns of a repository search's spectra (simms_gui.model.repository.HitSpectra):
+#: column -> the hit spectra's metadata key.
+REPOSITORY_COLUMNS = {
+    "library_dataset": "dataset",
+    "library_source_file": "library_file",
+    "library_file_index": "file_index",
+    "library_repository_index": "repository_index",
+}
 #: The q-values of hits (``FdrSearchJob.q_values``); None when the search made none.
 QValues = Callable[[HitTable], np.ndarray]
 #: Library rows to their isomer names (:class:`engine.analyses.qc.IsomerCheck`).
@@ -87,6 +95,9 @@ def display_columns(
     q = None if q_values is None else q_values(hits)
     columns = hit_columns(hits, queries, library, params, isomers, q)
     columns["flags"] = flags_column(columns)
+    if "repository_index" in library.metadata:  # a repository's hit spectra: where each is from
+        for key, column in REPOSITORY_COLUMNS.items():
+            columns[key] = library.metadata[column][hits.library_index]
     return hits, columns
 
 
@@ -254,6 +265,14 @@ def write_hits(
     if session.hits_queries is None or session.hits_library is None:
         raise RuntimeError("no search has been run yet")
     table = session.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
+    spectra = getattr(session, "hit_spectra", None)
+    if spectra is not None and session.hits_library is spectra.library:
+        # a repository's hits: each with its repository index, file, dataset and scan
+        from simms_gui.model.repository import write_frame
+
+        rows = spectra.repository_hits(table)
+        frame = spectra.repository.hits_frame(rows, session.hits_queries)
+        return write_frame(frame, path, format)
     writer = open_writer(
         path, session.hits_queries, session.hits_library, session.params, format=format,
         backend=session.backend, device=session.device, isomers=session.isomers,

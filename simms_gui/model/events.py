@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from engine import ClusterResult, HitTable, SearchParameters, SearchProgress, SpectrumNetwork
+from engine.repository import RepositoryProgress
 from simms_gui.model.requests import HeatmapRequest, NetworkRequest, TableView
 from simms_gui.model.signal import Signal
 
@@ -23,6 +24,8 @@ __all__ = [
     "HeatmapReady",
     "HitsChanged",
     "NetworkFinished",
+    "RepositoryOpened",
+    "RepositorySummary",
     "SearchFinished",
     "SearchStarted",
     "Selection",
@@ -130,6 +133,56 @@ class Restored:
     table_view: TableView = field(default_factory=TableView)
 
 
+@dataclass(frozen=True)
+class RepositoryOpened:
+    """A repository became the search target (:meth:`Session.open_repository`).
+
+    Attributes
+    ----------
+    path : Path
+    info : str
+        Its lines of ``Repository.info()`` (the first says SYNTHETIC when it is).
+    spectra, shards, files, datasets : int
+    synthetic : bool
+    """
+
+    path: Path
+    info: str
+    spectra: int
+    shards: int
+    files: int
+    datasets: int
+    synthetic: bool
+
+    @property
+    def name(self) -> str:
+        """The repository folder's name."""
+        return self.path.name
+
+
+@dataclass(frozen=True, eq=False)
+class RepositorySummary:
+    """Per query, which files and datasets of the repository hold its hits.
+
+    ``Repository.summary(hits, queries, by="file")`` and ``by="dataset"`` of
+    the hits so far (``final``: of all the search's hits, made when it ended).
+
+    Attributes
+    ----------
+    files, datasets : pandas.DataFrame
+    repository : str
+        The repository folder's name.
+    synthetic : bool
+    final : bool
+    """
+
+    files: object
+    datasets: object
+    repository: str
+    synthetic: bool = False
+    final: bool = False
+
+
 class SessionEvents:
     """The signals of a session (``session.events``).
 
@@ -150,6 +203,12 @@ class SessionEvents:
     heatmap_started(HeatmapRequest), heatmap_ready(HeatmapReady)
     message(str)
         A notice for the log (a GPU fallback, a Dask connection).
+    repository(RepositoryOpened or None)
+        A repository became the search target (None: it was closed).
+    repository_progress(RepositoryProgress)
+        Shards done of the running repository search, first-hits time.
+    repository_summary(RepositorySummary)
+        The per-file and per-dataset summary (as shards finish, then final).
     """
 
     files = Signal(FilesChanged)
@@ -166,3 +225,6 @@ class SessionEvents:
     heatmap_started = Signal(HeatmapRequest)
     heatmap_ready = Signal(HeatmapReady)
     message = Signal(str)
+    repository = Signal(RepositoryOpened)
+    repository_progress = Signal(RepositoryProgress)
+    repository_summary = Signal(RepositorySummary)

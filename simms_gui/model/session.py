@@ -44,23 +44,20 @@ from simms_gui.model.events import (
     SessionEvents,
 )
 from simms_gui.model.files import SUPPORTED_SUFFIXES, LoadedFile, LoadProgress, is_spectrum_file
+from simms_gui.model.repository import RepositoryTarget
 from simms_gui.model.requests import HeatmapRequest, NetworkRequest, SearchRequest, TableView
 from simms_gui.model.session_file import OpenSessionTask
 from simms_gui.model.tasks import Task, TaskRunner
 
-__all__ = [
-    "LoadProgress",
-    "SUPPORTED_SUFFIXES",
-    "HitList",
-    "LoadedFile",
-    "SearchRequest",
-    "Session",
-    "is_spectrum_file",
-]
+__all__ = ["LoadProgress", "SUPPORTED_SUFFIXES", "HitList", "LoadedFile", "SearchRequest"]
+__all__ += ["Session", "is_spectrum_file"]
 
 
-class Session:
+class Session(RepositoryTarget):
     """Everything the user has loaded and searched, and the work running on it.
+
+    A repository (:meth:`open_repository`) is searched instead of the active
+    library while it is open (:class:`~simms_gui.model.repository.RepositoryTarget`).
 
     Parameters
     ----------
@@ -104,6 +101,7 @@ class Session:
         self.error: str | None = None
         self.hits_queries: SpectrumLibrary | None = None
         self.hits_library: SpectrumLibrary | None = None
+        self.hits_target: object | None = None  # the library or repository searched
         self.hits_files: tuple[LoadedFile | None, LoadedFile | None] = (None, None)
         self.q_values: QValues | None = None
         self.isomers = None
@@ -204,7 +202,7 @@ class Session:
         *,
         client: object | None = None,
     ) -> SearchTask:
-        """Search the queries against the active library (a task through the runner).
+        """Search the queries against the active library or open repository (a task).
 
         ``client`` runs it on a Dask cluster the caller made; ``backend="dask"``
         with ``dask_address`` connects to one (kept).  RuntimeError when a search
@@ -212,7 +210,7 @@ class Session:
         """
         if self.state == "running":
             raise RuntimeError("a search is already running")
-        if self.library is None or self.queries is None:
+        if (self.search_target is None) or self.queries is None:
             raise RuntimeError("open a library and queries first")
         if client is not None:
             backend = "dask"
@@ -221,23 +219,26 @@ class Session:
                 raise ValueError("backend='dask' needs a dask_address (tcp://HOST:PORT or local:N)")
             dask_address = normalize_dask_address(dask_address)
         request = SearchRequest(params or SearchParameters(), backend, dask_address)
+        if self.repository is not None:
+            return self._search_repository(request, client)
         task = self.search_task = SearchTask(self, request, client)
         self._begin_search(request)
         return self.runner.submit(task)
 
-    def _begin_search(self, request: SearchRequest) -> None:
+    def _begin_search(self, request: SearchRequest, library: LoadedFile | None = None) -> None:
         self.params, self.backend, self.device = request.params, request.backend, ""
         self.state = "running"
         self.cancelled, self.error = False, None
         with self._lock:
             self._chunks, self._hits = [], HitTable.empty()
         self.set_answers(None)
+        library = library or self.library_file
         self.hits_queries = self.queries.spectra if self.queries else None
-        self.hits_library = self.library
-        self.hits_files = (self.queries, self.library_file)
+        self.hits_library, self.hits_target = library.spectra, self.search_target
+        self.hits_files = (self.queries, library)
         self.unsaved = False
         self._shown_params = None
-        n_q, n_l = len(self.hits_queries), len(self.hits_library)
+        n_q, n_l = len(self.hits_queries), len(self.hits_target)
         self.events.search_started.emit(
             SearchStarted(request.params, request.backend, n_q, n_l, request.dask_address)
         )
@@ -268,9 +269,9 @@ class Session:
         """The running search ``task`` ended (called by the task)."""
         job = task.job
         if job is not None:
-            self.set_answers(getattr(job, "q_values", None), isomers, job.incomplete_queries)
-            self.backend, self.device = job.backend.name or self.backend, job.backend.device
-        self.cancelled = job is not None and job.cancelled and error is None
+            self.set_answers(getattr(job, "q_values", None), isomers, task.incomplete_queries())
+            self.backend, self.device = task.ran_on()
+        self.cancelled = job is not None and task.stopped() and error is None
         self.error = error
         self.state = "idle"
         self.unsaved = len(self.hits) > 0
@@ -326,7 +327,7 @@ class Session:
             hits, queries, library = HitTable.empty(), None, None
         self.hits_files = (queries, library)
         self.hits_queries = None if queries is None else queries.spectra
-        self.hits_library = None if library is None else library.spectra
+        self.hits_library = self.hits_target = None if library is None else library.spectra
         with self._lock:
             self._chunks, self._hits = [hits], hits
         self.unsaved = False
@@ -366,7 +367,7 @@ class Session:
         reasons = []
         if self.queries is None or self.queries.spectra is not self.hits_queries:
             reasons.append("queries")
-        if self.library is not self.hits_library:
+        if self.search_target is not self.hits_target:
             reasons.append("library")
         if self._shown_params is not None and self._shown_params != self.params:
             reasons.append("parameters")

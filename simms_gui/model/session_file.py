@@ -108,6 +108,11 @@ def save_session(session: Any, path: str | Path) -> Path:
     files = list(session.libraries)
     queries = session.queries
     hit_queries, hit_library = session.hits_files
+    if hit_library is not None and hit_library.path.is_dir():
+        raise ValueError(
+            f"{hit_library.path}: a repository search's hits are not kept in session files "
+            "(export them, or the repository summary)"
+        )
     search = None
     if hit_queries is not None and hit_library is not None and session.hits_queries is not None:
         # the hits' files are saved too when they are no longer the loaded ones
