@@ -138,8 +138,9 @@ def _check(repo, queries, params, hits) -> str:
     return text
 
 
-def _gpu_workers(n: int, threads: int) -> tuple[object, object, list]:
-    """A scheduler here and ``n`` worker processes, one per GPU (bench_dask_gpu's)."""
+def _gpu_workers(n: int, threads: int, tasks: int) -> tuple[object, object, list]:
+    """A scheduler here and ``n`` worker processes, one per GPU (bench_dask_gpu's), each
+    running ``tasks`` shard tasks at once (one on the GPU, the others preparing)."""
     import logging
 
     import distributed
@@ -150,7 +151,7 @@ def _gpu_workers(n: int, threads: int) -> tuple[object, object, list]:
     )
     client = distributed.Client(cluster, set_as_default=False)
     log_dir = Path(tempfile.mkdtemp(prefix="simms-repo-workers-"))
-    procs = [start_worker(cluster.scheduler_address, i, threads, log_dir, 1) for i in range(n)]
+    procs = [start_worker(cluster.scheduler_address, i, threads, log_dir, tasks) for i in range(n)]
     client.wait_for_workers(n, timeout=300)
     return cluster, client, procs
 
@@ -216,6 +217,7 @@ def main() -> None:
     ap.add_argument("--via", choices=["tasks", "job"], default="tasks")
     ap.add_argument("--gpu-workers", type=int, metavar="N", help="N local workers, one per GPU")
     ap.add_argument("--worker-threads", type=int, default=16, help="numba threads per worker")
+    ap.add_argument("--worker-tasks", type=int, default=2, help="shard tasks at once per worker")
     ap.add_argument(
         "--kill-after",
         type=float,
@@ -230,7 +232,7 @@ def main() -> None:
     client = cluster = None
     procs: list = []
     if a.gpu_workers and not a.build_only:
-        cluster, client, procs = _gpu_workers(a.gpu_workers, a.worker_threads)
+        cluster, client, procs = _gpu_workers(a.gpu_workers, a.worker_threads, a.worker_tasks)
     elif (a.dask or a.dask_local) and not a.build_only:
         from engine.distributed import open_client
 

@@ -25,6 +25,7 @@ final hits each time the last shard a query needs finishes.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -99,34 +100,39 @@ class _ShardCache:
 
     def __init__(self) -> None:
         self.items: OrderedDict[tuple, tuple[SpectrumLibrary, int]] = OrderedDict()
+        self.lock = threading.Lock()  # a Dask worker may run shard tasks in several threads
 
     def get(self, shard: Shard, budget: int) -> SpectrumLibrary:
         key = (str(shard.folder.resolve()), shard.manifest["spectra"], shard.manifest["peaks"])
-        found = self.items.get(key)
-        if found is not None:
-            self.items.move_to_end(key)
-            return found[0]
+        with self.lock:
+            found = self.items.get(key)
+            if found is not None:
+                self.items.move_to_end(key)
+                return found[0]
         library = shard.library()
         size = library.n_peaks * 16 + len(library) * 24
         if budget > 0:
-            self.items[key] = (library, size)
-            while sum(s for _, s in self.items.values()) > budget and len(self.items) > 1:
-                self.items.popitem(last=False)
+            with self.lock:
+                library = self.items.setdefault(key, (library, size))[0]
+                while sum(s for _, s in self.items.values()) > budget and len(self.items) > 1:
+                    self.items.popitem(last=False)
         return library
 
 
 #: This process's opened shards (the client's, or a Dask worker's).
 _CACHE = _ShardCache()
 _BACKENDS: dict[tuple, Backend] = {}
+_BACKENDS_LOCK = threading.Lock()
 
 
 def _backend(name: str | Backend, cpu_threads: int | None) -> Backend:
     if isinstance(name, Backend):
         return name
     key = (name, cpu_threads)
-    if key not in _BACKENDS:
-        _BACKENDS[key] = get_backend(name, cpu_threads=cpu_threads)
-    return _BACKENDS[key]
+    with _BACKENDS_LOCK:
+        if key not in _BACKENDS:
+            _BACKENDS[key] = get_backend(name, cpu_threads=cpu_threads)
+        return _BACKENDS[key]
 
 
 def _keep_shards(backend: Backend, shards: int) -> Backend:
