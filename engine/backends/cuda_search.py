@@ -239,7 +239,9 @@ class TileSearch:
         self._mark(s, "start")
         bounded = self._bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
         self._mark(s, "bound")
-        if bounded:  # few pairs are merged; library order keeps the buffer accesses coalesced
+        if bounded == self._k.BOUNDS_LISTED:
+            pass  # the score kernel reads the listed pairs, not the columns
+        elif bounded:  # few pairs are merged; library order keeps the buffer accesses coalesced
             slot.cols_host[:ncols] = np.arange(tile.l0, tile.l1, dtype=np.int32)
         else:  # columns by peak count (similar work per warp), kept with the resident library
             key = (tile.l0, tile.l1)
@@ -250,7 +252,8 @@ class TileSearch:
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
         slot.segs_host[len(tile.segs)] = ncols
-        slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
+        if bounded != self._k.BOUNDS_LISTED:
+            slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
