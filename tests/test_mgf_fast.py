@@ -21,7 +21,6 @@ from engine.io import (
     load_library,
     mgf_fast,
     mgf_scan,
-    mgf_stream,
     read_library,
 )
 from engine.io import reader as reader_module
@@ -101,7 +100,7 @@ def _tiny_chunks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """
     monkeypatch.setattr(stream_module, "BLOCK_BYTES", block)
     monkeypatch.setattr(reader_module, "_HEAD_BYTES", 1)
-    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(mgf_fast, "CHUNK_BYTES", 1)
     monkeypatch.setattr(chunked_build._Growing, "BLOCK", 7)  # peaks kept in many blocks
 
 
@@ -387,7 +386,7 @@ def test_damaged_gzip_found_while_streaming(tmp_path, monkeypatch, damage):
     path = tmp_path / "big.mgf.gz"
     path.write_bytes(packed)
     monkeypatch.setattr(stream_module, "BLOCK_BYTES", 1 << 14)
-    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(mgf_fast, "CHUNK_BYTES", 1 << 16)
     with pytest.raises(SpectrumFileError, match=f"{damage} gzip") as info:
         read_library(path)
     assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)

@@ -14,6 +14,7 @@ happens once, vectorised over all peaks, in :meth:`~LibraryBuilder.build`:
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import math
@@ -110,6 +111,7 @@ def parse_ion_mode(text: str | None) -> int:
     return 0
 
 
+@functools.lru_cache(maxsize=4096)  # charge texts repeat from record to record
 def parse_charge_text(text: str | None) -> int | None:
     """Signed charge from text such as ``"2+"``, ``"-1"``, ``"1"``; None when unreadable."""
     if text is None:
@@ -213,7 +215,6 @@ class LibraryBuilder:
     def add(
         self,
         record: int,
-        *,
         mz: np.ndarray,
         intensity: np.ndarray,
         precursor_mz: float,

@@ -1,17 +1,15 @@
-"""Parameters of many MGF records at once, column by column (fast MGF reader).
+"""MGF parameters as the reference reads them: per record, or many records column-wise.
 
-Records of a chunk whose parameter lines the scanner located exactly (see
-:func:`engine.io.mgf_scan.scan_records`, ``simple``) and that have the same
-keys in the same order form a group; each parameter is then one column, and
-PEPMASS, CHARGE, RTINSECONDS and the ion mode are converted column-wise with
-the same rules the per-record path (:func:`engine.io.mgf_fast._fields`) and
-pyteomics apply.  A record holding a value these rules cannot prove (a
-PEPMASS of three tokens, an unreadable CHARGE, ...) or a key twice is handed
-back, to be read on its own.
+Records of a chunk whose parameter lines the scanner located exactly and that have
+the same keys in the same order form a group; each parameter is one column, and
+PEPMASS, CHARGE, RTINSECONDS and the ion mode are converted column-wise by the
+same rules as one record's (:func:`record_fields`) and pyteomics'.  A record
+holding a value these rules cannot prove, or a key twice, is handed back.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -19,14 +17,10 @@ import numpy as np
 
 from engine.io._build import parse_ion_mode, settle_numbers
 from engine.io.chunked_build import ChunkColumns
-from engine.io.mgf import ION_MODE_KEYS
+from engine.io.mgf import ION_MODE_KEYS, id_and_title
 
-__all__ = ["Unsure", "charge_of", "group_columns", "ion_mode_of", "precursor_of", "rt_text"]
+__all__ = ["Unsure", "group_columns", "record_fields"]
 
-#: CHARGE and IONMODE texts seen so far and what they mean; only short texts are kept.
-_CHARGES: dict[str, int] = {}
-_ION_MODES: dict[str, int] = {}
-_MEMO_LIMIT = 4096
 #: Keys taken out of the metadata.
 _NUMERIC = ("pepmass", "charge")
 
@@ -50,21 +44,16 @@ def precursor_of(text: str) -> float:
         return precursor
 
 
+@functools.lru_cache(maxsize=4096)
 def charge_of(text: str) -> int:
-    """First charge of a CHARGE text as pyteomics reads it (memoised)."""
-    known = _CHARGES.get(text)
-    if known is not None:
-        return known
+    """First charge of a CHARGE text as pyteomics reads it."""
     from pyteomics import auxiliary as _aux  # on first use: ``import engine`` stays quick
 
     try:
         charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
-        value = int(charges[0]) if charges else 0
+        return int(charges[0]) if charges else 0
     except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
         raise Unsure from exc
-    if len(text) <= 32 and len(_CHARGES) < _MEMO_LIMIT:
-        _CHARGES[text] = value
-    return value
 
 
 def rt_text(text: str) -> str:
@@ -75,44 +64,36 @@ def rt_text(text: str) -> str:
         raise Unsure from None
 
 
-def ion_mode_of(text: str) -> int:
-    """Ion mode code of an ion mode text (memoised)."""
-    known = _ION_MODES.get(text)
-    if known is None:
-        known = parse_ion_mode(text)
-        if len(_ION_MODES) < _MEMO_LIMIT and len(text) <= 32:
-            _ION_MODES[text] = known
-    return known
+#: Ion mode code of an ion mode text.
+ion_mode_of = functools.lru_cache(maxsize=4096)(parse_ion_mode)
 
 
-def _floats(texts: list[str]) -> list[float]:
-    return list(map(float, texts))
-
-
-def _float_texts(texts: list[str]) -> list[str]:
-    return list(map(repr, map(float, texts)))
-
-
-def _known_charges(texts: list[str]) -> list:
-    return list(map(_CHARGES.get, texts))
-
-
-def _known_ion_modes(texts: list[str]) -> list:
-    return list(map(_ION_MODES.get, texts))
+def record_fields(params: dict) -> tuple[float, int, int, dict]:
+    """Precursor, charge, ion mode and metadata (``params`` itself, changed) of a record."""
+    precursor = math.nan
+    pepmass = params.pop("pepmass", None)
+    if pepmass is not None:
+        precursor = precursor_of(pepmass)
+    charges = params.pop("charge", None)
+    if isinstance(charges, str):
+        charge = charge_of(charges)
+    else:  # from the file header, already parsed by pyteomics
+        charge = int(charges[0]) if charges else 0
+    if "rtinseconds" in params:
+        params["rtinseconds"] = rt_text(params["rtinseconds"])
+    ion_mode = next((ion_mode_of(params[k]) for k in ION_MODE_KEYS if k in params), 0)
+    return precursor, charge, ion_mode, id_and_title(params)
 
 
 def _converted(
-    texts: list[str], convert: Callable[[str], object], quick: Callable[[list[str]], list]
+    texts: list[str], convert: Callable[[str], object], quick: Callable | None = None
 ) -> tuple[list, list[int]]:
     """``convert`` of each text, and the positions where it is unsure (their value: None).
 
-    ``quick(texts)`` gives the same values for all texts at once (C loops, no
-    Python call per text), or raises or returns None where it cannot.
+    ``quick``, a quicker ``convert`` that raises where it differs, is tried first.
     """
     try:
-        out = quick(texts)
-        if None not in out:
-            return out, []
+        return list(map(quick or convert, texts)), []
     except (Unsure, ValueError):
         pass
     out: list = []
@@ -222,18 +203,18 @@ def _group(
     precursors: list = [math.nan] * n
     charges: list = [0] * n
     if "pepmass" in columns:
-        precursors, bad = _converted(columns["pepmass"], precursor_of, _floats)
+        precursors, bad = _converted(columns["pepmass"], precursor_of, float)
         keep[bad] = False
     if "charge" in columns:
-        charges, bad = _converted(columns["charge"], charge_of, _known_charges)
+        charges, bad = _converted(columns["charge"], charge_of)
         keep[bad] = False
     if "rtinseconds" in columns:
-        columns["rtinseconds"], bad = _converted(columns["rtinseconds"], rt_text, _float_texts)
+        columns["rtinseconds"], bad = _converted(columns["rtinseconds"], rt_text)
         keep[bad] = False
     ion_modes: list = [0] * n
     for key in ION_MODE_KEYS:
         if key in columns:
-            ion_modes, _ = _converted(columns[key], ion_mode_of, _known_ion_modes)
+            ion_modes = list(map(ion_mode_of, columns[key]))
             break
     meta_keys = [k for k in keys if k not in _NUMERIC]
     empty = [""] * n

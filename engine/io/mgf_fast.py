@@ -1,44 +1,43 @@
-"""Fast MGF reader: numba scans the bytes, Python handles each record's parameters.
+"""Fast MGF reader: numba scans the bytes in bounded chunks, Python reads the parameters.
 
-It gives exactly what the reference reader (:func:`engine.io.mgf.read_mgf_text`,
-pyteomics on decoded text) gives: the same records, peaks bit for bit, metadata
-and import report.  It gets there by doing only what it can prove identical:
+It gives exactly what the reference (:func:`engine.io.mgf.read_mgf_text`, pyteomics
+on decoded text) gives, records, peaks bit for bit, metadata and report, by doing
+only what it can prove identical: :mod:`engine.io.mgf_scan` finds records and lines
+with the reference's rules and converts plain ``number number`` peak lines;
+parameter lines are decoded into a dict per record, or into columns for records
+alike (:mod:`engine.io.mgf_columns`).  A record with anything else in it (a third
+peak column, ``inf``, an odd first character, an unusual PEPMASS, CHARGE or
+RTINSECONDS, ...) goes to the reference parser, alone.
 
-- records and their lines are found in the bytes (:mod:`engine.io.mgf_scan`) with
-  the reference's own rules (markers, ``\\r\\n`` / ``\\r`` / ``\\n`` line ends,
-  comment characters, ``=`` makes a parameter line);
-- peak lines ``number<blank>number`` become float64 there, when the value is
-  provably the one ``float()`` gives;
-- parameter lines are decoded and put in a dict per record, as pyteomics does;
-- any record with something else in it (a third peak column, ``inf``, a
-  control or non-ASCII character starting a line, an unusual PEPMASS, CHARGE
-  or RTINSECONDS, ...) goes to the reference parser, alone.
+The content is cut into chunks of about :data:`CHUNK_BYTES` at the start of a
+``BEGIN IONS`` line, which always opens a record, so each chunk parses as inside
+the whole file; the next chunk is scanned on a thread (numba without the GIL)
+while the records of this one are read, and a
+:class:`~engine.io.chunked_build.ChunkedBuilder` packs each chunk, so memory
+follows the library, not the text.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
 from engine.io import mgf_scan
-from engine.io._build import LibraryBuilder, gc_paused
+from engine.io._build import LibraryBuilder, Progress, gc_paused, report_progress
 from engine.io.chunked_build import ChunkedBuilder
-from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
-from engine.io.mgf_columns import (
-    Unsure,
-    charge_of,
-    group_columns,
-    ion_mode_of,
-    precursor_of,
-    rt_text,
-)
+from engine.io.mgf import header_reader, read_block, record_title
+from engine.io.mgf_columns import Unsure, group_columns, record_fields
 from engine.io.scan import ascii_spans, gather, key_ids, not_utf8
 from engine.io.sniff import decode_text, replaced_note, split_lines
 
-__all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
+__all__ = ["CHUNK_BYTES", "last_record_start", "read_mgf_blocks", "read_mgf_bytes"]
 
+#: Content bytes parsed at a time (a record longer than that makes its chunk longer).
+CHUNK_BYTES = 1 << 22
+_BEGIN = re.compile(rb"(?m)^[ \t]*BEGIN IONS[ \t]*\r?\n")
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
 _CUT_REASONS = {
@@ -49,14 +48,104 @@ _CUT_REASONS = {
 _PROGRESS_EVERY = 2048
 
 
-class FileState:
-    """What one chunk of a file hands to the next (see :func:`read_chunk`).
+def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
+    """MGF ``data`` (the whole content, un-gzipped) into ``builder``; progress in bytes of it."""
+    view = memoryview(data)
+    step = CHUNK_BYTES
+    blocks = ((view[i : i + step], min(i + step, len(data))) for i in range(0, len(data), step))
+    read_mgf_blocks(blocks, len(data), builder, progress)
+
+
+def read_mgf_blocks(
+    blocks: Iterable[tuple[bytes | memoryview, int]],
+    total: int,
+    builder: LibraryBuilder,
+    progress: Progress | None = None,
+) -> None:
+    """MGF content arriving in ``blocks`` into ``builder``.
 
     Parameters
     ----------
+    blocks : iterable of (bytes, int)
+        The content in order, each block with the progress position reached
+        once it is read (bytes on disk, or of the content).
+    total : int
+        The position at the end, for ``progress``.
     builder : LibraryBuilder
-        Receives every record (kept or skipped).
+        Receives every record.
+    progress : callable, optional
+        ``progress(done, total)`` now and then; returning ``False`` stops the
+        load with :class:`~engine.io._build.LoadCancelled`.
     """
+    file = FileState(builder)
+    with gc_paused(), ThreadPoolExecutor(1, thread_name_prefix="simms-scan") as pool:
+        waiting: list[tuple[Future, int, int, int]] = []
+
+        def read(final: bool) -> None:
+            future, start, end, length = waiting.pop(0)
+            report = None
+            if progress is not None:
+
+                def report(at: int) -> None:
+                    done = start + (end - start) * at // max(length, 1)
+                    report_progress(progress, done, total, builder.path)
+
+            _read(future.result(), file, final, report)
+
+        for k, (data, start, end) in enumerate(_chunks(blocks, total)):
+            waiting.append((pool.submit(ScannedChunk, data, k == 0), start, end, len(data)))
+            if len(waiting) > 1:
+                read(False)
+        read(True)
+    builder.records = file.records
+    if file.replaced:
+        builder.notes.insert(0, replaced_note(file.replaced))
+
+
+def _chunks(
+    blocks: Iterable[tuple[bytes | memoryview, int]], total: int
+) -> Iterator[tuple[bytes, int, int]]:
+    """Chunks of the content, each with its span of progress positions."""
+    pending: list[bytes | memoryview] = []
+    size = 0
+    want = CHUNK_BYTES
+    before = 0  # progress position where the pending content starts
+    first = True
+    for block, position in blocks:
+        pending.append(block)
+        size += len(block)
+        if size < want:
+            continue
+        data = b"".join(pending)
+        cut = last_record_start(data, 3 if first else 0)
+        if not cut:  # one record (or the header) longer than a chunk: read on
+            pending, want = [data], size + CHUNK_BYTES
+            continue
+        yield data[:cut], before, position
+        first = False
+        before = position
+        pending, size, want = [data[cut:]], len(data) - cut, CHUNK_BYTES
+    yield b"".join(pending), before, total
+
+
+def last_record_start(data: bytes, after: int = 0) -> int:
+    """Start of the last complete ``BEGIN IONS`` line of ``data`` after ``after`` (0: none).
+
+    The line must start after a ``\\n`` and its own ``\\n`` must be in ``data``.
+    """
+    end = len(data)
+    while True:
+        at = data.rfind(b"BEGIN IONS", after, end)
+        if at <= after:
+            return 0
+        line = data.rfind(b"\n", 0, at) + 1
+        if line > after and _BEGIN.match(data, line):
+            return line
+        end = at
+
+
+class FileState:
+    """What one chunk of a file hands to the next."""
 
     def __init__(self, builder: LibraryBuilder) -> None:
         self.builder = builder
@@ -68,15 +157,14 @@ class FileState:
         self.reader = None
         self.header: dict = {}
 
-    def finish(self) -> None:
-        """Tell the builder the number of records and the file's notes."""
-        self.builder.records = self.records
-        if self.replaced:
-            self.builder.notes.insert(0, replaced_note(self.replaced))
-
 
 class ScannedChunk:
-    """A chunk after the byte scans (:func:`scan_chunk`), before its records are read."""
+    """The byte scans of a chunk (numba, mostly without the GIL: may run on another thread).
+
+    ``data`` is the chunk's content: the first (``first_chunk``) starts where the
+    file starts, every other at a ``BEGIN IONS`` line.  Bytes that are not UTF-8
+    are read as Windows-1252, as :func:`engine.io.sniff.decode_text` does.
+    """
 
     def __init__(self, data: bytes, first_chunk: bool) -> None:
         self.data = data
@@ -99,48 +187,15 @@ class ScannedChunk:
         self.ids, self.names, self.values = _parameters(data, buf, spans, self.decode)
 
 
-def scan_chunk(data: bytes, first_chunk: bool) -> ScannedChunk:
-    """The byte scans of a chunk (numba, mostly without the GIL: may run on another thread).
-
-    ``data`` as for :func:`read_chunk`; ``first_chunk``: whether it starts the file.
-    """
-    return ScannedChunk(data, first_chunk)
-
-
-def read_chunk(
-    data: bytes | ScannedChunk,
-    file: FileState,
-    final: bool,
-    report: Callable[[int], None] | None = None,
-) -> None:
-    """Parse one chunk of an MGF file (its content, un-gzipped) into ``file.builder``.
-
-    Parameters
-    ----------
-    data : bytes or ScannedChunk
-        The whole file, or a piece of it: the first piece starts where the file
-        starts, every other piece at the start of a ``BEGIN IONS`` line.  Bytes
-        that are not UTF-8 are read as Windows-1252, as
-        :func:`engine.io.sniff.decode_text` does.  Or the piece already
-        scanned by :func:`scan_chunk`.
-    file : FileState
-        The file so far (header, records counted); updated.
-    final : bool
-        Whether ``data`` ends where the file ends (else a record still open at
-        its end was cut by the next ``BEGIN IONS``).
-    report : callable, optional
-        Called now and then with the position reached in ``data``; may raise
-        :class:`~engine.io._build.LoadCancelled`.
-    """
-    with gc_paused():
-        if not isinstance(data, ScannedChunk):
-            data = scan_chunk(data, file.reader is None)
-        _read(data, file, final, report)
-
-
 def _read(
     chunk: ScannedChunk, file: FileState, final: bool, report: Callable[[int], None] | None
 ) -> None:
+    """The records of one chunk into ``file.builder``.
+
+    ``final``: the chunk ends where the file ends (else a record still open at
+    its end was cut by the next ``BEGIN IONS``); ``report(position in the
+    chunk)`` now and then, which may raise :class:`~engine.io._build.LoadCancelled`.
+    """
     builder = file.builder
     data, decode = chunk.data, chunk.decode
     file.replaced += chunk.replaced
@@ -298,37 +353,10 @@ class _Batch:
 
     def add(self, record: int, params: dict, lo: int, hi: int) -> None:
         """One record whose peaks are ``lo:hi``; raises :class:`Unsure` to hand it back."""
-        self.rows.append((record, *_fields(params), lo, hi))
+        self.rows.append((record, *record_fields(params), lo, hi))
 
     def flush(self) -> None:
         """Give the records so far to the builder."""
         if self.rows:
             self.builder.add_many(self.rows, self.mz, self.intensity)
             self.rows = []
-
-
-def _fields(params: dict) -> tuple[float, int, int, dict]:
-    """Precursor, charge, ion mode and metadata of a record, as the reference gives them.
-
-    ``params`` (the record's own dict) becomes the metadata.
-    """
-    precursor = math.nan
-    pepmass = params.pop("pepmass", None)
-    if pepmass is not None:
-        precursor = precursor_of(pepmass)
-    charges = params.pop("charge", None)
-    if isinstance(charges, str):
-        charge = charge_of(charges)
-    else:  # from the file header, already parsed by pyteomics
-        charge = int(charges[0]) if charges else 0
-    metadata = params
-    if "rtinseconds" in metadata:
-        metadata["rtinseconds"] = rt_text(metadata["rtinseconds"])
-    ion_mode = 0
-    for key in ION_MODE_KEYS:
-        if key in metadata:
-            ion_mode = ion_mode_of(metadata[key])
-            break
-    metadata["id"] = metadata.get("spectrumid", "")
-    metadata.setdefault("title", metadata.get("name", ""))
-    return precursor, charge, ion_mode, metadata

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, gc_paused, report_progress
 from engine.io.chunked_build import ChunkedBuilder
-from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
-from engine.io.msp import read_msp_text
-from engine.io.msp_fast import read_msp_fast
+from engine.io.mgf_fast import read_mgf_blocks, read_mgf_bytes
+from engine.io.msp import read_msp_fast, read_msp_text
 from engine.io.sniff import (
     FORMATS,
     GZIP_MAGIC,

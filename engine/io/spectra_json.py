@@ -20,7 +20,6 @@ the gzip cap, and nesting too deep for it is refused with a one-line error.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -42,7 +41,6 @@ __all__ = [
     "MONA_KEYS",
     "add_record",
     "as_text",
-    "charge_of",
     "gnps_columns",
     "gnps_metadata",
     "mona_metadata",
@@ -75,8 +73,6 @@ MONA_KEYS = {
     "inchi": "inchi",
     "smiles": "smiles",
 }
-#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
-charge_of = functools.lru_cache(maxsize=4096)(parse_charge_text)
 _MS_LEVEL_RE = re.compile(r"^\s*(?:ms)?\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -147,19 +143,11 @@ def add_record(
     give for this record, already worked out (by the fast reader).
     """
     try:
-        mz, intensity, precursor, charge, ion_mode, metadata = record_fields(item, peaks, metadata)
+        fields = record_fields(item, peaks, metadata)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         skip_record(record, item, builder, exc)
         return
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-    )
+    builder.add(record, *fields)
 
 
 def skip_record(record: int, item: object, builder: LibraryBuilder, exc: Exception) -> None:
@@ -198,7 +186,7 @@ def record_fields(
         raise _RecordError("no peaks")
     precursor = precursor_of(metadata.pop("precursor_mz", ""))
     adduct = metadata.get("adduct", "")
-    charge = charge_of(metadata.pop("charge", None))
+    charge = parse_charge_text(metadata.pop("charge", None))
     if not charge:
         charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")

@@ -28,7 +28,13 @@ import numpy as np
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
-from engine.io._build import LibraryBuilder, charge_from_adduct, gc_paused, parse_ion_mode
+from engine.io._build import (
+    LibraryBuilder,
+    charge_from_adduct,
+    gc_paused,
+    parse_charge_text,
+    parse_ion_mode,
+)
 from engine.io.sniff import decode_text, replaced_note
 
 try:
@@ -299,7 +305,7 @@ def _settle(
     """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them."""
     if mona and level and ref.refused_level(level):
         return None
-    number = ref.charge_of(charge)
+    number = parse_charge_text(charge)
     if not number:
         number = charge_from_adduct(adduct if adduct is not None else "")
     return number, parse_ion_mode(ion_mode)
