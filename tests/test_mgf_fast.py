@@ -17,12 +17,12 @@ import pytest
 from engine.io import (
     LoadCancelled,
     SpectrumFileError,
-    chunked_build,
     load_library,
     mgf_fast,
     mgf_scan,
     read_library,
 )
+from engine.io import _build as build_module
 from engine.io import reader as reader_module
 from engine.io import stream as stream_module
 from engine.library import SpectrumLibrary
@@ -101,7 +101,7 @@ def _tiny_chunks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     monkeypatch.setattr(stream_module, "BLOCK_BYTES", block)
     monkeypatch.setattr(reader_module, "_HEAD_BYTES", 1)
     monkeypatch.setattr(mgf_fast, "CHUNK_BYTES", 1)
-    monkeypatch.setattr(chunked_build._Growing, "BLOCK", 7)  # peaks kept in many blocks
+    monkeypatch.setattr(build_module._Growing, "BLOCK", 7)  # peaks kept in many blocks
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.io._build import LibraryBuilder, parse_ion_mode
+from engine.io._build import LibraryBuilder
+from engine.io.fields import parse_ion_mode
 from engine.io.sniff import split_lines
 
 if TYPE_CHECKING:  # pyteomics is imported on first use: ``import engine`` stays quick

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engine.io._build import parse_ion_mode, settle_numbers
-from engine.io.chunked_build import ChunkColumns
+from engine.io._build import ChunkColumns
+from engine.io.fields import parse_ion_mode, settle_numbers
 from engine.io.mgf import ION_MODE_KEYS, id_and_title
 
 __all__ = ["Unsure", "group_columns", "record_fields"]
@@ -119,7 +119,7 @@ def group_columns(
     peak_hi: np.ndarray,
     mz: np.ndarray,
     intensity: np.ndarray,
-) -> tuple[ChunkColumns, list[int]]:
+) -> tuple[ChunkColumns | None, list[int]]:
     """The records ``rows`` of a chunk as columns, and the rows handed back.
 
     Parameters
@@ -159,7 +159,7 @@ def group_columns(
         if part is not None:
             parts.append(part)
     if not parts:
-        return _empty(mz, intensity), back
+        return None, back
     chosen = np.concatenate([p[0] for p in parts])
     precursors = [x for p in parts for x in p[1]]
     charges = [x for p in parts for x in p[2]]
@@ -238,8 +238,3 @@ def _group(
         )
         values = [[column[i] for i in picked] for column in values]
     return members, precursors, charges, ion_modes, tuple(meta_keys), values, adducts, titles
-
-
-def _empty(mz: np.ndarray, intensity: np.ndarray) -> ChunkColumns:
-    none = np.empty(0, dtype=np.int64)
-    return ChunkColumns(none, [], none, none, mz, intensity, np.empty(0), none, none, [], [])

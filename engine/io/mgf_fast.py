@@ -13,7 +13,7 @@ The content is cut into chunks of about :data:`CHUNK_BYTES` at the start of a
 ``BEGIN IONS`` line, which always opens a record, so each chunk parses as inside
 the whole file; the next chunk is scanned on a thread (numba without the GIL)
 while the records of this one are read, and a
-:class:`~engine.io.chunked_build.ChunkedBuilder` packs each chunk, so memory
+:class:`~engine.io._build.LibraryBuilder` packs each chunk, so memory
 follows the library, not the text.
 """
 
@@ -27,7 +27,6 @@ import numpy as np
 
 from engine.io import mgf_scan
 from engine.io._build import LibraryBuilder, Progress, gc_paused, report_progress
-from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf import header_reader, read_block, record_title
 from engine.io.mgf_columns import Unsure, group_columns, record_fields
 from engine.io.scan import ascii_spans, gather, key_ids, not_utf8
@@ -210,7 +209,7 @@ def _read(
     batch = _Batch(builder, mz, intensity)
     base = file.records
     # records whose parameters are all located exactly are read column-wise
-    by_columns = isinstance(builder, ChunkedBuilder) and not header
+    by_columns = not header
     in_columns = (kinds == mgf_scan.EVENT_BLOCK) & (status == mgf_scan.FAST) & simple
     if not by_columns:
         in_columns[:] = False
@@ -279,8 +278,7 @@ def _read(
             except Unsure:
                 read_block(reader, split_lines(decode(data[lo:hi])), base + r + 1, builder)
         batch.flush()
-    if isinstance(builder, ChunkedBuilder):
-        builder.end_chunk(columns)
+    builder.end_chunk(columns)
     file.records += len(kinds)
 
 

@@ -23,13 +23,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from engine.io import msp_scan
-from engine.io._build import (
-    LibraryBuilder,
-    charge_from_adduct,
-    gc_paused,
-    parse_charge_text,
-    parse_ion_mode,
-)
+from engine.io._build import LibraryBuilder, gc_paused
+from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
 from engine.io.scan import gather
 from engine.io.sniff import split_lines
 

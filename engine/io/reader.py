@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, gc_paused, report_progress
-from engine.io.chunked_build import ChunkedBuilder
 from engine.io.mgf_fast import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_fast, read_msp_text
 from engine.io.sniff import (
@@ -185,7 +184,7 @@ def _read_stream(
         raw = RawFile(stream.path, stream.sha256, b"".join(whole), stream.gzipped)
         del whole
         return _read_whole(raw, format, parser, progress, stream.size)
-    builder = ChunkedBuilder(stream.path, fmt)
+    builder = LibraryBuilder(stream.path, fmt)
     read_mgf_blocks(_chained((start, position), blocks), stream.size, builder, progress)
     library = builder.build(LibrarySource(stream.path, stream.sha256, fmt))
     report_progress(progress, stream.size, stream.size, stream.path)
@@ -243,7 +242,7 @@ def _parse(
     """Parse ``raw``, the file's digest asked for (``sha256()``) once the content is read."""
     fmt = _choose_format(raw, format)
     fast_mgf = fmt == "mgf" and parser == "fast"
-    builder = ChunkedBuilder(raw.path, fmt) if fast_mgf else LibraryBuilder(raw.path, fmt)
+    builder = LibraryBuilder(raw.path, fmt)
     total = len(raw.data)
     report_progress(progress, 0, total, raw.path)
     if fast_mgf:

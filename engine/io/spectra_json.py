@@ -27,12 +27,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from engine.io._build import (
-    LibraryBuilder,
-    charge_from_adduct,
-    parse_charge_text,
-    parse_ion_mode,
-)
+from engine.io._build import LibraryBuilder
+from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
 from engine.report import SpectrumFileError
 
 __all__ = [

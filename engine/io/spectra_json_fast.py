@@ -28,13 +28,8 @@ import numpy as np
 
 from engine.io import json_peaks
 from engine.io import spectra_json as ref
-from engine.io._build import (
-    LibraryBuilder,
-    charge_from_adduct,
-    gc_paused,
-    parse_charge_text,
-    parse_ion_mode,
-)
+from engine.io._build import LibraryBuilder, gc_paused
+from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
 from engine.io.sniff import decode_text, replaced_note
 
 try:
