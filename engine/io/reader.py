@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, gc_paused, report_progress
+from engine.io.mgf import read_mgf_text
 from engine.io.mgf_fast import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_fast, read_msp_text
 from engine.io.sniff import (
@@ -29,7 +31,7 @@ from engine.report import SpectrumFileError
 
 __all__ = ["PARSERS", "LoadCancelled", "read_library"]
 
-#: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
+#: Parsers :func:`read_library` offers.
 PARSERS = ("fast", "reference")
 
 _NOT_FOUND_HINT = {
@@ -39,25 +41,36 @@ _NOT_FOUND_HINT = {
     "mzxml": "no <mzXML> element found",
     "json": "no JSON list or object found",
 }
-_TEXT_READERS = {"mgf": "engine.io.mgf:read_mgf_text", "msp": read_msp_text, "json": read_json_text}
-#: Fast readers of decoded text, each proven equal to its reference above.
-_FAST_TEXT_READERS = {"msp": read_msp_fast}
-#: Fast readers of the bytes (they decode what they need themselves).
-_FAST_BYTES_READERS = {"json": read_json_bytes}
-#: Readers named by module, imported on first use (pyteomics, psims and lxml take
-#: half a second to import): ``import engine`` stays quick.
-_BYTES_READERS = {
-    "mzml": "engine.io.mzml:read_mzml_bytes",
-    "mzxml": "engine.io.mzxml:read_mzxml_bytes",
+#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
+_HEAD_BYTES = 1 << 16
+#: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
+_AT_ONCE_BYTES = 1 << 28
+
+
+def _decoded(read: Callable[[str, LibraryBuilder], None]) -> Callable:
+    """A reader of the text made a reader of the bytes (decoded by :func:`decode_text`)."""
+
+    def read_bytes(data: bytes, builder: LibraryBuilder) -> None:
+        text, replaced = decode_text(data)
+        if replaced:
+            builder.notes.append(replaced_note(replaced))
+        read(text, builder)
+
+    return read_bytes
+
+
+#: Readers of the content by (format, parser); a fast reader is proven equal to its
+#: reference.  mzML and mzXML (one parser) are imported on first use: pyteomics, psims
+#: and lxml take half a second to import, and ``import engine`` stays quick.
+_READERS: dict[tuple[str, str], Callable | str] = {
+    ("mgf", "reference"): _decoded(read_mgf_text),
+    ("msp", "reference"): _decoded(read_msp_text),
+    ("msp", "fast"): _decoded(read_msp_fast),
+    ("json", "reference"): _decoded(read_json_text),
+    ("json", "fast"): read_json_bytes,
+    ("mzml", "reference"): "engine.io.mzml:read_mzml_bytes",
+    ("mzxml", "reference"): "engine.io.mzxml:read_mzxml_bytes",
 }
-
-
-def _reader(reader: str | Callable) -> Callable:
-    """A reader of the tables above, imported when it is named by ``module:function``."""
-    if callable(reader):
-        return reader
-    module, name = reader.split(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def read_library(
@@ -79,13 +92,10 @@ def read_library(
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
     parser : {"fast", "reference"}, default "fast"
-        For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
-        records to pyteomics; ``"reference"`` parses every record with
-        pyteomics.  For MSP: ``"fast"`` reads records and peaks with numba and
-        hands records with unusual lines to the line-by-line reader that
-        ``"reference"`` uses for all; for JSON it reads the peak strings of all
-        records at once, leaving unusual ones to the reference.  Both give the
-        same library.  mzML and mzXML ignore it.
+        ``"fast"`` reads MGF, MSP and JSON with numba scanners over the bytes and
+        hands only unusual records to the reference reader (pyteomics for MGF,
+        line by line for MSP, :mod:`json` for JSON) that ``"reference"`` uses for
+        all; both give the same library.  mzML and mzXML ignore it.
     progress : callable, optional
         ``progress(done_bytes, total_bytes)``, bytes of the file on disk:
         called at the start, now and then while the fast MGF parser reads
@@ -128,26 +138,24 @@ def read_library(
         stream.close()
 
 
+def _streamed_mgf(head: bytes, format: str | None, parser: str) -> bool:
+    """Whether a file starting with ``head`` is MGF for the fast parser (read as it streams)."""
+    return parser == "fast" and (format or "mgf").lower() == "mgf" and sniff_format(head) == "mgf"
+
+
 def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedBytes | None:
-    """A file that is read whole at once (not gzip, not MGF for the fast parser), or None.
+    """A file read whole at once (not gzip, not streamed MGF, at most :data:`_AT_ONCE_BYTES`).
 
-    Files over :data:`_AT_ONCE_BYTES` are read in blocks by :class:`FileStream`
-    instead, so the progress moves (and a cancel is seen) while they are read.
-
-    Raises
-    ------
-    SpectrumFileError
-        As :class:`FileStream`: missing, unreadable or not a regular file.
+    Others are read in blocks by :class:`FileStream`, so the progress moves (and a
+    cancel is seen) while they are read.  Raises as :class:`FileStream` does.
     """
     if checked_size(path) > _AT_ONCE_BYTES:
         return None
     try:
         with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-            if head[:2] == GZIP_MAGIC:
+            head = fh.read(_HEAD_BYTES)
+            if head[:2] == GZIP_MAGIC or _streamed_mgf(head, format, parser):
                 return None
-            if parser == "fast" and sniff_format(head) == "mgf" and format in (None, "mgf", "MGF"):
-                return None  # read in blocks as it streams in
             fh.seek(0)
             data = fh.read()
     except OSError as exc:
@@ -165,18 +173,11 @@ def _read_stream(
     size = position = 0
     for block, reached in blocks:
         head.append(block)
-        size += len(block)
-        position = reached
+        size, position = size + len(block), reached
         if size >= _HEAD_BYTES:
             break
-    else:  # the whole file: read as before
-        raw = RawFile(stream.path, stream.sha256, b"".join(head), stream.gzipped)
-        return _read_whole(raw, format, parser, progress, stream.size)
     start = b"".join(head)
-    fmt = None
-    if parser == "fast" and sniff_format(start) == "mgf" and format in (None, "mgf", "MGF"):
-        fmt = _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)
-    if fmt != "mgf":  # errors (a gzip bomb first) as for any file read whole
+    if size < _HEAD_BYTES or not _streamed_mgf(start, format, parser):
         whole = [start]
         for block, reached in blocks:  # reading: the first half of the progress
             whole.append(block)
@@ -184,9 +185,10 @@ def _read_stream(
         raw = RawFile(stream.path, stream.sha256, b"".join(whole), stream.gzipped)
         del whole
         return _read_whole(raw, format, parser, progress, stream.size)
-    builder = LibraryBuilder(stream.path, fmt)
-    read_mgf_blocks(_chained((start, position), blocks), stream.size, builder, progress)
-    library = builder.build(LibrarySource(stream.path, stream.sha256, fmt))
+    _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)  # its warning
+    builder = LibraryBuilder(stream.path, "mgf")
+    read_mgf_blocks(chain([(start, position)], blocks), stream.size, builder, progress)
+    library = builder.build(LibrarySource(stream.path, stream.sha256, "mgf"))
     report_progress(progress, stream.size, stream.size, stream.path)
     return library
 
@@ -203,6 +205,8 @@ def _read_whole(
 
     ``sha256()``, when given, is the file's digest (asked once the content is parsed).
     """
+    if not raw.data or raw.data.isspace():  # what strip() leaves nothing of, without a copy
+        raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
     half = size // 2
     scaled = None
     if progress is not None:
@@ -210,26 +214,7 @@ def _read_whole(
         def scaled(done: int, total: int) -> object:
             return progress(half + (size - half) * done // max(total, 1), size)
 
-    return _parse(_non_empty(raw), format, parser, scaled, sha256 or (lambda: raw.sha256))
-
-
-#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
-_HEAD_BYTES = 1 << 16
-#: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
-_AT_ONCE_BYTES = 1 << 28
-#: What :func:`sniff_format` reads (the format of a file read whole is told from it).
-_SNIFF_BYTES = 1 << 16
-
-
-def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
-    yield first
-    yield from rest
-
-
-def _non_empty(raw: RawFile) -> RawFile:
-    if not raw.data or raw.data.isspace():  # what strip() leaves nothing of, without a copy
-        raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
-    return raw
+    return _parse(raw, format, parser, scaled, sha256 or (lambda: raw.sha256))
 
 
 def _parse(
@@ -241,22 +226,17 @@ def _parse(
 ) -> SpectrumLibrary:
     """Parse ``raw``, the file's digest asked for (``sha256()``) once the content is read."""
     fmt = _choose_format(raw, format)
-    fast_mgf = fmt == "mgf" and parser == "fast"
     builder = LibraryBuilder(raw.path, fmt)
     total = len(raw.data)
     report_progress(progress, 0, total, raw.path)
-    if fast_mgf:
+    if fmt == "mgf" and parser == "fast":
         read_mgf_bytes(raw.data, builder, progress)
-    elif fmt in _BYTES_READERS:
-        _reader(_BYTES_READERS[fmt])(raw.data, builder)
-    elif parser == "fast" and fmt in _FAST_BYTES_READERS:
-        _FAST_BYTES_READERS[fmt](raw.data, builder)
     else:
-        text, replaced = decode_text(raw.data)
-        if replaced:
-            builder.notes.append(replaced_note(replaced))
-        readers = _FAST_TEXT_READERS if parser == "fast" else {}
-        _reader(readers.get(fmt, _TEXT_READERS[fmt]))(text, builder)
+        read = _READERS.get((fmt, parser)) or _READERS[fmt, "reference"]
+        if isinstance(read, str):
+            module, name = read.split(":")
+            read = getattr(importlib.import_module(module), name)
+        read(raw.data, builder)
     with gc_paused():  # building makes many lists and arrays, no cycle
         library = builder.build(LibrarySource(raw.path, sha256(), fmt))
     report_progress(progress, total, total, raw.path)
