@@ -189,95 +189,59 @@ class ScannedChunk:
 def _read(
     chunk: ScannedChunk, file: FileState, final: bool, report: Callable[[int], None] | None
 ) -> None:
-    """The records of one chunk into ``file.builder``.
+    """The records of one chunk into ``file.builder`` (in any order: it sorts them).
 
     ``final``: the chunk ends where the file ends (else a record still open at
     its end was cut by the next ``BEGIN IONS``); ``report(position in the
     chunk)`` now and then, which may raise :class:`~engine.io._build.LoadCancelled`.
     """
-    builder = file.builder
-    data, decode = chunk.data, chunk.decode
+    builder, data, decode = file.builder, chunk.data, chunk.decode
     file.replaced += chunk.replaced
     kinds, first, last = chunk.kinds, chunk.first, chunk.last
     if file.reader is None:
         text = decode(data[chunk.start : chunk.header_end])
         file.reader = header_reader(split_lines(text), builder)
         file.header = dict(file.reader.header)
-    reader, header = file.reader, file.header
-    status, peak_lo, peak_hi, param_lo, param_hi, _, simple, mz, intensity, _ = chunk.scanned
-    ids, names, values = chunk.ids, chunk.names, chunk.values
-    batch = _Batch(builder, mz, intensity)
-    base = file.records
-    # records whose parameters are all located exactly are read column-wise
-    by_columns = not header
-    in_columns = (kinds == mgf_scan.EVENT_BLOCK) & (status == mgf_scan.FAST) & simple
-    if not by_columns:
-        in_columns[:] = False
-    grouped = np.flatnonzero(in_columns)
-    alone = np.flatnonzero(~in_columns)
-    keys = [names[k] for k in ids.tolist()] if len(alone) else []
+    reader, header, base = file.reader, file.header, file.records
     if report is not None:
         for lo in first[::_PROGRESS_EVERY].tolist():
             report(lo)
-    fast = status[alone] == mgf_scan.FAST
-    simple_ = simple[alone]
-    bounds = zip(first[alone].tolist(), last[alone].tolist(), strict=True)
-    spans_of = zip(param_lo[alone].tolist(), param_hi[alone].tolist(), strict=True)
-    peaks = zip(peak_lo[alone].tolist(), peak_hi[alone].tolist(), strict=True)
-    for r, kind, is_fast, is_simple, (lo, hi), (a, b), (p0, p1) in zip(
-        alone.tolist(), kinds[alone].tolist(), fast.tolist(), simple_.tolist(), bounds,
-        spans_of, peaks, strict=True,
-    ):  # fmt: skip
+    status, peak_lo, peak_hi, param_lo, param_hi, _, simple, mz, intensity, _ = chunk.scanned
+    ids, names, values = chunk.ids, chunk.names, chunk.values
+    fast = status == mgf_scan.FAST
+    # records whose parameters are all located exactly are read column-wise
+    in_columns = (kinds == mgf_scan.EVENT_BLOCK) & fast & simple & (not header)
+    columns, back = group_columns(
+        np.flatnonzero(in_columns).tolist(), base, param_lo, param_hi, ids, names, values,
+        peak_lo, peak_hi, mz, intensity,
+    )  # fmt: skip
+    alone = np.union1d(np.flatnonzero(~in_columns), back).astype(np.int64)  # the rest, alone
+    keys = [names[k] for k in ids.tolist()] if len(alone) else []
+    table = np.stack([kinds, first, last, fast, simple, param_lo, param_hi, peak_lo, peak_hi])
+    rows: list[tuple] = []
+    for r, (kind, lo, hi, is_fast, is_simple, a, b, p0, p1) in zip(
+        alone.tolist(), table[:, alone].T.tolist(), strict=True
+    ):
         record = base + r + 1
         if kind != mgf_scan.EVENT_BLOCK:
-            batch.flush()
             lines = split_lines(decode(data[lo:hi]))
             if kind == mgf_scan.EVENT_EOF and not final:  # the next chunk starts a record
                 kind = mgf_scan.EVENT_NO_END
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
         if is_fast:
-            if is_simple and not header:
-                params = dict(zip(keys[a:b], values[a:b], strict=True))
-            elif is_simple:
-                params = dict(header)
+            params = dict(header)
+            if is_simple:
                 params.update(zip(keys[a:b], values[a:b], strict=True))
             else:
-                params = dict(header)
                 _block_params(split_lines(decode(data[lo:hi])), params)
             try:
-                batch.add(record, params, p0, p1)
+                rows.append((record, *record_fields(params), p0, p1))
                 continue
             except Unsure:
                 pass
-        batch.flush()
         read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
-    batch.flush()
-    columns = None
-    if by_columns:
-        columns, back = group_columns(
-            grouped.tolist(),
-            base,
-            param_lo,
-            param_hi,
-            ids,
-            names,
-            values,
-            peak_lo,
-            peak_hi,
-            mz,
-            intensity,
-        )
-        if back:
-            keys = [names[k] for k in ids.tolist()]
-        for r in back:  # one by one, as above
-            a, b, lo, hi = param_lo[r], param_hi[r], first[r], last[r]
-            try:
-                params = dict(zip(keys[a:b], values[a:b], strict=True))
-                batch.add(base + r + 1, params, peak_lo[r], peak_hi[r])
-            except Unsure:
-                read_block(reader, split_lines(decode(data[lo:hi])), base + r + 1, builder)
-        batch.flush()
+    builder.add_many(rows, mz, intensity)
     builder.end_chunk(columns)
     file.records += len(kinds)
 
@@ -338,23 +302,3 @@ def _block_params(lines: list[str], params: dict) -> None:
         if stripped and stripped[0] not in _COMMENTS and "=" in stripped:
             key, value = stripped.split("=", 1)
             params[key.lower()] = value.strip()
-
-
-class _Batch:
-    """Records of the fast path, handed to the builder together (in file order)."""
-
-    def __init__(self, builder: LibraryBuilder, mz: np.ndarray, intensity: np.ndarray) -> None:
-        self.builder = builder
-        self.mz = mz
-        self.intensity = intensity
-        self.rows: list[tuple] = []
-
-    def add(self, record: int, params: dict, lo: int, hi: int) -> None:
-        """One record whose peaks are ``lo:hi``; raises :class:`Unsure` to hand it back."""
-        self.rows.append((record, *record_fields(params), lo, hi))
-
-    def flush(self) -> None:
-        """Give the records so far to the builder."""
-        if self.rows:
-            self.builder.add_many(self.rows, self.mz, self.intensity)
-            self.rows = []

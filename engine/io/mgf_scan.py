@@ -1,14 +1,8 @@
 """numba scanners of the fast MGF reader: lines, records, and each record's lines.
 
-They work on the file's bytes (``uint8``), never on decoded text, and decide only
-what they can decide exactly as the reference parser (pyteomics on decoded text,
-:mod:`engine.io.mgf`) would: :func:`lines` cuts lines as
-:func:`engine.io.sniff.split_lines` does; :func:`find_records` finds the
-``BEGIN IONS`` / ``END IONS`` lines as the reference's regular expression does
-and pairs them into records; :func:`scan_records` classifies each record's lines
-(blank, comment, parameter, peak) and converts peak lines of the plain form
-``number number`` with :func:`engine.io.scan.number`.  Any record with something
-else in it is flagged for the reference parser.
+They decide, over the bytes, only what the reference (pyteomics on decoded text,
+:mod:`engine.io.mgf`) decides the same way; any record with something else in it
+is flagged for the reference.
 """
 
 from __future__ import annotations
@@ -38,17 +32,12 @@ _END = np.frombuffer(b"END IONS", dtype=np.uint8)
 
 
 def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, tuple | None]:
-    """Line ends of ``buf[start:]``.
+    """Line ends of ``buf[start:]``: the positions of ``\\n`` then ``len(buf)``, and
+    ``split``.
 
-    Returns
-    -------
-    newlines : ndarray of int32 or int64
-        Positions of ``\\n``, then ``len(buf)``.  Where no ``\\r`` stands alone,
-        these are also the lines ``split_lines`` cuts (a ``\\r`` before the
-        ``\\n`` ends the line).
-    split : tuple of two ndarrays, or None
-        Only for text with ``\\r`` line ends: ``(ends, nexts)``, line ``t``
-        being ``buf[nexts[t]:ends[t]]``, a line starting after the end last.
+    Where no ``\\r`` stands alone these are also the lines ``split_lines`` cuts;
+    else ``split`` is ``(ends, nexts)``, line ``t`` being ``buf[nexts[t]:ends[t]]``
+    (a line starting after the end last), otherwise None.
     """
     n = len(buf)
     dtype = np.int32 if n < 2**31 - 8 else np.int64  # 4 bytes a line where they do
@@ -100,23 +89,13 @@ def _grown(a, cap):
 def find_records(
     buf: np.ndarray, start: int, newlines: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Records of the text ``buf[start:]`` (bytes as ``uint8``), as the reference splits them.
+    """Records of ``buf[start:]`` as the reference's marker regular expression splits them.
 
-    ``newlines`` are the positions of ``\\n`` after ``start``, then ``len(buf)``
-    (see :func:`lines`).
-
-    A marker is a line (lines end at ``\\n`` only) of the form
-    ``[ \\t]*(BEGIN IONS|END IONS)[ \\t]*\\r?``.
-
-    Returns
-    -------
-    kinds, first, last : ndarray of int64
-        One entry per record, in file order: its event kind and span.  For a
-        complete record, ``first`` is where its BEGIN line starts and ``last``
-        where its END marker ends (after the optional ``\\r``); for the others
-        the span of text the reference takes the title from.
-    header_end : int
-        Start of the first marker (the file header ends there).
+    A marker is a line (``newlines`` from :func:`lines`) ``[ \\t]*(BEGIN IONS|END
+    IONS)[ \\t]*\\r?``.  Returns per record its event kind, ``first`` (where its
+    BEGIN line starts) and ``last`` (where its END marker ends, or the end of the
+    text the reference takes a cut record's title from), and where the first
+    marker (the end of the file header) starts.
     """
     none = np.empty(0, dtype=np.int64)
     count, _ = _find_markers(buf, start, _BEGIN, _END, newlines, none, none, none)
@@ -137,11 +116,7 @@ def _starts_with(buf, pos, word) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _find_markers(buf, start, begin_word, end_word, newlines, kinds, first, last):
-    """:func:`find_records`: records counted, and written while the arrays have room.
-
-    The arrays are never replaced inside the loop: numba would then count
-    references on every pass.
-    """
+    """:func:`find_records`: records counted, and written while the arrays have room."""
     n = len(buf)
     t = 0
     cap = len(kinds)
@@ -212,18 +187,8 @@ def scan_records(
     newlines: np.ndarray,
     split: tuple | None,
 ) -> tuple[np.ndarray, ...]:
-    """Lines of each complete record: peaks converted, parameter lines located.
-
-    Parameters
-    ----------
-    buf : ndarray of uint8
-    first, last, kinds : ndarray of int64
-        Records as :func:`find_records` returns them (only ``EVENT_BLOCK`` ones
-        are scanned).
-    start : int
-        Where the text starts (after a byte order mark).
-    newlines, split
-        Lines, from :func:`lines`.
+    """Lines of each complete record (of :func:`find_records`; the text starts at ``start``,
+    its lines from :func:`lines`): peaks converted, parameter lines located.
 
     Returns
     -------
@@ -246,7 +211,7 @@ def scan_records(
     """
     nb = len(first)
     status = np.zeros(nb, np.int8)
-    peak_lo, peak_hi, param_lo, param_hi = (np.zeros(nb, np.int64) for _ in range(4))
+    bounds = np.zeros((4, nb), np.int64)  # peak_lo, peak_hi, param_lo, param_hi
     simple = np.ones(nb, np.bool_)
     # room for one peak and one parameter per line, or per 16 bytes (real files have
     # about 25 bytes a line; denser ones make it grow); untouched pages cost nothing
@@ -260,7 +225,7 @@ def scan_records(
     while True:
         b = _scan_blocks(
             buf, first, last, kinds, ends, nexts, split is not None, start, b, state,
-            status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
+            status, bounds, simple, peaks, spans, slow,
         )  # fmt: skip
         if b == nb:
             break
@@ -268,10 +233,7 @@ def scan_records(
         spans = _grown_rows(spans, 0)
         slow = _grown_rows(slow, 0)
     k, npl, ns = state[:3].tolist()
-    return (
-        status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl], simple,
-        peaks[0, :k], peaks[1, :k], slow[:ns],
-    )  # fmt: skip
+    return status, *bounds, spans[:npl], simple, peaks[0, :k], peaks[1, :k], slow[:ns]
 
 
 def _grown_rows(a: np.ndarray, axis: int) -> np.ndarray:
@@ -303,10 +265,7 @@ def _scan_blocks(
     b0,
     state,
     status,
-    peak_lo,
-    peak_hi,
-    param_lo,
-    param_hi,
+    bounds,
     simple,
     peaks,
     spans,
@@ -315,11 +274,11 @@ def _scan_blocks(
     """Scan records ``b0, b0 + 1, ...`` until one does not fit in the arrays.
 
     ``state`` holds the counts (peaks, parameter lines, slow numbers) and the
-    current line; ``peaks`` the m/z and intensity rows.  The arrays are never
-    replaced inside the loop (numba would then count references on every
-    pass); when one is full the scan stops before that record and returns its
-    number, and :func:`scan_records` grows the arrays and goes on.
+    current line.  The arrays are never replaced inside the loop (numba would
+    then count references on every pass): when one is full the scan returns the
+    record's number, and :func:`scan_records` grows the arrays and goes on.
     """
+    peak_lo, peak_hi, param_lo, param_hi = bounds[0], bounds[1], bounds[2], bounds[3]
     nb = len(first)
     k, npl, ns, t = state[0], state[1], state[2], state[3]
     for b in range(b0, nb):

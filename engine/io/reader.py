@@ -41,8 +41,10 @@ _NOT_FOUND_HINT = {
     "mzxml": "no <mzXML> element found",
     "json": "no JSON list or object found",
 }
-#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
+#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB) ...
 _HEAD_BYTES = 1 << 16
+#: ... and read to choose it for a file read whole.
+_SNIFF_BYTES = 1 << 16
 #: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
 _AT_ONCE_BYTES = 1 << 28
 
@@ -153,7 +155,7 @@ def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedByt
         return None
     try:
         with open(path, "rb") as fh:
-            head = fh.read(_HEAD_BYTES)
+            head = fh.read(_SNIFF_BYTES)
             if head[:2] == GZIP_MAGIC or _streamed_mgf(head, format, parser):
                 return None
             fh.seek(0)
