@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -107,51 +108,19 @@ def _converted(
     return out, bad
 
 
-def group_columns(
-    rows: Sequence[int],
-    base: int,
-    param_lo: np.ndarray,
-    param_hi: np.ndarray,
-    key_ids: np.ndarray,
-    names: list[str],
-    values: list[str],
-    peak_lo: np.ndarray,
-    peak_hi: np.ndarray,
-    mz: np.ndarray,
-    intensity: np.ndarray,
-) -> tuple[ChunkColumns | None, list[int]]:
-    """The records ``rows`` of a chunk as columns, and the rows handed back.
-
-    Parameters
-    ----------
-    rows : sequence of int
-        Records of the chunk (numbered from 0; record number ``base + row + 1``)
-        whose parameters are exactly the spans ``param_lo[row]:param_hi[row]``.
-    param_lo, param_hi, peak_lo, peak_hi : ndarray of int64
-        Per record of the chunk, its parameter spans and peaks.
-    key_ids : ndarray of int64
-        Per parameter span, the number of its key; ``names[k]`` is key ``k``
-        in lower case.
-    values : list of str
-        Per parameter span, its value.
-    mz, intensity : ndarray of float64
-        The chunk's peaks.
-    """
-    ids = key_ids.tolist()
-    lo_list, hi_list = param_lo.tolist(), param_hi.tolist()
+def group_columns(chunk: Any, rows: Sequence[int], base: int) -> tuple[ChunkColumns | None, list]:
+    """Records ``rows`` of a scanned chunk (:class:`engine.io.mgf_fast.ScannedChunk`) as
+    columns, and the rows handed back; row ``r`` is record number ``base + r + 1``."""
+    _, peak_lo, peak_hi, param_lo, param_hi, _, _, mz, intensity, _ = chunk.scanned
+    ids, lo_list, hi_list = chunk.ids.tolist(), param_lo.tolist(), param_hi.tolist()
     groups: dict[tuple[int, ...], list[int]] = {}
     for r in rows:
-        signature = tuple(ids[lo_list[r] : hi_list[r]])
-        group = groups.get(signature)
-        if group is None:
-            groups[signature] = [r]
-        else:
-            group.append(r)
-    text = np.fromiter(values, dtype=object, count=len(values))
+        groups.setdefault(tuple(ids[lo_list[r] : hi_list[r]]), []).append(r)
+    text = np.fromiter(chunk.values, dtype=object, count=len(chunk.values))
     parts: list[tuple] = []
     back: list[int] = []
     for signature, members in groups.items():
-        keys = [names[k] for k in signature]
+        keys = [chunk.names[k] for k in signature]
         if len(set(keys)) != len(keys):  # a key twice: the per-record path keeps the last
             back += members
             continue
@@ -161,11 +130,9 @@ def group_columns(
     if not parts:
         return None, back
     chosen = np.concatenate([p[0] for p in parts])
-    precursors = [x for p in parts for x in p[1]]
-    charges = [x for p in parts for x in p[2]]
-    ion_modes = [x for p in parts for x in p[3]]
-    adducts = [a for p in parts for a in p[6]]
-    titles = [t for p in parts for t in p[7]]
+    precursors, charges, ion_modes, _, _, adducts, titles = (
+        [x for p in parts for x in p[k]] for k in range(1, 8)
+    )
     metadata = []
     start = 0
     for part in parts:
@@ -174,22 +141,11 @@ def group_columns(
     precursor, charge, ion_mode, notes = settle_numbers(
         precursors, charges, ion_modes, adducts.__getitem__
     )
-    return (
-        ChunkColumns(
-            records=chosen + (base + 1),
-            titles=titles,
-            lo=peak_lo[chosen],
-            hi=peak_hi[chosen],
-            mz=mz,
-            intensity=intensity,
-            precursor=precursor,
-            charge=charge,
-            ion_mode=ion_mode,
-            notes=notes,
-            parts=metadata,
-        ),
-        back,
-    )
+    columns = ChunkColumns(
+        chosen + (base + 1), titles, peak_lo[chosen], peak_hi[chosen], mz, intensity,
+        precursor, charge, ion_mode, notes, metadata,
+    )  # fmt: skip
+    return columns, back
 
 
 def _group(

@@ -211,10 +211,7 @@ def _read(
     fast = status == mgf_scan.FAST
     # records whose parameters are all located exactly are read column-wise
     in_columns = (kinds == mgf_scan.EVENT_BLOCK) & fast & simple & (not header)
-    columns, back = group_columns(
-        np.flatnonzero(in_columns).tolist(), base, param_lo, param_hi, ids, names, values,
-        peak_lo, peak_hi, mz, intensity,
-    )  # fmt: skip
+    columns, back = group_columns(chunk, np.flatnonzero(in_columns).tolist(), base)
     alone = np.union1d(np.flatnonzero(~in_columns), back).astype(np.int64)  # the rest, alone
     keys = [names[k] for k in ids.tolist()] if len(alone) else []
     table = np.stack([kinds, first, last, fast, simple, param_lo, param_hi, peak_lo, peak_hi])
