@@ -221,18 +221,15 @@ def _add(
     found: dict[int, tuple[int, int, int]],
     sources: list,
 ) -> None:
-    """Hand the records to ``builder``: those read here in batches, the others alone.
+    """Hand the records to ``builder``: those read here in a batch per source, the others alone.
 
     ``item(k)`` is record ``k`` as the reference sees it, ``metadata[k]`` its
     metadata where known; ``found`` and ``sources`` say where its peaks are.
     """
-    batch: list[tuple] = []
-    batch_source = -1
-    get = found.get
+    batches: tuple[list[tuple], list[tuple]] = ([], [])
     for k, meta in enumerate(metadata):
-        where = get(k)
+        where = found.get(k)
         if where is None or meta is None:
-            _flush(builder, batch, sources, batch_source)
             peaks = None
             if where is not None:
                 source, lo, hi = where
@@ -243,21 +240,17 @@ def _add(
         try:
             precursor, charge, ion_mode, meta = _batch_fields(meta, source == 1)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-            _flush(builder, batch, sources, batch_source)
             ref.skip_record(k + 1, item(k), builder, exc)
             continue
-        if source != batch_source:
-            _flush(builder, batch, sources, batch_source)
-            batch_source = source
-        batch.append((k + 1, precursor, charge, ion_mode, meta, lo, hi))
-    _flush(builder, batch, sources, batch_source)
+        batches[source].append((k + 1, precursor, charge, ion_mode, meta, lo, hi))
+    for source, batch in enumerate(batches):
+        _flush(builder, batch, sources, source)
 
 
 def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:
     """Hand the records in ``batch`` (peaks in ``sources[source]``) to ``builder``."""
     if batch:
         builder.add_many(batch, sources[source][0], sources[source][1])
-        batch.clear()
 
 
 #: Stands for a MoNA record in :func:`engine.io.spectra_json.record_fields`, which
