@@ -1,18 +1,11 @@
-"""Checks every reader's library passes once it is built: safe text and centroided peaks.
+"""Checks every reader's library passes once built: safe text, centroided peaks.
 
-Text from files is made safe here, once, so that every writer (TSV, CSV,
-Parquet, GraphML, mzTab, sessions, the window) can write any library's text:
-
-* code points no encoder writes -- lone UTF-16 surrogates (legal JSON escapes
-  such as ``"\\ud800"``) and the non-characters U+FFFE/U+FFFF -- become U+FFFD;
-* control characters other than tab (NUL, ANSI escapes, line breaks, C1
-  controls) are removed: no writer's format, XML included, carries them all.
-
-Each repair is an :class:`~engine.report.ImportIssue` naming the record.
-
-Spectra whose peaks mostly lie closer together than any fragment tolerance are
-profile-mode (not centroided) data; they are kept as they are (scores stay
-equal to the references) and named in the import report.
+Text is made safe once, so every writer (TSV, CSV, Parquet, GraphML, mzTab, sessions,
+the window) can write it: lone UTF-16 surrogates (legal JSON escapes) and U+FFFE/U+FFFF
+become U+FFFD, control characters other than tab are removed; each repair is an
+:class:`~engine.report.ImportIssue` naming the record.  Spectra whose peaks mostly lie
+closer together than any fragment tolerance are profile-mode data: kept as they are
+(scores stay equal to the references) and named in the import report.
 """
 
 from __future__ import annotations
@@ -71,22 +64,11 @@ def clean_text(text: str) -> tuple[str, str]:
 def check_library_text(
     metadata: dict[str, np.ndarray], records: Sequence[int], report: ImportReport
 ) -> dict[str, np.ndarray]:
-    """Make every metadata value, column name and report text safe (see the module notes).
+    """Make every metadata value (in place), column name and report text safe.
 
-    Parameters
-    ----------
-    metadata : dict of str to ndarray of object
-        The library's columns; values are repaired in place.
-    records : sequence of int
-        The file's record number (1-based) of each spectrum, for the report.
-    report : ImportReport
-        Gets one repaired issue per record whose text was changed, and a note per
-        renamed column; its own titles and reasons are made safe too.
-
-    Returns
-    -------
-    dict of str to ndarray
-        ``metadata``, with any unsafe column name replaced.
+    ``records`` are the spectra's record numbers; ``report`` gets one repaired
+    issue per record whose text changed and a note per renamed column.  Returns
+    ``metadata`` with any unsafe column name replaced.
     """
     changes: dict[int, list[str]] = {}
     for key, column in metadata.items():
@@ -122,19 +104,8 @@ def check_library_text(
 
 
 def not_centroided(mz: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Whether each spectrum looks like profile-mode data (see :data:`PROFILE_GAP`).
-
-    Parameters
-    ----------
-    mz : ndarray of float64
-        Peaks of all spectra, each spectrum's slice sorted.
-    offsets : ndarray of int64
-        Spectrum ``i`` owns ``mz[offsets[i]:offsets[i + 1]]``.
-
-    Returns
-    -------
-    ndarray of bool
-    """
+    """Whether each spectrum (``mz[offsets[i]:offsets[i + 1]]``, sorted) looks like
+    profile-mode data (see :data:`PROFILE_GAP`)."""
     n = len(offsets) - 1
     counts = np.diff(offsets)
     if len(mz) < 2:
@@ -171,9 +142,8 @@ def check_library(
 ) -> dict[str, np.ndarray]:
     """Both checks of a library a reader built; returns its (safe) metadata.
 
-    ``records`` are the file's record numbers of the spectra; ``report`` gets
-    the text repairs, and the profile-mode spectra in ``report.not_centroided``
-    and a note.
+    ``report`` gets the text repairs, the profile-mode spectra (their ``records``
+    numbers) in ``report.not_centroided`` and a note.
     """
     metadata = check_library_text(metadata, records, report)
     flags = not_centroided(mz, offsets)

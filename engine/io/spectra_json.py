@@ -9,13 +9,11 @@ Both are a JSON list of spectrum objects (a single object is read as one record)
   name in ``compound[0].names[0].name`` and ``{name, value}`` lists in
   ``compound[0].metaData`` and the top-level ``metaData``.
 
-Metadata is mapped onto the column names the MGF and MSP readers produce (``name``,
-``adduct``, ``smiles``, ``inchi``, ``inchikey``, ``formula``, ``instrument``,
-``instrument_type``, ``collision_energy`` ...).  A record with no peaks, an
-unreadable precursor m/z or a non-numeric peak is skipped with its 1-based
-position in the list and the reason; so is a MoNA record whose MS level is not 2.
-The standard :mod:`json` module parses the file; its size is already bounded by
-the gzip cap, and nesting too deep for it is refused with a one-line error.
+Metadata gets the column names of the MGF and MSP readers (``name``, ``adduct``,
+``smiles``, ``inchikey``, ``formula`` ...).  A record with no peaks, an unreadable
+precursor m/z or a non-numeric peak is skipped with its 1-based position and the
+reason, as is a MoNA record whose MS level is not 2.  :mod:`json` parses the file
+(this is the reference reader); nesting too deep for it is a one-line error.
 """
 
 from __future__ import annotations
@@ -77,19 +75,10 @@ class _RecordError(ValueError):
 
 
 def read_json_text(text: str, builder: LibraryBuilder) -> None:
-    """Parse GNPS or MoNA JSON ``text`` record by record into ``builder``.
+    """The reference reader: GNPS or MoNA JSON ``text`` (the decoded file) into ``builder``.
 
-    Parameters
-    ----------
-    text : str
-        The whole file, decoded.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        The text is not valid JSON, nests too deeply, or is neither a list nor an object.
+    Raises :class:`SpectrumFileError` when the text is not valid JSON, nests too
+    deeply, or is neither a list nor an object.
     """
     for record, item in enumerate(parse_document(text, builder), start=1):
         add_record(record, item, builder)
@@ -105,11 +94,7 @@ def _json_int(digits: str) -> int | float:
 
 
 def parse_document(text: str, builder: LibraryBuilder) -> list:
-    """The records of JSON ``text``: a list (a single object is one record).
-
-    Sets ``builder.records``; raises :class:`SpectrumFileError` as
-    :func:`read_json_text` says.
-    """
+    """The records of JSON ``text`` (a single object is one); sets ``builder.records``."""
     try:
         document = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
@@ -135,8 +120,7 @@ def add_record(
 ) -> None:
     """Hand one record to ``builder`` (a failure is a skipped record).
 
-    ``peaks`` and ``metadata``, when given, are what the reference functions
-    give for this record, already worked out (by the fast reader).
+    ``peaks`` and ``metadata``, when given, were worked out by the fast reader.
     """
     try:
         fields = record_fields(item, peaks, metadata)
@@ -162,8 +146,7 @@ def record_fields(
 ) -> tuple:
     """``(mz, intensity, precursor_mz, charge, ion_mode, metadata)`` of a record.
 
-    ``peaks`` and ``metadata`` as in :func:`add_record`.  Raises when the record
-    is skipped (see :func:`skip_record`).
+    ``peaks`` and ``metadata`` as in :func:`add_record`; raises when it is skipped.
     """
     if not isinstance(item, dict):
         raise _RecordError(f"not a JSON object but {type(item).__name__}")

@@ -1,10 +1,9 @@
-"""Read a file in blocks: sha256 of the bytes on disk, un-gzipped content, bytes read.
+"""Files read in blocks or whole, hashed (sha256 of the bytes on disk) on a thread beside the parse.
 
-:class:`FileStream` reads, hashes and un-gzips a file on a thread of its own
-(``hashlib`` and ``zlib`` release the GIL, so this overlaps the parse) and hands
-the content over in blocks through a short queue, so memory stays bounded
-however large the file, with one-line errors for missing, unreadable, truncated
-or corrupt gzip files and a cap against gzip bombs.
+:class:`FileStream` reads, hashes and un-gzips on a thread of its own (``hashlib`` and
+``zlib`` release the GIL) and hands the content over through a short queue, so memory
+stays bounded, with one-line errors for missing, unreadable, truncated or corrupt gzip
+files and a cap against gzip bombs.
 """
 
 from __future__ import annotations
@@ -48,16 +47,8 @@ class _Hashing:
 class FileStream:
     """The content of ``path`` in blocks, read ahead on a thread.
 
-    Attributes
-    ----------
-    path : str
-        The file as named by the caller.
-    size : int
-        Bytes on disk.
-    gzipped : bool
-        Whether the file is gzip.
-    sha256 : str
-        Hex digest of the bytes on disk, set once the last block was handed out.
+    It has the file's ``path`` (as named), ``size`` on disk, whether it is
+    ``gzipped``, and its ``sha256``, set once the last block was handed out.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -102,12 +93,6 @@ class FileStream:
             except queue.Empty:
                 pass
         self._thread.join()
-
-    def __enter__(self) -> FileStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- the reading thread ---------------------------------------------------------
     def _put(self, item: object) -> bool:
@@ -164,16 +149,7 @@ class FileStream:
 
 
 class HashedBytes:
-    """Bytes read from disk whose sha256 is worked out on a thread, beside the parse.
-
-    ``hashlib`` releases the GIL while it hashes, so a whole-file reader parses
-    ``data`` while the second core hashes it; :attr:`sha256` waits for the digest.
-
-    Parameters
-    ----------
-    data : bytes
-        The bytes of a file, as on disk.
-    """
+    """The bytes of a file, ``data``, whose sha256 is worked out on a thread beside the parse."""
 
     #: Below this many bytes the digest is worked out at once (a thread costs more).
     INLINE = 1 << 20
