@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import binascii
 import re
 import zlib
 
 import numpy as np
 
+from engine.io._build import LibraryBuilder
 from engine.report import SpectrumFileError
 
-__all__ = ["CappedZlib", "capped_reader", "decoded", "first_line", "refuse_doctype"]
+__all__ = ["CappedZlib", "capped_reader", "decoded_peaks", "first_line", "refuse_doctype"]
 
 _DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 
@@ -35,9 +37,24 @@ def capped_reader(reader: object, declared: str) -> CappedZlib:
     return capped
 
 
-def decoded(array: object) -> np.ndarray:
-    """A binary array record (``decode_binary=False``) as numbers."""
-    return np.asarray(array.decode() if hasattr(array, "decode") else array, dtype=np.float64)
+def decoded_peaks(
+    arrays: tuple, record: int, title: str, builder: LibraryBuilder, missing: str, corrupt: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Binary array records (``decode_binary=False``) of m/z and intensity as numbers;
+    None when the spectrum is skipped (told to ``builder`` with reason ``missing`` or
+    ``corrupt``)."""
+    mz, intensity = arrays
+    if mz is None or intensity is None:
+        builder.skip(record, title, missing)
+        return None
+    try:
+        return tuple(
+            np.asarray(a.decode() if hasattr(a, "decode") else a, dtype=np.float64)
+            for a in (mz, intensity)
+        )
+    except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
+        builder.skip(record, title, f"{corrupt} ({first_line(exc)})")
+        return None
 
 
 class CappedZlib:

@@ -25,7 +25,7 @@ from pyteomics import mzxml as _mzxml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import capped_reader, decoded, first_line, refuse_doctype
+from engine.io._xml import capped_reader, decoded_peaks, first_line, refuse_doctype
 
 __all__ = ["read_mzxml_bytes"]
 
@@ -143,14 +143,9 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
         pass
     polarity = str(info.get("polarity", "")).strip()
     ion_mode = 1 if polarity == "+" else -1 if polarity == "-" else 0
-    mz, intensity = info.get("m/z array"), info.get("intensity array")
-    if mz is None or intensity is None:
-        builder.skip(record, title, "no <peaks> element")
-        return
-    try:
-        mz, intensity = decoded(mz), decoded(intensity)
-    except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
-        builder.skip(record, title, f"corrupt peaks ({first_line(exc)})")
+    arrays = info.get("m/z array"), info.get("intensity array")
+    peaks = decoded_peaks(arrays, record, title, builder, "no <peaks> element", "corrupt peaks")
+    if peaks is None:
         return
     num = str(info.get("num", ""))
     metadata = {"id": num, "title": title, "ms_level": "2", "scan_number": num}
@@ -158,12 +153,4 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
         metadata["scan_start_time"] = str(float(info["retentionTime"]))
     if "collisionEnergy" in info:
         metadata["collision_energy"] = str(info["collisionEnergy"])
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-    )
+    builder.add(record, *peaks, precursor, charge, ion_mode, metadata)
