@@ -1,19 +1,14 @@
 """Fast GNPS / MoNA JSON reader: typed decoding, the peak strings of all records at once.
 
-It gives exactly what the reference reader (:func:`engine.io.spectra_json.read_json_text`)
-gives.  A MoNA document is decoded by :mod:`msgspec` into the small structs below,
-which hold only the fields the reference reads (the other subtrees are checked as
-JSON and skipped); the ``spectrum`` value is kept as its JSON text, so a string
-with an escape or a byte that is not ASCII meets a character the peak reader does
-not take and is left to the reference.  Any other document (GNPS, mixed, or one
-that does not fit the structs) is parsed whole, by ``msgspec`` where it reads it
-(it refuses everything :func:`json.loads` refuses and reads floats correctly
-rounded, as :mod:`json` does) or by the reference's :func:`json.loads`.
-
-The peak strings of all records are then read together by :mod:`engine.io.json_peaks`,
-which flags those it is not certain of; metadata is gathered by the reference's
-rules with fewer calls per value.  Records whose peaks or metadata were not read
-here go through the reference's :func:`~engine.io.spectra_json.add_record`, alone.
+It gives exactly what the reference (:func:`engine.io.spectra_json.read_json_text`)
+gives.  A MoNA document is decoded by :mod:`msgspec` into the structs below, which
+hold only the fields the reference reads; ``spectrum`` stays JSON text, so a string
+with an escape or a non-ASCII byte is left to the reference.  Any other document is
+decoded whole by ``msgspec`` (which refuses what :func:`json.loads` refuses and
+rounds floats as :mod:`json` does) or, failing that, by the reference.  The peak
+strings of all records are read together by :func:`engine.io.scan.read_gnps_peaks`
+and :func:`~engine.io.scan.read_mona_peaks`; metadata by the reference's rules with
+fewer calls per value.  Records not read here go to the reference, alone.
 """
 
 from __future__ import annotations
@@ -26,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.io import json_peaks
 from engine.io import spectra_json as ref
 from engine.io._build import LibraryBuilder, gc_paused
 from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
+from engine.io.scan import read_gnps_peaks, read_mona_peaks
 from engine.io.sniff import decode_text, replaced_note
 
 try:
@@ -84,22 +79,10 @@ if msgspec is not None:
 
 
 def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
-    """Read GNPS or MoNA JSON file content into ``builder``, as the reference does.
+    """GNPS or MoNA JSON ``data`` (the file) into ``builder``, as the reference reads it.
 
-    ASCII content (the common case) is decoded straight from the bytes, other
-    content after :func:`engine.io.sniff.decode_text`, as the text readers get it.
-
-    Parameters
-    ----------
-    data : bytes
-        The whole file.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        As :func:`engine.io.spectra_json.read_json_text`.
+    Content that is not ASCII is decoded first, as the text readers get it; raises
+    as :func:`engine.io.spectra_json.read_json_text`.
     """
     source: bytes | str = data
     if not data.isascii():
@@ -156,7 +139,7 @@ def _read_mona(text: bytes | str, builder: LibraryBuilder) -> bool:
     strings = (text, starts[at] + 1, ends[at] - 1)
     with ThreadPoolExecutor(1, thread_name_prefix="simms-peaks") as pool:
         # numba reads the peaks without the GIL while the metadata is gathered here
-        reading = pool.submit(_peaks, json_peaks.read_mona_peaks, at.tolist(), strings)
+        reading = pool.submit(_peaks, read_mona_peaks, at.tolist(), strings)
         try:
             metadata = [_metadata(record) for record in records]
         except Exception:  # noqa: BLE001 - the usual path says what is wrong
@@ -184,7 +167,7 @@ def _read(document: list, builder: LibraryBuilder) -> None:
                 strings[source].append(peaks)
     found: dict[int, tuple[int, int, int]] = {}
     sources = []
-    for source, reader in enumerate((json_peaks.read_gnps_peaks, json_peaks.read_mona_peaks)):
+    for source, reader in enumerate((read_gnps_peaks, read_mona_peaks)):
         lengths = np.fromiter(map(len, strings[source]), dtype=np.int64)
         ends = np.cumsum(lengths)
         text = np.frombuffer("".join(strings[source]).encode("ascii"), dtype=np.uint8)
