@@ -297,8 +297,8 @@ def _case_variants(word: str) -> set[str]:
 
 #: Every text whose ``lower()`` is a missing-value marker (only ASCII letters lower to them).
 _MISSING_ANY = frozenset(v for word in ref.MISSING for v in _case_variants(word))
-#: Record keys -> (getter of the keys other than peaks_json, their lowered forms), or
-#: None when two keys lower to the same; lowered keys -> the columns they fill.
+#: Record keys -> (getter of the keys other than peaks_json, their lowered forms, their
+#: plan), or None when two keys lower to the same; lowered keys -> their plan.
 _KEY_PLANS: dict[tuple, tuple | None] = {}
 _COLUMN_PLANS: dict[tuple, tuple] = {}
 #: MoNA metaData name -> the column it fills (None: none); only short names kept.
@@ -310,11 +310,12 @@ def _key_plan(keys: tuple) -> tuple | None:
     lows = tuple(str(k).strip().lower() for k in kept)
     if len(set(lows)) != len(lows) or len(kept) < 2:
         return None
-    return itemgetter(*kept), lows, _full_plan(lows)
+    return itemgetter(*kept), lows, _plan(lows)
 
 
-def _full_plan(lows: tuple[str, ...]) -> tuple:
-    """:func:`_column_plan` of a record none of whose values is missing, by value position."""
+def _plan(lows: tuple[str, ...]) -> tuple:
+    """What :func:`engine.io.spectra_json.gnps_columns` does with values of keys ``lows``
+    (none missing), by value position."""
     keep, sources, precursor, ion_mode, ms_level = _column_plan(dict.fromkeys(lows, ""))
     where = {low: k for k, low in enumerate(lows)}
     return (
@@ -327,8 +328,8 @@ def _full_plan(lows: tuple[str, ...]) -> tuple:
     )
 
 
-def _full_metadata(plan: tuple, texts: list[str]) -> dict[str, str]:
-    """:func:`_gnps_metadata` of a record none of whose ``texts`` is missing."""
+def _planned(plan: tuple, texts: list[str]) -> dict[str, str]:
+    """The GNPS metadata of values ``texts`` (none missing) by their :func:`_plan`."""
     keep, positions, sources, precursor, ion_mode, ms_level = plan
     out = dict(zip(keep, [texts[k] for k in positions], strict=True))
     for column, k in sources:
@@ -367,22 +368,13 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
     except TypeError:
         texts = [v.strip() if type(v) is str else ref.as_text(v) for v in values]
     if _MISSING_ANY.isdisjoint(texts):
-        return _full_metadata(full, texts)
-    lowered = {k: t for k, t in zip(lows, texts, strict=True) if t not in _MISSING_ANY}
-    names = tuple(lowered)
-    columns = _COLUMN_PLANS.get(names)
-    if columns is None:
-        columns = _remember(_COLUMN_PLANS, names, _column_plan(lowered))
-    keep, sources, precursor, ion_mode, ms_level = columns
-    out = {k: lowered[k] for k in keep}
-    for column, source in sources:
-        out[column] = lowered[source]
-    out["precursor_mz"] = lowered.get(precursor, "")
-    if ion_mode:
-        out["ionmode"] = lowered["ion_mode"]
-    if ms_level:
-        out["ms_level"] = lowered["ms_level"]
-    return out
+        return _planned(full, texts)
+    present = [k for k, text in enumerate(texts) if text not in _MISSING_ANY]
+    names = tuple([lows[k] for k in present])
+    plan = _COLUMN_PLANS.get(names)
+    if plan is None:
+        plan = _remember(_COLUMN_PLANS, names, _plan(names))
+    return _planned(plan, [texts[k] for k in present])
 
 
 def _mona_column(name: object) -> str | None:
