@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -63,18 +65,9 @@ def read_mgf_blocks(
 ) -> None:
     """MGF content arriving in ``blocks`` into ``builder``.
 
-    Parameters
-    ----------
-    blocks : iterable of (bytes, int)
-        The content in order, each block with the progress position reached
-        once it is read (bytes on disk, or of the content).
-    total : int
-        The position at the end, for ``progress``.
-    builder : LibraryBuilder
-        Receives every record.
-    progress : callable, optional
-        ``progress(done, total)`` now and then; returning ``False`` stops the
-        load with :class:`~engine.io._build.LoadCancelled`.
+    ``blocks`` are the content in order, each with the progress position reached
+    once it is read (``total`` at the end); ``progress(done, total)`` is called
+    now and then, and returning ``False`` raises :class:`~engine.io._build.LoadCancelled`.
     """
     file = FileState(builder)
     with gc_paused(), ThreadPoolExecutor(1, thread_name_prefix="simms-scan") as pool:
@@ -143,18 +136,16 @@ def last_record_start(data: bytes, after: int = 0) -> int:
         end = at
 
 
+@dataclass
 class FileState:
-    """What one chunk of a file hands to the next."""
+    """What one chunk of a file hands to the next: records read, bytes not UTF-8, and
+    pyteomics' reader carrying the file header (set by the first chunk)."""
 
-    def __init__(self, builder: LibraryBuilder) -> None:
-        self.builder = builder
-        #: Records read so far.
-        self.records = 0
-        #: Bytes so far that are not UTF-8.
-        self.replaced = 0
-        #: pyteomics' reader carrying the file header (set by the first chunk).
-        self.reader = None
-        self.header: dict = {}
+    builder: LibraryBuilder
+    records: int = 0
+    replaced: int = 0
+    reader: Any = None
+    header: dict = field(default_factory=dict)
 
 
 class ScannedChunk:
@@ -169,10 +160,8 @@ class ScannedChunk:
         self.data = data
         self.start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0
         buf = np.frombuffer(data, dtype=np.uint8)
-        is_ascii = data.isascii()
         #: Bytes that are not UTF-8.
-        self.replaced = 0 if is_ascii else int(not_utf8(buf, self.start))
-        self.decode = _decode_ascii if is_ascii else _decode
+        self.replaced = 0 if data.isascii() else int(not_utf8(buf, self.start))
         newlines, split = mgf_scan.lines(data, buf, self.start)
         self.kinds, self.first, self.last, self.header_end = mgf_scan.find_records(
             buf, self.start, newlines
@@ -183,7 +172,7 @@ class ScannedChunk:
         del newlines, split
         spans, mz, intensity, slow = (self.scanned[i] for i in (5, 7, 8, 9))
         _convert_slow(data, slow, mz, intensity)
-        self.ids, self.names, self.values = _parameters(data, buf, spans, self.decode)
+        self.ids, self.names, self.values = _parameters(data, buf, spans, _decode)
 
 
 def _read(
@@ -195,7 +184,7 @@ def _read(
     its end was cut by the next ``BEGIN IONS``); ``report(position in the
     chunk)`` now and then, which may raise :class:`~engine.io._build.LoadCancelled`.
     """
-    builder, data, decode = file.builder, chunk.data, chunk.decode
+    builder, data, decode = file.builder, chunk.data, _decode
     file.replaced += chunk.replaced
     kinds, first, last = chunk.kinds, chunk.first, chunk.last
     if file.reader is None:
@@ -277,10 +266,6 @@ def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.n
     where, column = slow[:, 0] // 2, slow[:, 0] % 2
     mz[where[column == 0]] = values[column == 0]
     intensity[where[column == 1]] = values[column == 1]
-
-
-def _decode_ascii(chunk: bytes) -> str:
-    return chunk.decode("ascii")
 
 
 def _decode(chunk: bytes) -> str:

@@ -48,15 +48,15 @@ def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, tuple |
     newlines = np.concatenate([*parts, np.array([n], dtype=dtype)])
     crs = data.count(b"\r", start)
     if crs and crs != data.count(b"\r\n", start):  # lone "\r" line ends
-        return newlines, _split_lines(buf, start)
+        return newlines, _split_lines(buf, start, len(newlines) + crs + 2)
     return newlines, None
 
 
 @numba.njit(cache=True, nogil=True)
-def _split_lines(buf, start):
+def _split_lines(buf, start, most):
     n = len(buf)
-    ends = np.empty(1024, np.int64)
-    nexts = np.empty(1024, np.int64)
+    ends = np.empty(most, np.int64)
+    nexts = np.empty(most, np.int64)
     nexts[0] = start
     count = 0
     i = start
@@ -64,9 +64,6 @@ def _split_lines(buf, start):
         j = i
         while j < n and buf[j] != 10 and buf[j] != 13:
             j += 1
-        if count + 2 >= len(ends):
-            ends = _grown(ends, 2 * len(ends))
-            nexts = _grown(nexts, 2 * len(nexts))
         ends[count] = j
         nexts[count + 1] = j + 2 if j + 1 < n and buf[j] == 13 and buf[j + 1] == 10 else j + 1
         count += 1
@@ -77,13 +74,6 @@ def _split_lines(buf, start):
     nexts[count] = n + 1
     nexts[count + 1] = n + 2
     return ends[: count + 1].copy(), nexts[: count + 2].copy()
-
-
-@numba.njit(cache=True, nogil=True)
-def _grown(a, cap):
-    out = np.empty(cap, a.dtype)
-    out[: len(a)] = a
-    return out
 
 
 def find_records(

@@ -22,7 +22,6 @@ import zlib
 
 from lxml import etree
 from pyteomics import mzxml as _mzxml
-from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
 from engine.io._xml import capped_reader, decoded_peaks, first_line, refuse_doctype
@@ -116,8 +115,6 @@ def _read_scan(
         builder.skip(record, title, f"corrupt peaks ({first_line(exc)})")
     except KeyError as exc:
         builder.skip(record, title, f"unreadable scan (no {exc.args[0]!r} given)")
-    except PyteomicsError as exc:
-        builder.skip(record, title, f"unreadable scan ({first_line(exc)})")
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         builder.skip(record, title, f"unreadable scan ({first_line(exc)})")
 

@@ -50,19 +50,8 @@ _MGF_RE = re.compile(rb"^[ \t]*BEGIN IONS[ \t]*\r?$", re.MULTILINE)
 
 @dataclass(frozen=True)
 class RawFile:
-    """A file's bytes, as on disk and uncompressed.
-
-    Attributes
-    ----------
-    path : str
-        The file as named by the caller.
-    sha256 : str
-        Hex digest of the bytes on disk.
-    data : bytes
-        Content, un-gzipped when the file was gzip.
-    gzipped : bool
-        Whether the file was gzip.
-    """
+    """A file (``path`` as named) by its content (``data``, un-gzipped when ``gzipped``)
+    and the sha256 of its bytes on disk."""
 
     path: str
     sha256: str
@@ -131,17 +120,10 @@ def sniff_format(data: bytes) -> str | None:
 
 
 def decode_text(data: bytes) -> tuple[str, int]:
-    """Text of a file as UTF-8 (BOM dropped); bytes that are not UTF-8 are read as cp1252.
+    """Text of a file as UTF-8 (BOM dropped), and the number of bytes that were not UTF-8.
 
-    Only the offending bytes are re-read (each as its Windows-1252 character,
-    Latin-1 where cp1252 has none), so one stray byte never turns the rest of a
-    UTF-8 file into mojibake.
-
-    Returns
-    -------
-    text : str
-    replaced : int
-        Number of bytes that were not UTF-8.
+    Only those bytes are read as Windows-1252 (Latin-1 where cp1252 has none), so
+    one stray byte never turns the rest of a UTF-8 file into mojibake.
     """
     text = data.decode("utf-8-sig", errors="surrogateescape")
     replaced = 0
