@@ -67,9 +67,8 @@ def gc_paused() -> Iterator[None]:
 class ChunkColumns:
     """Records of a chunk given column-wise, their numbers settled as by ``add_many``.
 
-    Record ``i`` (number ``records[i]``) has peaks ``mz[lo[i]:hi[i]]``.  Metadata
-    come in parts ``(names, start, stop, values)``: records ``start:stop`` have the
-    keys ``names``, and ``values[j][i - start]`` is record ``i``'s value of ``names[j]``.
+    Record ``i`` (number ``records[i]``) has peaks ``mz[lo[i]:hi[i]]``; metadata parts
+    ``(names, start, stop, values)``: ``values[j][i - start]`` is record ``i``'s ``names[j]``.
     """
 
     records: np.ndarray
@@ -274,9 +273,8 @@ class LibraryBuilder:
     def _merge(self, columns: ChunkColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Put ``columns`` and the records added one by one together, in record order.
 
-        The collected lists become those of all records (``columns`` first, then
-        the others, sorted); returns the sorting order and all their peaks (new
-        arrays, in record order).
+        The collected lists become those of all records, sorted; returns the order
+        (``columns`` first, then the others) and all their peaks, new arrays.
         """
         own_records = np.asarray(self._record_no, dtype=np.int64)
         if not len(columns.records) and (np.diff(own_records) > 0).all():  # nothing to sort
@@ -313,10 +311,9 @@ class LibraryBuilder:
     def _checked_peaks(
         self, mz: np.ndarray, intensity: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Validate ``mz`` and ``intensity``, all peaks of the records collected, in order.
+        """Validate all peaks of the records collected (in order), reporting their issues.
 
-        Reports their issues; returns the peaks kept, the number kept per record
-        and whether each record is kept (has a peak left).
+        Returns the peaks kept, the number kept per record and whether it is kept.
         """
         n = len(self._lengths)
         lengths = np.asarray(self._lengths, dtype=np.int64)
@@ -419,12 +416,8 @@ def _no_columns() -> ChunkColumns:
 
 
 class _Growing:
-    """Peak arrays growing in blocks, joined once at the end.
-
-    Blocks are large enough to be mapped memory of their own: each is handed
-    back to the system as soon as it is copied into the joined array, whose
-    pages are only touched when written, so joining never holds two copies.
-    """
+    """Peak arrays growing in blocks (mapped memory of their own), joined once at the end:
+    each block is given back once copied, so joining never holds two copies."""
 
     #: Peaks per block.
     BLOCK = 1 << 22

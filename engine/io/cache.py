@@ -66,8 +66,11 @@ def default_cache_dir() -> Path:
 
 def cache_path(sha256: str, cache_dir: str | Path | None = None) -> Path:
     """Cache file of the content with digest ``sha256``."""
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return directory / f"{sha256}-r{READER_VERSION}.npz"
+    return _directory(cache_dir) / f"{sha256}-r{READER_VERSION}.npz"
+
+
+def _directory(cache_dir: str | Path | None) -> Path:
+    return Path(cache_dir) if cache_dir is not None else default_cache_dir()
 
 
 def load_library(
@@ -109,7 +112,7 @@ def load_library(
     """
     if not cache:
         return read_library(path, format=format, progress=progress)
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = _directory(cache_dir)
     size = checked_size(path)
     sha = known_digest(path, directory)
     parse_from = 0
@@ -151,7 +154,7 @@ def load_library(
 
 def known_digest(path: str | Path, cache_dir: str | Path | None = None) -> str | None:
     """The sha256 of ``path`` from its side record, when the file is unchanged since (else None)."""
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = _directory(cache_dir)
     try:
         seen = _stat(path)
         record = json.loads(_side_record(path, directory).read_text(encoding="utf-8"))

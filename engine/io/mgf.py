@@ -64,13 +64,11 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
 
 
 def header_reader(lines: list[str], builder: LibraryBuilder) -> _mgf.MGF:
-    """pyteomics' reader carrying the file header (parameters before the first record).
-
-    ``lines`` are the header's lines; unreadable values are reported in ``builder.notes``.
+    """pyteomics' reader carrying the file header (its ``lines``, before the first record).
 
     A header value pyteomics cannot convert (``CHARGE=abc``) would fail every
-    record, so it is dropped with a file note; a header that still fails is
-    dropped whole.
+    record: it is dropped with a note in ``builder.notes``, a header that still
+    fails is dropped whole.
     """
     for key in _PARSED_KEYS:
         own = [line for line in lines if _param_key(line) == key]
@@ -107,19 +105,8 @@ def _param_key(line: str) -> str:
 
 
 def read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
-    """One record into ``builder``; any failure skips this record alone, with its reason.
-
-    Parameters
-    ----------
-    reader : pyteomics.mgf.MGF
-        Reader carrying the file header, from :func:`header_reader`.
-    lines : list of str
-        The record's lines, ``BEGIN IONS`` to ``END IONS``.
-    record : int
-        1-based number of the record in the file.
-    builder : LibraryBuilder
-        Receives the record.
-    """
+    """Record number ``record`` (its ``lines``, ``BEGIN IONS`` to ``END IONS``) read by
+    ``reader`` (of :func:`header_reader`) into ``builder``; a failure skips it alone."""
     try:
         _add_block(reader, lines, record, builder)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line

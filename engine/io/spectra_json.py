@@ -35,7 +35,6 @@ __all__ = [
     "MONA_KEYS",
     "add_record",
     "as_text",
-    "gnps_columns",
     "gnps_metadata",
     "mona_metadata",
     "parse_document",
@@ -248,11 +247,6 @@ def gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
         text = as_text(value)
         if key != "peaks_json" and text:
             lowered.setdefault(str(key).strip().lower(), text)
-    return gnps_columns(lowered)
-
-
-def gnps_columns(lowered: Mapping[str, str]) -> dict[str, str]:
-    """GNPS metadata from a record's non-empty values by stripped, lowercased key."""
     out = {k: v for k, v in lowered.items() if k not in ("precursor_mz", "ion_mode")}
     for column, keys in GNPS_KEYS.items():
         found = next((lowered[k] for k in keys if lowered.get(k)), "")

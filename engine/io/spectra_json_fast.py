@@ -314,7 +314,7 @@ def _key_plan(keys: tuple) -> tuple | None:
 
 
 def _plan(lows: tuple[str, ...]) -> tuple:
-    """What :func:`engine.io.spectra_json.gnps_columns` does with values of keys ``lows``
+    """What :func:`engine.io.spectra_json.gnps_metadata` does with values of keys ``lows``
     (none missing), by value position."""
     keep, sources, precursor, ion_mode, ms_level = _column_plan(dict.fromkeys(lows, ""))
     where = {low: k for k, low in enumerate(lows)}
