@@ -23,7 +23,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from engine.io.fields import MAX_CHARGE, grouped_columns, polarity_from_adduct, settle_numbers
+from engine.io.fields import grouped_columns, settle_numbers
 from engine.io.record_checks import check_library
 from engine.library import LibrarySource, SpectrumLibrary, peak_ranges
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
@@ -137,42 +137,29 @@ class LibraryBuilder:
         metadata: Mapping[str, str],
         notes: Sequence[str] = (),
     ) -> None:
-        """Add one spectrum; peaks are validated later.
+        """Add one spectrum; its peaks and numbers are checked with the chunk.
 
-        ``metadata`` keys must be lowercase; ``id`` and ``title`` may be empty.
-        The charge sign is made to follow ``ion_mode`` when that is known; a
-        charge beyond :data:`MAX_CHARGE` is ignored (noted), never stored wrapped.
+        ``metadata`` keys must be lowercase; ``id`` and ``title`` may be empty.  The
+        charge sign follows ``ion_mode`` when known (else the charge's or the
+        adduct's sign gives it); a charge beyond
+        :data:`~engine.io.fields.MAX_CHARGE` is ignored (noted), never stored wrapped.
         """
-        notes = list(notes)
-        if not -MAX_CHARGE <= charge <= MAX_CHARGE:
-            notes.append(f"implausible charge {charge} ignored")
-            charge = 0
-        if ion_mode == 0:
-            ion_mode = -1 if charge < 0 else polarity_from_adduct(metadata.get("adduct"))
-        if ion_mode != 0 and charge != 0:
-            charge = abs(charge) * ion_mode
         mz = np.asarray(mz, dtype=np.float64).ravel()
         intensity = np.asarray(intensity, dtype=np.float64).ravel()
+        title = metadata.get("title") or metadata.get("id") or ""
         if len(mz) != len(intensity):
-            title = metadata.get("title") or metadata.get("id") or ""
             self.skip(record, title, "peak list has m/z values without intensities")
             return
-        if not np.isfinite(precursor_mz) or precursor_mz <= 0:
-            if not np.isnan(precursor_mz):
-                notes.append(f"invalid precursor m/z {precursor_mz!r} ignored")
-            else:
-                notes.append("no precursor m/z (kept with unknown precursor)")
-            precursor_mz = np.nan
         self._record_no.append(record)
-        self._titles.append(metadata.get("title") or metadata.get("id") or "")
+        self._titles.append(title)
         self._mz.append(mz)
         self._intensity.append(intensity)
         self._lengths.append(len(mz))
-        self._precursor.append(float(precursor_mz))
-        self._charge.append(int(charge))
-        self._ion_mode.append(int(ion_mode))
+        self._precursor.append(precursor_mz)
+        self._charge.append(charge)
+        self._ion_mode.append(ion_mode)
         self._meta.append(metadata)
-        self._notes.append(notes)
+        self._notes.append(list(notes))
 
     def add_many(
         self,
@@ -190,31 +177,30 @@ class LibraryBuilder:
         if not rows:
             return
         records, precursors, charges, ion_modes, metas, los, his = zip(*rows, strict=True)
-        precursor, charge, ion_mode, settled = settle_numbers(
-            precursors, charges, ion_modes, lambda i: metas[i].get("adduct")
-        )
-        if notes is None:
-            notes = settled
-        else:  # the reader's notes first, then the numbers' (as add() orders them)
-            notes = list(notes)
-            for i, extra in enumerate(settled):
-                if extra:
-                    notes[i].extend(extra)
-        lengths = np.subtract(his, los)
         if np.array_equal(los[1:], his[:-1]):  # one piece
             self._mz.append(mz[los[0] : his[-1]])
             self._intensity.append(intensity[los[0] : his[-1]])
         else:
             self._mz += [mz[lo:hi] for lo, hi in zip(los, his, strict=True)]
             self._intensity += [intensity[lo:hi] for lo, hi in zip(los, his, strict=True)]
-        self._lengths += lengths.tolist()
+        self._lengths += np.subtract(his, los).tolist()
         self._record_no += records
         self._titles += [m.get("title") or m.get("id") or "" for m in metas]
-        self._precursor += precursor.tolist()
-        self._charge += charge.tolist()
-        self._ion_mode += ion_mode.tolist()
+        self._precursor += precursors
+        self._charge += charges
+        self._ion_mode += ion_modes
         self._meta += metas
-        self._notes += notes
+        self._notes += [[] for _ in rows] if notes is None else notes
+
+    def _settle(self) -> None:
+        """The numbers of the records added since the last chunk, by :func:`settle_numbers`."""
+        meta = self._meta
+        self._precursor, self._charge, self._ion_mode, settled = settle_numbers(
+            self._precursor, self._charge, self._ion_mode, lambda i: meta[i].get("adduct")
+        )
+        for i, extra in enumerate(settled):
+            if extra:  # after the reader's own notes
+                self._notes[i].extend(extra)
 
     def end_chunk(self, columns: ChunkColumns | None = None) -> None:
         """Validate and pack the records added since the last call, and ``columns``."""
@@ -231,6 +217,7 @@ class LibraryBuilder:
         for names, rows in rows_of.items():
             metas = [self._meta[i - n_columns] for i in rows]
             parts.append((names, np.array(rows), [list(map(itemgetter(k), metas)) for k in names]))
+        self._settle()
         order, merged = self._merge(columns)  # the lists in record order: position -> index
         del columns  # its peaks are merged: freed here when the caller kept no reference
         mz, intensity, counts, kept = self._checked_peaks(*merged)

@@ -180,24 +180,12 @@ def scan_records(
     """Lines of each complete record (of :func:`find_records`; the text starts at ``start``,
     its lines from :func:`lines`): peaks converted, parameter lines located.
 
-    Returns
-    -------
-    status : ndarray of int8
-        ``FAST`` or ``REFERENCE`` (leave the record to the reference parser).
-    peak_lo, peak_hi : ndarray of int64
-        The record's peaks in ``mz`` / ``intensity``.
-    param_lo, param_hi : ndarray of int64
-        The record's parameter lines in ``spans`` (none unless ``simple``).
-    spans : ndarray of int64, shape (n, 4)
-        Per parameter line: its key (start, end) and its value, stripped.
-    simple : ndarray of bool
-        ``spans`` give the record's parameters exactly as Python's ``strip`` and
-        ``lower`` would (ASCII keys, values not bounded by odd blanks).
-    mz, intensity : ndarray of float64
-        Peaks of the ``FAST`` records; numbers in ``slow`` are still to be converted.
-    slow : ndarray of int64, shape (n, 3)
-        Numbers left to ``float()``: ``2 * peak + column`` (0 m/z, 1 intensity),
-        and the span of their text.
+    Returns per record ``status`` (``FAST``, or ``REFERENCE``: leave it to the
+    reference), its peaks ``peak_lo:peak_hi`` in ``mz`` / ``intensity`` and its
+    parameter lines ``param_lo:param_hi`` in ``spans`` (key and stripped value, shape
+    (n, 4); none unless ``simple``: the spans are what Python's ``strip`` and ``lower``
+    give); then ``simple``, ``mz``, ``intensity`` and ``slow``: numbers still left to
+    ``float()``, as ``2 * peak + column`` (0 m/z, 1 intensity) and their text's span.
     """
     nb = len(first)
     status = np.zeros(nb, np.int8)

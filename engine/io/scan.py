@@ -220,12 +220,8 @@ def _same(buf, lo1, hi1, lo2, hi2):
 def key_ids(buf, lo, hi):
     """Number the distinct byte strings ``buf[lo[i]:hi[i]]`` in order of appearance.
 
-    Returns
-    -------
-    ids : ndarray of int64
-        Per span, the number of its string.
-    first : ndarray of int64
-        Per number, the span where it first appears.
+    Returns per span the number of its string, and per number the span where it
+    first appears.
     """
     table = numba.typed.Dict.empty(numba.types.uint64, numba.types.int64)
     ids = np.empty(len(lo), np.int64)
@@ -266,10 +262,9 @@ def key_ids(buf, lo, hi):
 def not_utf8(buf, start):
     """Number of bytes of ``buf[start:]`` that Python's strict UTF-8 decoder rejects.
 
-    Each rejected byte becomes one escaped character under ``surrogateescape``;
-    a lead byte whose sequence is cut short or malformed is rejected alone and
-    the scan goes on at the next byte (a continuation byte never starts a
-    valid sequence, so this counts exactly what the decoder escapes).
+    Each becomes one escaped character under ``surrogateescape``: a lead byte
+    whose sequence is cut short or malformed is rejected alone, and the scan goes
+    on at the next byte.
     """
     n = len(buf)
     bad = 0
