@@ -23,8 +23,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from engine.io.fields import grouped_columns, settle_numbers
-from engine.io.record_checks import check_library
+from engine.io.fields import check_library, grouped_columns, settle_numbers
 from engine.library import LibrarySource, SpectrumLibrary, peak_ranges
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 

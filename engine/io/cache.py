@@ -30,8 +30,7 @@ from pathlib import Path
 
 from engine.io._build import Progress, report_progress
 from engine.io.reader import read_library
-from engine.io.sniff import checked_size
-from engine.io.stream import file_digest
+from engine.io.stream import checked_size, file_digest
 from engine.library import SpectrumLibrary
 
 __all__ = [

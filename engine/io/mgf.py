@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.io._build import LibraryBuilder
 from engine.io.fields import parse_ion_mode
-from engine.io.sniff import split_lines
+from engine.io.stream import split_lines
 
 if TYPE_CHECKING:  # pyteomics is imported on first use: ``import engine`` stays quick
     from pyteomics import mgf as _mgf

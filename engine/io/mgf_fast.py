@@ -32,7 +32,7 @@ from engine.io._build import LibraryBuilder, Progress, gc_paused, report_progres
 from engine.io.mgf import header_reader, read_block, record_title
 from engine.io.mgf_columns import Unsure, group_columns, record_fields
 from engine.io.scan import ascii_spans, gather, key_ids, not_utf8
-from engine.io.sniff import decode_text, replaced_note, split_lines
+from engine.io.stream import decode_text, replaced_note, split_lines
 
 __all__ = ["CHUNK_BYTES", "last_record_start", "read_mgf_blocks", "read_mgf_bytes"]
 
@@ -153,7 +153,7 @@ class ScannedChunk:
 
     ``data`` is the chunk's content: the first (``first_chunk``) starts where the
     file starts, every other at a ``BEGIN IONS`` line.  Bytes that are not UTF-8
-    are read as Windows-1252, as :func:`engine.io.sniff.decode_text` does.
+    are read as Windows-1252, as :func:`engine.io.stream.decode_text` does.
     """
 
     def __init__(self, data: bytes, first_chunk: bool) -> None:
@@ -269,7 +269,7 @@ def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.n
 
 
 def _decode(chunk: bytes) -> str:
-    """``chunk`` as :func:`~engine.io.sniff.decode_text` reads it inside a file."""
+    """``chunk`` as :func:`~engine.io.stream.decode_text` reads it inside a file."""
     try:
         return chunk.decode("utf-8")
     except UnicodeDecodeError:

@@ -26,7 +26,7 @@ from engine.io import msp_scan
 from engine.io._build import LibraryBuilder, gc_paused
 from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
 from engine.io.scan import gather
-from engine.io.sniff import split_lines
+from engine.io.stream import split_lines
 
 __all__ = ["read_msp_fast", "read_msp_text"]
 

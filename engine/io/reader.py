@@ -12,9 +12,13 @@ from engine.io._build import LibraryBuilder, LoadCancelled, Progress, gc_paused,
 from engine.io.mgf import read_mgf_text
 from engine.io.mgf_fast import read_mgf_blocks, read_mgf_bytes
 from engine.io.msp import read_msp_fast, read_msp_text
-from engine.io.sniff import (
+from engine.io.spectra_json import read_json_text
+from engine.io.spectra_json_fast import read_json_bytes
+from engine.io.stream import (
     FORMATS,
     GZIP_MAGIC,
+    FileStream,
+    HashedBytes,
     RawFile,
     checked_size,
     decode_text,
@@ -23,9 +27,6 @@ from engine.io.sniff import (
     replaced_note,
     sniff_format,
 )
-from engine.io.spectra_json import read_json_text
-from engine.io.spectra_json_fast import read_json_bytes
-from engine.io.stream import FileStream, HashedBytes
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 

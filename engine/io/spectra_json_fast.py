@@ -25,7 +25,7 @@ from engine.io import spectra_json as ref
 from engine.io._build import LibraryBuilder, gc_paused
 from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
 from engine.io.scan import read_gnps_peaks, read_mona_peaks
-from engine.io.sniff import decode_text, replaced_note
+from engine.io.stream import decode_text, replaced_note
 
 try:
     import msgspec
