@@ -11,7 +11,14 @@ import numpy as np
 from engine.io._build import LibraryBuilder
 from engine.report import SpectrumFileError
 
-__all__ = ["CappedZlib", "capped_reader", "decoded_peaks", "first_line", "refuse_doctype"]
+__all__ = [
+    "CappedZlib",
+    "array_limit",
+    "capped_reader",
+    "decoded_peaks",
+    "first_line",
+    "refuse_doctype",
+]
 
 _DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 
@@ -25,6 +32,15 @@ def refuse_doctype(data: bytes, root: re.Pattern, path: str, what: str) -> None:
     found = root.search(data)
     if _DOCTYPE_RE.search(data, 0, found.start() if found else len(data)):
         raise SpectrumFileError(path, f"{what} with a DOCTYPE declaration (not allowed)")
+
+
+def array_limit(declared: object, bytes_each: int) -> int:
+    """Most bytes a decompressed array may hold: ``bytes_each`` per value declared, plus 64."""
+    try:
+        count = int(declared or 0)
+    except (TypeError, ValueError):
+        count = 0
+    return max(count, 0) * bytes_each + 64
 
 
 def capped_reader(reader: object, declared: str) -> CappedZlib:

@@ -19,14 +19,11 @@ from pyteomics import mzml as _mzml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import capped_reader, decoded_peaks, first_line, refuse_doctype
+from engine.io._xml import array_limit, capped_reader, decoded_peaks, first_line, refuse_doctype
 
 __all__ = ["read_mzml_bytes"]
 
 _ROOT_RE = re.compile(rb"<(?:indexedmzML|mzML)[\s>]")
-#: Bytes one decompressed array may hold per declared value (float64), plus slack.
-_BYTES_PER_VALUE = 8
-_ARRAY_SLACK = 64
 
 
 def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
@@ -55,21 +52,12 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         if spectrum.get("ms level") != 2:
             continue
         try:
-            capped.limit = _array_limit(spectrum)
+            capped.limit = array_limit(spectrum.get("defaultArrayLength"), 8)  # float64
             _add(spectrum, record, builder)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             title = str(spectrum.get("spectrum title", "") or spectrum.get("id", ""))
             builder.skip(record, title, f"unreadable spectrum ({first_line(exc)})")
     builder.records = record
-
-
-def _array_limit(spectrum: dict) -> int:
-    """Most bytes one decompressed array of ``spectrum`` may hold."""
-    try:
-        length = int(spectrum.get("defaultArrayLength", 0) or 0)
-    except (TypeError, ValueError):
-        length = 0
-    return max(length, 0) * _BYTES_PER_VALUE + _ARRAY_SLACK
 
 
 def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:

@@ -24,14 +24,11 @@ from lxml import etree
 from pyteomics import mzxml as _mzxml
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import capped_reader, decoded_peaks, first_line, refuse_doctype
+from engine.io._xml import array_limit, capped_reader, decoded_peaks, first_line, refuse_doctype
 
 __all__ = ["read_mzxml_bytes"]
 
 _ROOT_RE = re.compile(rb"<mzXML[\s>]")
-#: Bytes a decompressed peak array may hold per declared peak (two float64), plus slack.
-_BYTES_PER_PEAK = 16
-_ARRAY_SLACK = 64
 
 
 def read_mzxml_bytes(data: bytes, builder: LibraryBuilder) -> None:
@@ -107,7 +104,7 @@ def _read_scan(
         builder.skip(record, title, "no peaks" if peaks is not None else "no <peaks> element")
         return
     try:
-        converter._simms_zlib.limit = _array_limit(element)  # noqa: SLF001
+        converter._simms_zlib.limit = array_limit(element.get("peaksCount"), 16)  # noqa: SLF001
         info = converter._get_info_smart(element)  # noqa: SLF001 - pyteomics' scan conversion
         info.pop("scan", None)
         _add(info, record, title, builder)
@@ -117,14 +114,6 @@ def _read_scan(
         builder.skip(record, title, f"unreadable scan (no {exc.args[0]!r} given)")
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         builder.skip(record, title, f"unreadable scan ({first_line(exc)})")
-
-
-def _array_limit(element: etree._Element) -> int:
-    try:
-        count = int(element.get("peaksCount", "0"))
-    except ValueError:
-        count = 0
-    return max(count, 0) * _BYTES_PER_PEAK + _ARRAY_SLACK
 
 
 def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:

@@ -13,6 +13,7 @@ fewer calls per value.  Records not read here go to the reference, alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from itertools import repeat
@@ -37,7 +38,6 @@ __all__ = ["read_json_bytes"]
 #: How much of the text is looked at to tell MoNA from GNPS.
 _HEAD = 1 << 16
 _MEMO_LIMIT = 4096
-_UNKNOWN = object()
 
 if msgspec is not None:
     _UNSET: Any = msgspec.UNSET
@@ -241,9 +241,6 @@ def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: i
 _MONA_ITEM = {"spectrum": ""}
 #: Stands for a record's peaks (read, so at least one) where only their number matters.
 _SOME_PEAKS = (np.zeros(1), np.zeros(1))
-#: (MoNA?, ms_level, charge, adduct, ionmode) -> (charge, ion mode), or None where the
-#: reference refuses the MS level; see :func:`_batch_fields`.
-_SETTLED: dict[tuple, tuple[int, int] | None] = {}
 
 
 def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int, dict[str, str]]:
@@ -254,10 +251,7 @@ def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int
     reference, which raises.  ``metadata`` is changed as the reference changes it.
     """
     get = metadata.get
-    key = (mona, get("ms_level"), get("charge"), get("adduct"), get("ionmode"))
-    settled = _SETTLED.get(key, _UNKNOWN)
-    if settled is _UNKNOWN:
-        settled = _remember(_SETTLED, key, _settle(*key))
+    settled = _settle(mona, get("ms_level"), get("charge"), get("adduct"), get("ionmode"))
     if settled is None:
         return ref.record_fields(_MONA_ITEM, _SOME_PEAKS, metadata)[2:]
     text = metadata.pop("precursor_mz", "")
@@ -270,22 +264,18 @@ def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int
     return precursor, settled[0], settled[1], metadata
 
 
+@functools.lru_cache(maxsize=_MEMO_LIMIT)
 def _settle(
     mona: bool, level: str | None, charge: str | None, adduct: str | None, ion_mode: str | None
 ) -> tuple[int, int] | None:
-    """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them."""
+    """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them, or
+    None where it refuses the MS level."""
     if mona and level and ref.refused_level(level):
         return None
     number = parse_charge_text(charge)
     if not number:
         number = charge_from_adduct(adduct if adduct is not None else "")
     return number, parse_ion_mode(ion_mode)
-
-
-def _remember(memo: dict, key: object, value: object) -> object:
-    if len(memo) < _MEMO_LIMIT:
-        memo[key] = value
-    return value
 
 
 def _case_variants(word: str) -> set[str]:
@@ -297,15 +287,14 @@ def _case_variants(word: str) -> set[str]:
 
 #: Every text whose ``lower()`` is a missing-value marker (only ASCII letters lower to them).
 _MISSING_ANY = frozenset(v for word in ref.MISSING for v in _case_variants(word))
-#: Record keys -> (getter of the keys other than peaks_json, their lowered forms, their
-#: plan), or None when two keys lower to the same; lowered keys -> their plan.
-_KEY_PLANS: dict[tuple, tuple | None] = {}
-_COLUMN_PLANS: dict[tuple, tuple] = {}
 #: MoNA metaData name -> the column it fills (None: none); only short names kept.
 _MONA_COLUMN: dict[str, str | None] = {}
 
 
+@functools.lru_cache(maxsize=_MEMO_LIMIT)
 def _key_plan(keys: tuple) -> tuple | None:
+    """The getter of a record's keys other than peaks_json, their lowered forms and their
+    :func:`_plan`; None when two keys lower to the same."""
     kept = [k for k in keys if k != "peaks_json"]
     lows = tuple(str(k).strip().lower() for k in kept)
     if len(set(lows)) != len(lows) or len(kept) < 2:
@@ -313,6 +302,7 @@ def _key_plan(keys: tuple) -> tuple | None:
     return itemgetter(*kept), lows, _plan(lows)
 
 
+@functools.lru_cache(maxsize=_MEMO_LIMIT)
 def _plan(lows: tuple[str, ...]) -> tuple:
     """What :func:`engine.io.spectra_json.gnps_metadata` does with values of keys ``lows``
     (none missing), by value position."""
@@ -355,10 +345,7 @@ def _column_plan(lowered: Mapping[str, str]) -> tuple:
 
 def _gnps_metadata(item: dict) -> dict[str, str]:
     """The reference's GNPS metadata, with the work per key set done once."""
-    keys = tuple(item)
-    plan = _KEY_PLANS.get(keys, _UNKNOWN)
-    if plan is _UNKNOWN:
-        plan = _remember(_KEY_PLANS, keys, _key_plan(keys))
+    plan = _key_plan(tuple(item))
     if plan is None:
         return ref.gnps_metadata(item)
     getter, lows, full = plan
@@ -370,19 +357,15 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
     if _MISSING_ANY.isdisjoint(texts):
         return _planned(full, texts)
     present = [k for k, text in enumerate(texts) if text not in _MISSING_ANY]
-    names = tuple([lows[k] for k in present])
-    plan = _COLUMN_PLANS.get(names)
-    if plan is None:
-        plan = _remember(_COLUMN_PLANS, names, _plan(names))
-    return _planned(plan, [texts[k] for k in present])
+    return _planned(_plan(tuple([lows[k] for k in present])), [texts[k] for k in present])
 
 
 def _mona_column(name: object) -> str | None:
     """The column of a metaData ``name`` (None when the name is empty)."""
     key = ref.as_text(name).lower()
     column = ref.MONA_KEYS.get(key, key.replace(" ", "_").replace("/", "")) if key else None
-    if type(name) is str:
-        _remember(_MONA_COLUMN, name, column)
+    if type(name) is str and len(_MONA_COLUMN) < _MEMO_LIMIT:
+        _MONA_COLUMN[name] = column
     return column
 
 
