@@ -116,19 +116,22 @@ def add_key(state: Record, key: str, value: str) -> None:
         state.meta[key] = value
 
 
-def emit_record(
-    record: int,
-    state: Record,
-    builder: LibraryBuilder,
-    peaks: tuple[np.ndarray, np.ndarray] | None = None,
-) -> None:
+def emit_record(record: int, state: Record, builder: LibraryBuilder) -> None:
     """Hand one finished record to ``builder`` (a failure is a skipped record)."""
+    fields = _fields(record, state, builder)
+    if fields is not None:
+        builder.add(record, *fields)
+
+
+def _fields(
+    record: int, state: Record, builder: LibraryBuilder, peaks: tuple | None = None
+) -> tuple | None:
+    """:func:`record_fields`, None when the record is skipped (a failure included)."""
     try:
-        fields = record_fields(record, state, builder, peaks)
-        if fields is not None:
-            builder.add(record, *fields)
+        return record_fields(record, state, builder, peaks)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         builder.skip(record, (state.meta or {}).get("name", ""), f"unreadable record ({exc})")
+        return None
 
 
 def _expects_peaks(num_peaks: str | None) -> bool:
@@ -256,12 +259,6 @@ def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:
     return np.asarray(mz, dtype=np.float64), np.asarray(intensity, dtype=np.float64), decimal_commas
 
 
-def read_msp_fast(text: str, builder: LibraryBuilder) -> None:
-    """The fast reader: as :func:`read_msp_text`, records read by the scanner where it can."""
-    with gc_paused():
-        _read_fast(text, builder)
-
-
 def _strings(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
     if len(lo) == 0:
         return []
@@ -277,7 +274,9 @@ def _lowered(keys: list[str]) -> list[str]:
     return [memo.get(k) or memo.setdefault(k, k.lower()) for k in keys]
 
 
-def _read_fast(text: str, builder: LibraryBuilder) -> None:
+@gc_paused()
+def read_msp_fast(text: str, builder: LibraryBuilder) -> None:
+    """The fast reader: as :func:`read_msp_text`, records read by the scanner where it can."""
     data = text.encode("utf-8", "surrogatepass")
     buf = np.frombuffer(data, dtype=np.uint8)
     kinds, seg_a, seg_b, rec_keys, rec_values, spans, values, slow = msp_scan.scan_msp(buf)
@@ -315,11 +314,7 @@ def _read_fast(text: str, builder: LibraryBuilder) -> None:
             for key, value in zip(keys[k0:k1], texts[k0:k1], strict=True):
                 add_key(state, key, value)
         p0, p1 = pairs[a], pairs[a + 1]
-        try:
-            fields = record_fields(record, state, builder, (mz[p0:p1], intensity[p0:p1]))
-        except Exception as exc:  # noqa: BLE001 - as the reference's emit_record
-            builder.skip(record, state.meta.get("name", ""), f"unreadable record ({exc})")
-            continue
+        fields = _fields(record, state, builder, (mz[p0:p1], intensity[p0:p1]))
         if fields is not None:
             precursor, charge, ion_mode, metadata, record_notes = fields[2:]
             rows.append((record, precursor, charge, ion_mode, metadata, p0, p1))

@@ -57,38 +57,32 @@ def _edge_ok(buf, i, end):
     return cp >= 0 and not is_space(cp)
 
 
+#: Keys the record logic looks for (lowercased).
+_KEY_WORDS = tuple(
+    np.frombuffer(w, np.uint8) for w in (b"name", b"num peaks", b"num_peaks", b"numpeaks")
+)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
-def _lower(c):
-    return c + 32 if 65 <= c <= 90 else c
+def _lowered_is(buf, lo, hi, word):
+    """Whether ``buf[lo:hi]``, ASCII letters lowercased, is ``word``."""
+    if hi - lo != len(word):
+        return False
+    for k in range(len(word)):
+        c = buf[lo + k]
+        if (c + 32 if 65 <= c <= 90 else c) != word[k]:
+            return False
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
-def _key_kind(buf, lo, hi):
-    n = hi - lo
-    if n == 4:
-        if (
-            _lower(buf[lo]) == 110
-            and _lower(buf[lo + 1]) == 97
-            and _lower(buf[lo + 2]) == 109
-            and _lower(buf[lo + 3]) == 101
-        ):
-            return _KEY_NAME
-        return _KEY_PLAIN
-    if n < 8 or n > 9:
-        return _KEY_PLAIN
-    # "num peaks", "num_peaks", "numpeaks"
-    if not (_lower(buf[lo]) == 110 and _lower(buf[lo + 1]) == 117 and _lower(buf[lo + 2]) == 109):
-        return _KEY_PLAIN
-    j = lo + 3
-    if n == 9:
-        if buf[j] != 32 and buf[j] != 95:
-            return _KEY_PLAIN
-        j += 1
-    word = (112, 101, 97, 107, 115)  # "peaks"
-    for k in range(5):
-        if _lower(buf[j + k]) != word[k]:
-            return _KEY_PLAIN
-    return _KEY_NUM_PEAKS
+def _key_kind(buf, lo, hi, words):
+    if _lowered_is(buf, lo, hi, words[0]):
+        return _KEY_NAME
+    for word in words[1:]:
+        if _lowered_is(buf, lo, hi, word):
+            return _KEY_NUM_PEAKS
+    return _KEY_PLAIN
 
 
 @numba.njit(cache=True, nogil=True)
@@ -239,7 +233,7 @@ def scan_msp(buf):
                 ok, k_lo, k_hi, v_lo, v_hi = _classify_key(buf, i, end)
                 if ok:
                     kind = _KEY
-                    key_kind = _key_kind(buf, k_lo, k_hi)
+                    key_kind = _key_kind(buf, k_lo, k_hi, _KEY_WORDS)
 
         if skipping:
             if prev_peak and (kind == _BLANK or kind == _KEY):

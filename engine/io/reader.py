@@ -249,32 +249,27 @@ def _parse(
 def _choose_format(raw: RawFile, requested: str | None) -> str:
     if requested is not None and requested.lower() not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {requested!r}")
+    fmt = requested.lower() if requested is not None else None
     detected = sniff_format(raw.data)
     named = format_from_name(raw.path)
     if detected == "binary":
         raise SpectrumFileError(raw.path, "binary content, not a spectrum text file")
     if detected == "xml":
         raise SpectrumFileError(raw.path, "XML but neither mzML nor mzXML")
-    if requested is not None:
-        fmt = requested.lower()
-        if detected is not None and detected != fmt:
-            raise SpectrumFileError(
-                raw.path, f"asked to read as {fmt.upper()} but the content is {detected.upper()}"
-            )
-        if detected is None:
-            raise SpectrumFileError(
-                raw.path, f"not a valid {fmt.upper()} file: {_NOT_FOUND_HINT[fmt]}"
-            )
-        return fmt
     if detected is None:
-        if named is not None:
+        expected = fmt or named
+        if expected is None:
             raise SpectrumFileError(
-                raw.path, f"not a valid {named.upper()} file: {_NOT_FOUND_HINT[named]}"
+                raw.path, "unknown format: the content is not MGF, MSP, mzML, mzXML or JSON"
             )
         raise SpectrumFileError(
-            raw.path, "unknown format: the content is not MGF, MSP, mzML, mzXML or JSON"
+            raw.path, f"not a valid {expected.upper()} file: {_NOT_FOUND_HINT[expected]}"
         )
-    if named is not None and named != detected:
+    if fmt is not None and detected != fmt:
+        raise SpectrumFileError(
+            raw.path, f"asked to read as {fmt.upper()} but the content is {detected.upper()}"
+        )
+    if fmt is None and named is not None and named != detected:
         warnings.warn(
             f"{raw.path}: named as {named.upper()} but the content is {detected.upper()}; "
             f"read as {detected.upper()}",

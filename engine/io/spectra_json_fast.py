@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from itertools import repeat
+from itertools import product, repeat
 from operator import attrgetter, is_, itemgetter
 from typing import Any
 
@@ -278,15 +278,10 @@ def _settle(
     return number, parse_ion_mode(ion_mode)
 
 
-def _case_variants(word: str) -> set[str]:
-    variants = {""}
-    for char in word:
-        variants = {v + c for v in variants for c in {char, char.upper()}}
-    return variants
-
-
 #: Every text whose ``lower()`` is a missing-value marker (only ASCII letters lower to them).
-_MISSING_ANY = frozenset(v for word in ref.MISSING for v in _case_variants(word))
+_MISSING_ANY = frozenset(
+    "".join(chars) for word in ref.MISSING for chars in product(*({c, c.upper()} for c in word))
+)
 #: MoNA metaData name -> the column it fills (None: none); only short names kept.
 _MONA_COLUMN: dict[str, str | None] = {}
 
