@@ -23,11 +23,11 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
+from engine.atomic import atomic_path
 from engine.io._build import Progress, report_progress
 from engine.io.reader import read_library
 from engine.io.stream import checked_size, file_digest
@@ -205,10 +205,8 @@ def _remember(path: str | Path, directory: Path, seen: tuple, sha: str) -> None:
         target = _side_record(path, directory)
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         target.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record, fh)
-        os.replace(tmp, target)
+        with atomic_path(target, suffix=".tmp") as tmp:
+            tmp.write_text(json.dumps(record), encoding="utf-8")
     except OSError:
         pass
 

@@ -1,17 +1,13 @@
 """MSP reader (NIST, MoNA, MassBank, RIKEN/MS-DIAL, GOLM flavours; AMDIS MSL): reference and fast.
 
-The reference reads line by line (pyteomics has no MSP reader).  ``Key: value``
-lines are metadata (keys lowercased; ``Synon:`` lines joined with ``; ``;
-``"key=value"`` pairs of a ``Comments:`` line fill keys the record lacks).  The
-peaks start at ``Num Peaks:`` or at the first line starting with a digit and run
-to the next blank or key line; a wrong ``Num Peaks`` is a note.  Peak lines hold
-``m/z intensity`` pairs separated by blanks, commas, colons or MSL's parentheses,
-perhaps with a quoted annotation, several pairs split by ``;`` or following each
-other.  A peak line that is not numeric skips its record.
-
-The fast reader (:func:`read_msp_fast`) lets :func:`engine.io.msp_scan.scan_msp`
-find records and read peaks over the bytes, and hands every record with anything
-unusual in it to the reference, so both give the same library bit for bit.
+The reference reads line by line.  ``Key: value`` lines are metadata (keys lowercased;
+``Synon:`` lines joined with ``; ``; ``"key=value"`` pairs of ``Comments:`` fill keys
+the record lacks).  Peaks start at ``Num Peaks:`` or the first line starting with a
+digit and run to the next blank or key line: ``m/z intensity`` pairs separated by
+blanks, commas, colons or MSL's parentheses, a quoted annotation allowed, pairs split
+by ``;`` or following each other; one that is not numeric skips its record.  The fast
+reader lets :func:`engine.io.msp_scan.scan_msp` read what it can over the bytes and
+hands every unusual record to the reference: both give the same library bit for bit.
 """
 
 from __future__ import annotations

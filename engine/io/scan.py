@@ -1,17 +1,12 @@
 """numba scanning core of the fast readers (MGF, MSP, JSON): numbers, characters, spans.
 
-Everything here works on a file's bytes (``uint8``) and decides only what it can
-decide exactly as Python would.  :func:`number` converts a plain decimal number
-only when the result is certainly the correctly rounded value ``float()`` (or
-:mod:`json`) gives: Clinger's fast path, an integer of at most 2**53 times or
-divided by an exact power of ten, one IEEE operation.  Any other plain number is
-left to ``float()`` (:data:`SLOW`), anything else is :data:`BAD`; the readers hand
-what is not :data:`EXACT` to ``float()`` or to their reference reader.
-
-The peak strings of library JSON records are read here too, all records at once:
-only strings the reference (:mod:`engine.io.spectra_json`) certainly reads the same,
-ASCII numbers that :func:`number` reads exactly in the strict layout of the format;
-any other string (``NaN``, ``1_0``, a third column, ...) is flagged for it.
+Everything here works on a file's bytes and decides only what Python would decide
+the same way.  :func:`number` converts a plain decimal number only when the result is
+certainly the correctly rounded value of ``float()`` (or :mod:`json`): Clinger's fast
+path, an integer of at most 2**53 times or divided by an exact power of ten.  Other
+plain numbers are left to ``float()`` (:data:`SLOW`), anything else is :data:`BAD`.
+The peak strings of library JSON records are read here, all at once, when they are
+ASCII numbers in the strict layout of the format; other strings are flagged.
 """
 
 from __future__ import annotations

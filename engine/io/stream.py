@@ -231,10 +231,7 @@ class FileStream:
     def blocks(self) -> Iterator[tuple[bytes, int]]:
         """``(content, disk bytes read so far)`` per block, in order; then sets ``sha256``.
 
-        Raises
-        ------
-        SpectrumFileError
-            Unreadable file, truncated or corrupt gzip, gzip bomb.
+        Raises :class:`SpectrumFileError` (unreadable, truncated or corrupt gzip, gzip bomb).
         """
         while True:
             item = self._queue.get()
@@ -338,15 +335,12 @@ class HashedBytes:
 def file_digest(path: str | Path, progress: Callable[[int, int], object] | None = None) -> str:
     """sha256 of the bytes of ``path``, read in blocks; ``progress(done, size)`` after each."""
     size = checked_size(path)
-    digest = hashlib.sha256()
-    done = 0
     try:
         with open(path, "rb") as fh:
-            while block := fh.read(BLOCK_BYTES):
-                digest.update(block)
-                done += len(block)
+            reader = _Hashing(fh)
+            while reader.read(BLOCK_BYTES):
                 if progress is not None:
-                    progress(done, size)
+                    progress(reader.done, size)
     except OSError as exc:
         raise file_error(str(path), exc) from None
-    return digest.hexdigest()
+    return reader.sha.hexdigest()
