@@ -204,36 +204,24 @@ def _read_whole(
     size: int,
     sha256: Callable[[], str] | None = None,
 ) -> SpectrumLibrary:
-    """:func:`_parse` with its progress (bytes of the content) as the second half of ``size``.
+    """Parse ``raw``, its progress (bytes of the content) the second half of ``size``.
 
     ``sha256()``, when given, is the file's digest (asked once the content is parsed).
     """
     if not raw.data or raw.data.isspace():  # what strip() leaves nothing of, without a copy
         raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
-    half = size // 2
+    half, total = size // 2, len(raw.data)
     scaled = None
     if progress is not None:
 
         def scaled(done: int, total: int) -> object:
             return progress(half + (size - half) * done // max(total, 1), size)
 
-    return _parse(raw, format, parser, scaled, sha256 or (lambda: raw.sha256))
-
-
-def _parse(
-    raw: RawFile,
-    format: str | None,
-    parser: str,
-    progress: Progress | None,
-    sha256: Callable[[], str],
-) -> SpectrumLibrary:
-    """Parse ``raw``, the file's digest asked for (``sha256()``) once the content is read."""
     fmt = _choose_format(raw, format)
     builder = LibraryBuilder(raw.path, fmt)
-    total = len(raw.data)
-    report_progress(progress, 0, total, raw.path)
+    report_progress(scaled, 0, total, raw.path)
     if fmt == "mgf" and parser == "fast":
-        read_mgf_bytes(raw.data, builder, progress)
+        read_mgf_bytes(raw.data, builder, scaled)
     else:
         read = _READERS.get((fmt, parser)) or _READERS[fmt, "reference"]
         if isinstance(read, str):
@@ -241,8 +229,9 @@ def _parse(
             read = getattr(importlib.import_module(module), name)
         read(raw.data, builder)
     with gc_paused():  # building makes many lists and arrays, no cycle
-        library = builder.build(LibrarySource(raw.path, sha256(), fmt))
-    report_progress(progress, total, total, raw.path)
+        digest = sha256() if sha256 is not None else raw.sha256
+        library = builder.build(LibrarySource(raw.path, digest, fmt))
+    report_progress(scaled, total, total, raw.path)
     return library
 
 
