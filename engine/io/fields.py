@@ -1,12 +1,10 @@
-"""Rules every reader shares: record fields (ion mode, charge, precursor, metadata columns)
-and the checks of the library built (safe text, centroided peaks).
+"""Rules every reader shares: record fields (ion mode, charge, precursor, metadata
+columns) and the checks of the library built.
 
-Text is made safe once, so every writer (TSV, CSV, Parquet, GraphML, mzTab, sessions,
-the window) can write it: lone UTF-16 surrogates (legal JSON escapes) and U+FFFE/U+FFFF
-become U+FFFD, control characters other than tab are removed; each repair is an
-:class:`~engine.report.ImportIssue` naming the record.  Spectra whose peaks mostly lie
-closer together than any fragment tolerance are profile-mode data: kept as they are
-(scores stay equal to the references) and named in the import report.
+Text is made safe once, for every writer: lone UTF-16 surrogates and U+FFFE/U+FFFF
+become U+FFFD, control characters other than tab are removed, each repair an
+:class:`~engine.report.ImportIssue` naming the record.  Profile-mode spectra (peaks
+mostly closer than any fragment tolerance) are kept as they are and named in the report.
 """
 
 from __future__ import annotations

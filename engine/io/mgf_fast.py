@@ -1,18 +1,13 @@
 """Fast MGF reader: numba scans the bytes in bounded chunks, Python reads the parameters.
 
-It gives exactly what the reference (:func:`engine.io.mgf.read_mgf_text`, pyteomics
-on decoded text) gives, doing only what it can prove identical:
-:mod:`engine.io.mgf_scan` finds records and lines by the reference's rules and
-converts plain ``number number`` peak lines; parameters are read per record, or
-column-wise for records with the same keys in the same order (PEPMASS, CHARGE,
-RTINSECONDS and the ion mode by the same rules).  A record with anything else in it
-(a third peak column, ``inf``, an odd first character, an unusual PEPMASS, CHARGE or
-RTINSECONDS, a key twice, ...) goes to the reference parser, alone.
-
-The content is cut into chunks of about :data:`CHUNK_BYTES` at the start of a
-``BEGIN IONS`` line, which always opens a record, so each chunk parses as inside the
-whole file; the next chunk is scanned on a thread (numba without the GIL) while this
-one's records are read, and the builder packs each chunk: memory follows the library.
+It gives exactly what the reference (:func:`engine.io.mgf.read_mgf_text`) gives,
+doing only what it can prove identical: :mod:`engine.io.mgf_scan` finds records and
+lines by the reference's rules and converts plain ``number number`` peak lines;
+parameters are read per record, or column-wise for records with the same keys.  A
+record with anything else in it (a third peak column, ``inf``, an unusual PEPMASS,
+CHARGE or RTINSECONDS, a key twice, ...) goes to the reference parser, alone.  The
+content is cut into chunks at ``BEGIN IONS`` lines (each parses as inside the whole
+file); the next chunk is scanned on a thread while this one's records are read.
 """
 
 from __future__ import annotations

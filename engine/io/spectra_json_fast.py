@@ -139,7 +139,7 @@ def _read_mona(text: bytes | str, builder: LibraryBuilder) -> bool:
     strings = (text, starts[at] + 1, ends[at] - 1)
     with ThreadPoolExecutor(1, thread_name_prefix="simms-peaks") as pool:
         # numba reads the peaks without the GIL while the metadata is gathered here
-        reading = pool.submit(_peaks, read_mona_peaks, at.tolist(), strings)
+        reading = pool.submit(read_mona_peaks, *strings)
         try:
             metadata = [_metadata(record) for record in records]
         except Exception:  # noqa: BLE001 - the usual path says what is wrong
@@ -171,7 +171,7 @@ def _read(document: list, builder: LibraryBuilder) -> None:
         lengths = np.fromiter(map(len, strings[source]), dtype=np.int64)
         ends = np.cumsum(lengths)
         text = np.frombuffer("".join(strings[source]).encode("ascii"), dtype=np.uint8)
-        sources.append(_peaks(reader, chosen[source], (text, ends - lengths, ends)))
+        sources.append(reader(text, ends - lengths, ends))
         _found(found, chosen[source], sources[-1], source)
 
     metadata: list[dict[str, str] | None] = [None] * len(document)
@@ -181,13 +181,6 @@ def _read(document: list, builder: LibraryBuilder) -> None:
         except Exception:  # noqa: BLE001 - the reference says what is wrong
             pass
     _add(builder, document.__getitem__, metadata, found, sources)
-
-
-def _peaks(reader: Callable, indices: list[int], strings: tuple) -> tuple:
-    """``reader(*strings)`` (m/z, intensities, offsets, read?) of the records ``indices``."""
-    if not indices:
-        return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.zeros(0, bool)
-    return reader(*strings)
 
 
 def _found(found: dict, indices: list[int], peaks: tuple, source: int) -> None:
