@@ -24,11 +24,8 @@ _DOCTYPE_RE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 
 
 def refuse_doctype(data: bytes, root: re.Pattern, path: str, what: str) -> None:
-    """Raise :class:`SpectrumFileError` when ``data`` declares a DOCTYPE before ``root``.
-
-    mzML and mzXML never do, and with lxml's size limits lifted (``huge_tree``,
-    needed for large scans) entities could expand without bound.
-    """
+    """Raise :class:`SpectrumFileError` when ``data`` declares a DOCTYPE before ``root``: mzML
+    and mzXML never do, and with ``huge_tree`` entities could expand without bound."""
     found = root.search(data)
     if _DOCTYPE_RE.search(data, 0, found.start() if found else len(data)):
         raise SpectrumFileError(path, f"{what} with a DOCTYPE declaration (not allowed)")
@@ -74,11 +71,8 @@ def decoded_peaks(
 
 
 class CappedZlib:
-    """zlib decompression refusing more bytes than the spectrum's arrays can hold.
-
-    Set :attr:`limit` before each spectrum is decoded; ``declared`` names the
-    attribute the limit comes from, for the report.
-    """
+    """zlib decompression refusing more than :attr:`limit` bytes (set per spectrum from
+    its attribute ``declared``, named in the report)."""
 
     def __init__(self, declared: str) -> None:
         self.limit = 0

@@ -144,11 +144,9 @@ class FileState:
 
 
 class ScannedChunk:
-    """The byte scans of a chunk (numba, mostly without the GIL: may run on another thread).
+    """The byte scans of a chunk (numba, mostly without the GIL: may run on a thread).
 
-    ``data`` is the chunk's content: the first (``first_chunk``) starts where the
-    file starts, every other at a ``BEGIN IONS`` line.  Bytes that are not UTF-8
-    are read as Windows-1252, as :func:`engine.io.stream.decode_text` does.
+    ``data`` starts where the file starts (``first_chunk``) or at a ``BEGIN IONS`` line.
     """
 
     def __init__(self, data: bytes, first_chunk: bool) -> None:
@@ -167,7 +165,7 @@ class ScannedChunk:
         del newlines, split
         spans, mz, intensity, slow = (self.scanned[i] for i in (5, 7, 8, 9))
         _convert_slow(data, slow, mz, intensity)
-        self.ids, self.names, self.values = _parameters(data, buf, spans, _decode)
+        self.ids, self.names, self.values = _parameters(data, buf, spans)
 
 
 def _read(
@@ -179,11 +177,11 @@ def _read(
     its end was cut by the next ``BEGIN IONS``); ``report(position in the
     chunk)`` now and then, which may raise :class:`~engine.io._build.LoadCancelled`.
     """
-    builder, data, decode = file.builder, chunk.data, _decode
+    builder, data = file.builder, chunk.data
     file.replaced += chunk.replaced
     kinds, first, last = chunk.kinds, chunk.first, chunk.last
     if file.reader is None:
-        text = decode(data[chunk.start : chunk.header_end])
+        text = _decode(data[chunk.start : chunk.header_end])
         file.reader = header_reader(split_lines(text), builder)
         file.header = dict(file.reader.header)
     reader, header, base = file.reader, file.header, file.records
@@ -205,7 +203,7 @@ def _read(
     ):
         record = base + r + 1
         if kind != mgf_scan.EVENT_BLOCK:
-            lines = split_lines(decode(data[lo:hi]))
+            lines = split_lines(_decode(data[lo:hi]))
             if kind == mgf_scan.EVENT_EOF and not final:  # the next chunk starts a record
                 kind = mgf_scan.EVENT_NO_END
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
@@ -215,30 +213,27 @@ def _read(
             if is_simple:
                 params.update(zip(keys[a:b], values[a:b], strict=True))
             else:
-                _block_params(split_lines(decode(data[lo:hi])), params)
+                _block_params(split_lines(_decode(data[lo:hi])), params)
             try:
                 rows.append((record, *record_fields(params), p0, p1))
                 continue
             except Unsure:
                 pass
-        read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
+        read_block(reader, split_lines(_decode(data[lo:hi])), record, builder)
     builder.add_many(rows, mz, intensity)
     builder.end_chunk(columns)
     file.records += len(kinds)
 
 
 def _parameters(
-    data: bytes, buf: np.ndarray, spans: np.ndarray, decode: Callable[[bytes], str]
+    data: bytes, buf: np.ndarray, spans: np.ndarray
 ) -> tuple[np.ndarray, list[str], list[str]]:
-    """Keys and values of the parameter lines in ``spans``.
-
-    Returns per line the number of its key, the keys by number (lower case)
-    and per line its value.  Values are decoded in one piece; each distinct key once.
-    """
+    """Per parameter line in ``spans`` its key's number, the keys by number (lower case)
+    and per line its value (values decoded in one piece, each distinct key once)."""
     if not len(spans):
         return np.empty(0, dtype=np.int64), [], []
     ids, first = key_ids(buf, spans[:, 0], spans[:, 1])
-    names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
+    names = [_decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
     lo, hi = spans[:, 2], spans[:, 3]
     plain = ascii_spans(buf, lo, hi)
     # ASCII values are decoded apart: text of one-byte characters is much quicker
@@ -248,7 +243,7 @@ def _parameters(
     wide = np.flatnonzero(~plain)
     if len(wide):
         text = gather(buf, lo[wide], hi[wide]).tobytes()
-        for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
+        for i, value in zip(wide.tolist(), _decode(text).split("\n"), strict=True):
             values[i] = value
     return ids, names, values
 
