@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from engine.io import SpectrumFileError, read_library
-from engine.io.sniff import MAX_GZIP_RATIO, decode_text, split_lines
+from engine.io.stream import MAX_GZIP_RATIO, decode_text, split_lines
 
 MGF = "BEGIN IONS\nTITLE={title}\nPEPMASS=100\n{extra}50 1\n60 2\nEND IONS\n"
 

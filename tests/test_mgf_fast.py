@@ -17,13 +17,12 @@ import pytest
 from engine.io import (
     LoadCancelled,
     SpectrumFileError,
-    chunked_build,
     load_library,
     mgf_fast,
     mgf_scan,
-    mgf_stream,
     read_library,
 )
+from engine.io import _build as build_module
 from engine.io import reader as reader_module
 from engine.io import stream as stream_module
 from engine.library import SpectrumLibrary
@@ -101,8 +100,8 @@ def _tiny_chunks(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """
     monkeypatch.setattr(stream_module, "BLOCK_BYTES", block)
     monkeypatch.setattr(reader_module, "_HEAD_BYTES", 1)
-    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1)
-    monkeypatch.setattr(chunked_build._Growing, "BLOCK", 7)  # peaks kept in many blocks
+    monkeypatch.setattr(mgf_fast, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(build_module._Growing, "BLOCK", 7)  # peaks kept in many blocks
 
 
 @pytest.mark.slow
@@ -387,7 +386,7 @@ def test_damaged_gzip_found_while_streaming(tmp_path, monkeypatch, damage):
     path = tmp_path / "big.mgf.gz"
     path.write_bytes(packed)
     monkeypatch.setattr(stream_module, "BLOCK_BYTES", 1 << 14)
-    monkeypatch.setattr(mgf_stream, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(mgf_fast, "CHUNK_BYTES", 1 << 16)
     with pytest.raises(SpectrumFileError, match=f"{damage} gzip") as info:
         read_library(path)
     assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)

@@ -107,7 +107,7 @@ def test_search_network_and_cluster_write_every_output(odd, tmp_path, library_ca
 
 
 def _clean(names):
-    from engine.io.record_checks import clean_text
+    from engine.io.fields import clean_text
 
     return [clean_text(n)[0] for n in names]
 

@@ -1,8 +1,9 @@
 """Shared back end of the readers: collect records, validate peaks, build a library.
 
-Every reader hands its records to a :class:`LibraryBuilder`, one call per record
-(:meth:`~LibraryBuilder.add` or :meth:`~LibraryBuilder.skip`).  Peak validation
-happens once, vectorised over all peaks, in :meth:`~LibraryBuilder.build`:
+Every reader hands its records to a :class:`LibraryBuilder` (:meth:`~LibraryBuilder.add`,
+:meth:`~LibraryBuilder.add_many`, :meth:`~LibraryBuilder.skip`).  Peaks are validated
+vectorised, per chunk of records (:meth:`~LibraryBuilder.end_chunk`, at the latest in
+:meth:`~LibraryBuilder.build`), after which only what the library needs is kept:
 
 - peaks with NaN/inf or negative m/z are dropped (record repaired);
 - peaks with NaN/inf, zero or negative intensity are dropped (record repaired);
@@ -15,55 +16,25 @@ happens once, vectorised over all peaks, in :meth:`~LibraryBuilder.build`:
 from __future__ import annotations
 
 import gc
-import json
-import math
-import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from operator import itemgetter
 
 import numpy as np
 
-from engine.io.record_checks import check_library
-from engine.library import STANDARD_COLUMNS, LibrarySource, SpectrumLibrary
+from engine.io.fields import check_library, grouped_columns, settle_numbers
+from engine.library import LibrarySource, SpectrumLibrary, peak_ranges
 from engine.report import ImportIssue, ImportReport, SpectrumFileError
 
 __all__ = [
+    "ChunkColumns",
     "LibraryBuilder",
     "LoadCancelled",
     "Progress",
-    "report_progress",
-    "OTHER_METADATA",
-    "parse_ion_mode",
-    "parse_charge_text",
-    "polarity_from_adduct",
-    "charge_from_adduct",
     "gc_paused",
-    "grouped_columns",
-    "settle_numbers",
+    "report_progress",
 ]
-
-#: Column holding, per record, the rare metadata keys as a JSON object.
-OTHER_METADATA = "other_metadata"
-
-_POSITIVE = {"positive", "pos", "p", "+", "positive scan", "1", "+1"}
-_NEGATIVE = {"negative", "neg", "n", "-", "negative scan", "-1"}
-
-#: Keys whose value fills a standard column when the standard key itself is absent.
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "name": ("compound_name", "compoundname"),
-    "adduct": ("precursor_type", "precursortype", "adduct_type"),
-    "inchikey": ("inchi_key",),
-    "formula": ("molecular_formula",),
-}
-
-#: Largest |charge| kept; tandem spectra of small molecules and peptides stay far below.
-MAX_CHARGE = 100
-#: A metadata key gets a column of its own when at least this share of records has it;
-#: rarer keys go, per record, into the JSON text of the ``other_metadata`` column, so
-#: memory follows the file's size even when every record has keys of its own.
-COLUMN_SHARE = 0.02
 
 #: ``progress(done_bytes, total_bytes)``; returning ``False`` cancels the load.
 Progress = Callable[[int, int], object]
@@ -81,11 +52,7 @@ def report_progress(progress: Progress | None, done: int, total: int, path: str)
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside (as it was before, after).
-
-    A reader makes tens of thousands of objects, none of them in a cycle; each
-    collection the allocations set off would walk every object made so far.
-    """
+    """No cyclic garbage collection inside: readers make many objects, none in a cycle."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -95,95 +62,31 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_CHARGE_RE = re.compile(r"^\s*([+-]?)\s*(\d+)\s*([+-]?)\s*$")
+@dataclass
+class ChunkColumns:
+    """Records of a chunk given column-wise, their numbers settled as by ``add_many``.
 
-
-def parse_ion_mode(text: str | None) -> int:
-    """Ion mode code (+1, -1, 0) from an IONMODE / Ion_mode / polarity value."""
-    if not text:
-        return 0
-    value = str(text).strip().lower()
-    if value in _POSITIVE:
-        return 1
-    if value in _NEGATIVE:
-        return -1
-    return 0
-
-
-def parse_charge_text(text: str | None) -> int | None:
-    """Signed charge from text such as ``"2+"``, ``"-1"``, ``"1"``; None when unreadable."""
-    if text is None:
-        return None
-    first = str(text).replace(" and ", ",").split(",")[0]
-    match = _CHARGE_RE.match(first)
-    if match is None:
-        return None
-    sign = -1 if "-" in (match.group(1) + match.group(3)) else 1
-    return sign * int(match.group(2))
-
-
-def polarity_from_adduct(adduct: str | None) -> int:
-    """+1 / -1 from an adduct ending in ``+`` / ``-`` (``"[M+H]+"``), else 0."""
-    if not adduct:
-        return 0
-    tail = adduct.strip()[-1:]
-    return 1 if tail == "+" else -1 if tail == "-" else 0
-
-
-_ADDUCT_CHARGE_RE = re.compile(r"\](\d*)([+-])\s*$")
-
-
-def charge_from_adduct(adduct: str | None) -> int:
-    """The signed charge an adduct ends with (``"[M+2H]2+"``: 2, ``"[M-H]-"``: -1), else 0."""
-    found = _ADDUCT_CHARGE_RE.search(adduct or "")
-    if not found:
-        return 0
-    return int(found.group(1) or 1) * (1 if found.group(2) == "+" else -1)
-
-
-def settle_numbers(
-    precursors: Sequence[float],
-    charges: Sequence[int],
-    ion_modes: Sequence[int],
-    adduct: Callable[[int], str | None],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
-    """:meth:`LibraryBuilder.add_many`'s rules for precursor, charge and ion mode of records.
-
-    ``adduct(i)`` gives record ``i``'s adduct (asked only when its ion mode is
-    unknown).  Returns the arrays (float64, int64, int64) and each record's notes.
+    Record ``i`` (number ``records[i]``) has peaks ``mz[lo[i]:hi[i]]``; metadata parts
+    ``(names, start, stop, values)``: ``values[j][i - start]`` is record ``i``'s ``names[j]``.
     """
-    n = len(precursors)
-    notes: list[list[str]] = [[] for _ in range(n)]
-    charges = list(charges)
-    if n and (min(charges) < -MAX_CHARGE or max(charges) > MAX_CHARGE):
-        for i, charge in enumerate(charges):
-            if not -MAX_CHARGE <= charge <= MAX_CHARGE:
-                notes[i].append(f"implausible charge {charge} ignored")
-                charges[i] = 0
-    charge = np.array(charges, dtype=np.int64)
-    ion_mode = np.array(ion_modes, dtype=np.int64)
-    for i in np.flatnonzero(ion_mode == 0).tolist():
-        ion_mode[i] = -1 if charge[i] < 0 else polarity_from_adduct(adduct(i))
-    charge = np.where((ion_mode != 0) & (charge != 0), np.abs(charge) * ion_mode, charge)
-    precursor = np.array(precursors, dtype=np.float64)
-    for i in np.flatnonzero(~(np.isfinite(precursor) & (precursor > 0))).tolist():
-        if precursor[i] == precursor[i]:
-            notes[i].append(f"invalid precursor m/z {precursors[i]!r} ignored")
-        else:
-            notes[i].append("no precursor m/z (kept with unknown precursor)")
-        precursor[i] = math.nan
-    return precursor, charge, ion_mode, notes
+
+    records: np.ndarray
+    titles: list[str]
+    lo: np.ndarray
+    hi: np.ndarray
+    mz: np.ndarray
+    intensity: np.ndarray
+    precursor: np.ndarray
+    charge: np.ndarray
+    ion_mode: np.ndarray
+    notes: list[list[str]]
+    parts: list[tuple[tuple[str, ...], int, int, list[list[str]]]]
 
 
 class LibraryBuilder:
     """Collects the records of one file and turns them into a :class:`SpectrumLibrary`.
 
-    Parameters
-    ----------
-    path : str
-        The file (for the report and error messages).
-    format : str
-        Format the file is read as.
+    ``path`` names the file in the report and errors; ``format`` is the format read.
     """
 
     def __init__(self, path: str, format: str) -> None:
@@ -193,9 +96,21 @@ class LibraryBuilder:
         #: Remarks about the whole file, for the import report.
         self.notes: list[str] = []
         self._issues: list[ImportIssue] = []
+        self._peaks = _Growing()
+        self._kept_counts: list[np.ndarray] = []
+        self._kept_precursor: list[np.ndarray] = []
+        self._kept_charge: list[np.ndarray] = []
+        self._kept_ion_mode: list[np.ndarray] = []
+        self._kept_records: list[np.ndarray] = []
+        #: Per key tuple: the rows of its kept records (in pieces) and, per key, their values.
+        self._groups: dict[tuple[str, ...], tuple[list[np.ndarray], list[list[str]]]] = {}
+        self._kept = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        """Forget the records added since the last chunk (their peaks in pieces)."""
         self._record_no: list[int] = []
         self._titles: list[str] = []
-        #: Peaks of the records added, in pieces (one per record or per batch).
         self._mz: list[np.ndarray] = []
         self._intensity: list[np.ndarray] = []
         self._lengths: list[int] = []
@@ -213,7 +128,6 @@ class LibraryBuilder:
     def add(
         self,
         record: int,
-        *,
         mz: np.ndarray,
         intensity: np.ndarray,
         precursor_mz: float,
@@ -222,42 +136,29 @@ class LibraryBuilder:
         metadata: Mapping[str, str],
         notes: Sequence[str] = (),
     ) -> None:
-        """Add one spectrum; peaks are validated later in :meth:`build`.
+        """Add one spectrum; its peaks and numbers are checked with the chunk.
 
-        ``metadata`` keys must be lowercase; ``id`` and ``title`` may be empty.
-        The charge sign is made to follow ``ion_mode`` when that is known; a
-        charge beyond :data:`MAX_CHARGE` is ignored (noted), never stored wrapped.
+        ``metadata`` keys must be lowercase; ``id`` and ``title`` may be empty.  The
+        charge sign follows ``ion_mode`` when known (else the charge's or the
+        adduct's sign gives it); a charge beyond
+        :data:`~engine.io.fields.MAX_CHARGE` is ignored (noted), never stored wrapped.
         """
-        notes = list(notes)
-        if not -MAX_CHARGE <= charge <= MAX_CHARGE:
-            notes.append(f"implausible charge {charge} ignored")
-            charge = 0
-        if ion_mode == 0:
-            ion_mode = -1 if charge < 0 else polarity_from_adduct(metadata.get("adduct"))
-        if ion_mode != 0 and charge != 0:
-            charge = abs(charge) * ion_mode
         mz = np.asarray(mz, dtype=np.float64).ravel()
         intensity = np.asarray(intensity, dtype=np.float64).ravel()
+        title = metadata.get("title") or metadata.get("id") or ""
         if len(mz) != len(intensity):
-            title = metadata.get("title") or metadata.get("id") or ""
             self.skip(record, title, "peak list has m/z values without intensities")
             return
-        if not np.isfinite(precursor_mz) or precursor_mz <= 0:
-            if not np.isnan(precursor_mz):
-                notes.append(f"invalid precursor m/z {precursor_mz!r} ignored")
-            else:
-                notes.append("no precursor m/z (kept with unknown precursor)")
-            precursor_mz = np.nan
         self._record_no.append(record)
-        self._titles.append(metadata.get("title") or metadata.get("id") or "")
+        self._titles.append(title)
         self._mz.append(mz)
         self._intensity.append(intensity)
         self._lengths.append(len(mz))
-        self._precursor.append(float(precursor_mz))
-        self._charge.append(int(charge))
-        self._ion_mode.append(int(ion_mode))
+        self._precursor.append(precursor_mz)
+        self._charge.append(charge)
+        self._ion_mode.append(ion_mode)
         self._meta.append(metadata)
-        self._notes.append(notes)
+        self._notes.append(list(notes))
 
     def add_many(
         self,
@@ -268,64 +169,140 @@ class LibraryBuilder:
     ) -> None:
         """:meth:`add` for many records whose peaks lie in two shared arrays.
 
-        Parameters
-        ----------
-        rows : sequence of tuple
-            ``(record, precursor_mz, charge, ion_mode, metadata, lo, hi)`` per
-            record, the record's peaks being ``mz[lo:hi]``, ``intensity[lo:hi]``.
-        mz, intensity : ndarray of float64
-        notes : sequence of list of str, optional
-            The reader's notes per record (as :meth:`add`'s ``notes``); the lists
-            are kept and extended.
+        ``rows`` are ``(record, precursor_mz, charge, ion_mode, metadata, lo, hi)``,
+        the record's peaks being ``mz[lo:hi]``; ``notes`` the reader's notes per
+        record (as :meth:`add`'s; the lists are kept and extended).
         """
         if not rows:
             return
         records, precursors, charges, ion_modes, metas, los, his = zip(*rows, strict=True)
-        precursor, charge, ion_mode, settled = settle_numbers(
-            precursors, charges, ion_modes, lambda i: metas[i].get("adduct")
-        )
-        if notes is None:
-            notes = settled
-        else:  # the reader's notes first, then the numbers' (as add() orders them)
-            notes = list(notes)
-            for i, extra in enumerate(settled):
-                if extra:
-                    notes[i].extend(extra)
-        lengths = np.subtract(his, los)
         if np.array_equal(los[1:], his[:-1]):  # one piece
             self._mz.append(mz[los[0] : his[-1]])
             self._intensity.append(intensity[los[0] : his[-1]])
         else:
             self._mz += [mz[lo:hi] for lo, hi in zip(los, his, strict=True)]
             self._intensity += [intensity[lo:hi] for lo, hi in zip(los, his, strict=True)]
-        self._lengths += lengths.tolist()
+        self._lengths += np.subtract(his, los).tolist()
         self._record_no += records
         self._titles += [m.get("title") or m.get("id") or "" for m in metas]
-        self._precursor += precursor.tolist()
-        self._charge += charge.tolist()
-        self._ion_mode += ion_mode.tolist()
+        self._precursor += precursors
+        self._charge += charges
+        self._ion_mode += ion_modes
         self._meta += metas
-        self._notes += notes
+        self._notes += [[] for _ in rows] if notes is None else notes
+
+    def _settle(self) -> None:
+        """The numbers of the records added since the last chunk, by :func:`settle_numbers`."""
+        meta = self._meta
+        self._precursor, self._charge, self._ion_mode, settled = settle_numbers(
+            self._precursor, self._charge, self._ion_mode, lambda i: meta[i].get("adduct")
+        )
+        for i, extra in enumerate(settled):
+            if extra:  # after the reader's own notes
+                self._notes[i].extend(extra)
+
+    def end_chunk(self, columns: ChunkColumns | None = None) -> None:
+        """Validate and pack the records added since the last call, and ``columns``."""
+        columns = columns or _no_columns()
+        if not self._lengths and not len(columns.records):
+            return
+        # metadata parts: those of the columns, then the records added one by one
+        # grouped by their keys; rows are positions in the lists _merge joins
+        n_columns = len(columns.records)
+        parts = [(names, np.arange(a, b), values) for names, a, b, values in columns.parts]
+        rows_of: dict[tuple[str, ...], list[int]] = {}
+        for i, meta in enumerate(self._meta, start=n_columns):
+            rows_of.setdefault(tuple(meta), []).append(i)
+        for names, rows in rows_of.items():
+            metas = [self._meta[i - n_columns] for i in rows]
+            parts.append((names, np.array(rows), [list(map(itemgetter(k), metas)) for k in names]))
+        self._settle()
+        order, merged = self._merge(columns)  # the lists in record order: position -> index
+        del columns  # its peaks are merged: freed here when the caller kept no reference
+        mz, intensity, counts, kept = self._checked_peaks(*merged)
+        del merged
+        idx = np.flatnonzero(kept)
+        self._peaks.extend(mz, intensity, own=True)  # new arrays, nobody else holds them
+        self._kept_counts.append(counts[idx])
+        self._kept_precursor.append(np.asarray(self._precursor, dtype=np.float64)[idx])
+        self._kept_charge.append(np.asarray(self._charge, dtype=np.int16)[idx])
+        self._kept_ion_mode.append(np.asarray(self._ion_mode, dtype=np.int8)[idx])
+        self._kept_records.append(np.asarray(self._record_no, dtype=np.int64)[idx])
+        # metadata kept per key tuple, column by column (no object per record); key
+        # tuples are met in the order of their first kept record
+        kept_at = np.empty(len(order), dtype=bool)
+        kept_at[order] = kept
+        row_at = np.empty(len(order), dtype=np.int64)
+        row_at[order] = np.cumsum(kept) - 1 + self._kept
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        firsts = []
+        for k, (_, rows, _) in enumerate(parts):
+            here = np.flatnonzero(kept_at[rows])
+            if len(here):
+                firsts.append((position[rows[here]].min(), k, here))
+        for _, k, here in sorted(firsts):
+            names, rows, values = parts[k]
+            if len(here) < len(rows):
+                chosen = here.tolist()
+                values = [[column[i] for i in chosen] for column in values]
+            known = self._groups.get(names)
+            if known is None:
+                self._groups[names] = ([row_at[rows[here]]], [list(column) for column in values])
+            else:
+                known[0].append(row_at[rows[here]])
+                for column, more in zip(known[1], values, strict=True):
+                    column.extend(more)
+        self._kept += len(idx)
+        self._clear()
+
+    def _merge(self, columns: ChunkColumns) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Put ``columns`` and the records added one by one together, in record order.
+
+        The collected lists become those of all records, sorted; returns the order
+        (``columns`` first, then the others) and all their peaks, new arrays.
+        """
+        own_records = np.asarray(self._record_no, dtype=np.int64)
+        if not len(columns.records) and (np.diff(own_records) > 0).all():  # nothing to sort
+            mz, intensity = np.concatenate(self._mz), np.concatenate(self._intensity)
+            return np.arange(len(own_records)), (mz, intensity)
+        own_lengths = np.asarray(self._lengths, dtype=np.int64)
+        own_lo = np.zeros(len(own_lengths), dtype=np.int64)
+        np.cumsum(own_lengths[:-1], out=own_lo[1:])
+        order = np.argsort(np.concatenate([columns.records, own_records]), kind="stable")
+        picks = order.tolist()
+        lo = np.concatenate([columns.lo, own_lo + len(columns.mz)])[order]
+        lengths = np.concatenate([columns.hi - columns.lo, own_lengths])[order]
+        take = peak_ranges(lo, lengths)
+        mz = np.concatenate([columns.mz, *self._mz])[take]
+        intensity = np.concatenate([columns.intensity, *self._intensity])[take]
+        merged = {
+            "_record_no": [*columns.records.tolist(), *self._record_no],
+            "_titles": [*columns.titles, *self._titles],
+            "_notes": [*columns.notes, *self._notes],
+        }
+        for name, values in merged.items():
+            setattr(self, name, [values[i] for i in picks])
+        for name, column, dtype in (
+            ("_precursor", columns.precursor, np.float64),
+            ("_charge", columns.charge, np.int64),
+            ("_ion_mode", columns.ion_mode, np.int64),
+        ):
+            own = np.asarray(getattr(self, name), dtype=dtype)
+            setattr(self, name, np.concatenate([column.astype(dtype), own])[order].tolist())
+        self._lengths = lengths.tolist()
+        return order, (mz, intensity)
 
     # -- build ------------------------------------------------------------------------
     def _checked_peaks(
-        self, peaks: tuple[np.ndarray, np.ndarray] | None = None
+        self, mz: np.ndarray, intensity: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Validate the peaks of the records added so far; their issues are reported.
+        """Validate all peaks of the records collected (in order), reporting their issues.
 
-        ``peaks``, when given, are all their peaks already joined (else the
-        pieces collected are joined here).  Returns the peaks kept (``mz``,
-        ``intensity``), the number kept per record and whether each record is
-        kept (has a peak left).
+        Returns the peaks kept, the number kept per record and whether it is kept.
         """
         n = len(self._lengths)
         lengths = np.asarray(self._lengths, dtype=np.int64)
-        if peaks is not None:
-            mz, intensity = peaks
-        else:
-            mz = np.concatenate(self._mz) if self._mz else np.empty(0)
-            intensity = np.concatenate(self._intensity) if self._intensity else np.empty(0)
-            self._mz, self._intensity = [mz], [intensity]  # the pieces may be freed now
         seg = np.repeat(np.arange(n, dtype=np.int64), lengths)
 
         bad_mz = ~(np.isfinite(mz) & (mz >= 0))
@@ -366,123 +343,108 @@ class LibraryBuilder:
                 continue  # most records: nothing to report
             record, title = self._record_no[i], self._titles[i]
             if not flags[i]:
-                had = self._lengths[i]
-                reason = "no valid peaks" if had else "no peaks"
-                extra = [x for x in self._notes[i] if x.startswith("dropped")]
+                reason = "no valid peaks" if self._lengths[i] else "no peaks"
+                extra = [x for x in notes if x.startswith("dropped")]
                 if extra:
                     reason += " (" + "; ".join(extra) + ")"
                 self._issues.append(ImportIssue(record, title, reason, skipped=True))
-            elif self._notes[i]:
-                self._issues.append(
-                    ImportIssue(record, title, "; ".join(self._notes[i]), skipped=False)
-                )
+            else:
+                self._issues.append(ImportIssue(record, title, "; ".join(notes), skipped=False))
         return mz, intensity, counts, kept
 
-    def _report(self, spectra: int) -> ImportReport:
-        """The import report of ``spectra`` kept spectra (raises when there are none)."""
+    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
+        """The library of all records (raises :class:`SpectrumFileError` when none is usable)."""
+        self.end_chunk()
         self._issues.sort(key=lambda issue: issue.record)
         report = ImportReport(
             path=self.path,
             format=self.format,
             records=self.records,
-            spectra=spectra,
+            spectra=self._kept,
             issues=self._issues,
             notes=list(self.notes),
         )
-        if report.spectra == 0:
+        if not self._kept:
             skipped = len(report.skipped)
             raise SpectrumFileError(
                 self.path,
                 f"no valid spectra ({self.records} records seen, {skipped} skipped)"
                 + (f"; first problem: {report.skipped[0]}" if skipped else ""),
             )
-        return report
-
-    def build(self, source: LibrarySource | None) -> SpectrumLibrary:
-        """Validate all peaks and return the library (raises when nothing is usable)."""
-        mz, intensity, counts, kept = self._checked_peaks()
-        report = self._report(int(kept.sum()))
-
-        idx = np.flatnonzero(kept)
-        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(counts[idx], out=offsets[1:])
-        metas = [self._meta[i] for i in idx]
-        records = np.asarray(self._record_no, dtype=np.int64)[idx]
-        metadata = check_library(report, mz, offsets, _columns(metas), records)
+        counts = np.concatenate(self._kept_counts)
+        offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        groups = {
+            names: (np.concatenate(rows), values) for names, (rows, values) in self._groups.items()
+        }
+        self._groups = {}
+        metadata = grouped_columns(groups, self._kept)
+        del groups
+        mz, intensity = self._peaks.joined()
+        records = np.concatenate(self._kept_records)
         return SpectrumLibrary(
-            mz=np.ascontiguousarray(mz),
-            intensity=np.ascontiguousarray(intensity),
+            mz=mz,
+            intensity=intensity,
             offsets=offsets,
-            precursor_mz=np.asarray(self._precursor, dtype=np.float64)[idx],
-            charge=np.asarray(self._charge, dtype=np.int16)[idx],
-            ion_mode=np.asarray(self._ion_mode, dtype=np.int8)[idx],
-            metadata=metadata,
+            precursor_mz=np.concatenate(self._kept_precursor),
+            charge=np.concatenate(self._kept_charge),
+            ion_mode=np.concatenate(self._kept_ion_mode),
+            metadata=check_library(report, mz, offsets, metadata, records),
             source=source,
             report=report,
         )
 
 
-def _columns(metas: Sequence[Mapping[str, str]]) -> dict[str, np.ndarray]:
-    """Metadata dicts to object columns (``""`` for missing); fills id/title/aliases.
-
-    Standard keys, their aliases and keys found in at least :data:`COLUMN_SHARE`
-    of the records become columns; the values of rarer keys are kept per record
-    as a JSON object in ``other_metadata`` (``""`` when a record has none).
-    """
-    # records with the same keys in the same order are handled together
-    rows_of: dict[tuple[str, ...], list[int]] = {}
-    for i, meta in enumerate(metas):
-        rows_of.setdefault(tuple(meta), []).append(i)
-    groups = {}
-    for names, rows in rows_of.items():
-        members = [metas[i] for i in rows]
-        groups[names] = (rows, [list(map(itemgetter(name), members)) for name in names])
-    return grouped_columns(groups, len(metas))
+def _no_columns() -> ChunkColumns:
+    none = np.empty(0, dtype=np.int64)
+    peaks = np.empty(0, dtype=np.float64)
+    return ChunkColumns(none, [], none, none, peaks, peaks, peaks, none, none, [], [])
 
 
-def grouped_columns(
-    groups: Mapping[tuple[str, ...], tuple[Sequence[int], Sequence[Sequence[str]]]], n: int
-) -> dict[str, np.ndarray]:
-    """:func:`_columns` of ``n`` records given as groups of records with the same keys.
+class _Growing:
+    """Peak arrays growing in blocks (mapped memory of their own), joined once at the end:
+    each block is given back once copied, so joining never holds two copies."""
 
-    ``groups`` maps each key tuple (in order of first appearance) to its
-    records' positions (ascending) and, per key, the records' values.
-    """
-    seen: Counter[str] = Counter()  # keys in order of first appearance
-    for names, (rows, _) in groups.items():
-        for name in names:
-            seen[name] += len(rows)
-    floor = max(1, math.ceil(COLUMN_SHARE * n))
-    aliases = {a for names in _ALIASES.values() for a in names}
-    keys = [*STANDARD_COLUMNS]
-    keys += [k for k in seen if k not in STANDARD_COLUMNS and (k in aliases or seen[k] >= floor)]
-    columns: dict[str, np.ndarray] = {}
-    for key in keys:
-        columns[key] = np.empty(n, dtype=object)
-        columns[key][:] = ""
-    rare = {k for k in seen if k not in columns}
-    other = np.empty(n, dtype=object)
-    other[:] = ""
-    for names, (rows, values) in groups.items():
-        index = np.asarray(rows, dtype=np.int64)
-        for name, column in zip(names, values, strict=True):
-            if name in columns:
-                columns[name][index] = np.fromiter(column, dtype=object, count=len(rows))
-        if rare.intersection(names):
-            for i, member in zip(rows, zip(*values, strict=True), strict=True):
-                own = {k: v for k, v in zip(names, member, strict=True) if k in rare}
-                other[i] = json.dumps(own, ensure_ascii=False)
-    if rare:
-        columns[OTHER_METADATA] = other
-    for key, aliases in _ALIASES.items():
-        column = columns[key]
-        for alias in aliases:
-            if alias in columns:
-                empty = column == ""
-                column[empty] = columns[alias][empty]
-    ids, titles, names = columns["id"], columns["title"], columns["name"]
-    empty = titles == ""
-    titles[empty] = names[empty]
-    for i in np.flatnonzero(ids == ""):
-        ids[i] = titles[i] or f"#{i}"
-    return columns
+    #: Peaks per block.
+    BLOCK = 1 << 22
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[np.ndarray, np.ndarray]] = []
+        self.used = 0  # peaks in the last block
+        self.size = 0
+
+    def extend(self, mz: np.ndarray, intensity: np.ndarray, own: bool = False) -> None:
+        """Append peaks; ``own``: the arrays are given (kept, not copied, when the first)."""
+        if own and not self.blocks and len(mz):
+            self.blocks.append((mz, intensity))
+            self.used = self.size = len(mz)
+            return
+        at = 0
+        while at < len(mz):
+            if not self.blocks or self.used == len(self.blocks[-1][0]):
+                room = max(self.BLOCK, len(mz) - at)
+                self.blocks.append((np.empty(room), np.empty(room)))
+                self.used = 0
+            block_mz, block_intensity = self.blocks[-1]
+            n = min(len(mz) - at, len(block_mz) - self.used)
+            block_mz[self.used : self.used + n] = mz[at : at + n]
+            block_intensity[self.used : self.used + n] = intensity[at : at + n]
+            self.used += n
+            self.size += n
+            at += n
+
+    def joined(self) -> tuple[np.ndarray, np.ndarray]:
+        """All peaks in two arrays; the blocks are given up."""
+        if len(self.blocks) == 1 and len(self.blocks[0][0]) == self.size:
+            return self.blocks.pop()
+        mz, intensity = np.empty(self.size), np.empty(self.size)
+        at = 0
+        self.blocks.reverse()
+        while self.blocks:
+            block_mz, block_intensity = self.blocks.pop()
+            n = min(len(block_mz), self.size - at)
+            mz[at : at + n] = block_mz[:n]
+            intensity[at : at + n] = block_intensity[:n]
+            at += n
+            del block_mz, block_intensity
+        return mz, intensity

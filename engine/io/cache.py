@@ -1,28 +1,20 @@
 """On-disk library cache keyed by the file's content (sha256) and the reader version.
 
-A library read once is saved as ``<sha256>-r<READER_VERSION>.npz`` (no pickles,
-see :meth:`SpectrumLibrary.save`) in the cache directory; reading the same bytes
-again, under any path, loads that file instead of parsing.  Bump
-:data:`READER_VERSION` whenever the readers' output changes.  The format needs
-no place in the key: it is told from the content (a ``format=`` that disagrees
-with the content is an error, never another parse), so equal bytes always give
-the same format; the entry records it in ``library.source.format``.
+A library read once is saved as ``<sha256>-r<READER_VERSION>.npz`` (no pickles, see
+:meth:`SpectrumLibrary.save`); the same bytes, under any path, then load that file
+instead of being parsed.  Bump :data:`READER_VERSION` whenever the readers' output
+changes.  The format is told from the content, so it needs no place in the key.
 
-The cache trusts nothing it reads: an entry is used only when it is a regular
-file (never a link), its arrays pass every check the kernels rely on, they match
-the digest in its header, and the header names the same content hash and reader
-version as the key.  Any other entry is reported, ignored and replaced.  Entries
-are written through unique temporary files, so concurrent loaders never collide.
+An entry is used only when it is a regular file (never a link) whose arrays pass
+every check the kernels rely on, match the digest in its header, and whose header
+names the same content hash and reader version as the key; any other entry is
+reported, ignored and replaced.  Entries are written through unique temporary files.
 
-Files already hashed are not read again: a side record
-``files/<sha256 of the resolved path>.json`` in the cache directory keeps, for
-the file as last seen, its resolved path, size, modification time (ns), inode,
-device, a digest of its first and last :data:`PROBE_BYTES` and its sha256.  A
-load trusts it only when all of these still match (the probe costs two small
-reads); a record made while the file was still young (modified less than
-:data:`SETTLE_NS` before) is never written, so an edit within the clock's
-resolution cannot hide.  Any change (or an unreadable record) means the file is
-hashed again; a changed file never reuses another content's entry.
+Files already hashed are not read again: a side record ``files/<sha256 of the
+resolved path>.json`` keeps the file's resolved path, size, modification time (ns),
+inode, device, a digest of its first and last :data:`PROBE_BYTES` and its sha256,
+trusted only while all of these match.  No record is written for a file modified
+less than :data:`SETTLE_NS` before, so an edit within the clock's resolution cannot hide.
 """
 
 from __future__ import annotations
@@ -31,15 +23,14 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
+from engine.atomic import atomic_path
 from engine.io._build import Progress, report_progress
 from engine.io.reader import read_library
-from engine.io.sniff import checked_size
-from engine.io.stream import file_digest
+from engine.io.stream import checked_size, file_digest
 from engine.library import SpectrumLibrary
 
 __all__ = [
@@ -74,8 +65,11 @@ def default_cache_dir() -> Path:
 
 def cache_path(sha256: str, cache_dir: str | Path | None = None) -> Path:
     """Cache file of the content with digest ``sha256``."""
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return directory / f"{sha256}-r{READER_VERSION}.npz"
+    return _directory(cache_dir) / f"{sha256}-r{READER_VERSION}.npz"
+
+
+def _directory(cache_dir: str | Path | None) -> Path:
+    return Path(cache_dir) if cache_dir is not None else default_cache_dir()
 
 
 def load_library(
@@ -99,17 +93,14 @@ def load_library(
     format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format, as in :func:`engine.io.read_library`.
     progress : callable, optional
-        ``progress(done_bytes, total_bytes)``, as in :func:`engine.io.read_library`
-        (bytes of the file): hashing a file not seen before takes the first
-        tenth, the parse the rest; a library found in the cache reports its
-        file's size at the end.
+        As in :func:`engine.io.read_library`: hashing a file not seen before takes
+        the first tenth, the parse the rest.
 
     Returns
     -------
     SpectrumLibrary
         As :func:`engine.io.read_library` returns it; ``source.path`` and
-        ``report.path`` name ``path`` even when the cache entry came from
-        another copy of the same bytes.
+        ``report.path`` name ``path`` even when the entry came from another copy.
 
     Raises
     ------
@@ -120,7 +111,7 @@ def load_library(
     """
     if not cache:
         return read_library(path, format=format, progress=progress)
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = _directory(cache_dir)
     size = checked_size(path)
     sha = known_digest(path, directory)
     parse_from = 0
@@ -162,7 +153,7 @@ def load_library(
 
 def known_digest(path: str | Path, cache_dir: str | Path | None = None) -> str | None:
     """The sha256 of ``path`` from its side record, when the file is unchanged since (else None)."""
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = _directory(cache_dir)
     try:
         seen = _stat(path)
         record = json.loads(_side_record(path, directory).read_text(encoding="utf-8"))
@@ -214,10 +205,8 @@ def _remember(path: str | Path, directory: Path, seen: tuple, sha: str) -> None:
         target = _side_record(path, directory)
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         target.parent.mkdir(mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record, fh)
-        os.replace(tmp, target)
+        with atomic_path(target, suffix=".tmp") as tmp:
+            tmp.write_text(json.dumps(record), encoding="utf-8")
     except OSError:
         pass
 

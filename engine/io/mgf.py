@@ -15,13 +15,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.io._build import LibraryBuilder, parse_ion_mode
-from engine.io.sniff import split_lines
+from engine.io._build import LibraryBuilder
+from engine.io.fields import parse_ion_mode
+from engine.io.stream import split_lines
 
 if TYPE_CHECKING:  # pyteomics is imported on first use: ``import engine`` stays quick
     from pyteomics import mgf as _mgf
 
-__all__ = ["ION_MODE_KEYS", "header_reader", "read_block", "read_mgf_text", "record_title"]
+__all__ = [
+    "ION_MODE_KEYS",
+    "header_reader",
+    "id_and_title",
+    "read_block",
+    "read_mgf_text",
+    "record_title",
+]
 
 _MARKER_RE = re.compile(r"^[ \t]*(BEGIN IONS|END IONS)[ \t]*\r?$", re.MULTILINE)
 #: Parameters pyteomics converts itself; an unreadable one is dropped and the record kept.
@@ -31,15 +39,7 @@ ION_MODE_KEYS = ("ionmode", "ion_mode", "polarity", "ionization_mode")
 
 
 def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
-    """Parse MGF ``text`` record by record into ``builder``.
-
-    Parameters
-    ----------
-    text : str
-        The whole file, decoded.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-    """
+    """The reference reader: MGF ``text`` (the decoded file) into ``builder``."""
     markers = list(_MARKER_RE.finditer(text))
     header_end = markers[0].start() if markers else len(text)
     reader = header_reader(split_lines(text[:header_end]), builder)
@@ -64,13 +64,11 @@ def read_mgf_text(text: str, builder: LibraryBuilder) -> None:
 
 
 def header_reader(lines: list[str], builder: LibraryBuilder) -> _mgf.MGF:
-    """pyteomics' reader carrying the file header (parameters before the first record).
-
-    ``lines`` are the header's lines; unreadable values are reported in ``builder.notes``.
+    """pyteomics' reader carrying the file header (its ``lines``, before the first record).
 
     A header value pyteomics cannot convert (``CHARGE=abc``) would fail every
-    record, so it is dropped with a file note; a header that still fails is
-    dropped whole.
+    record: it is dropped with a note in ``builder.notes``, a header that still
+    fails is dropped whole.
     """
     for key in _PARSED_KEYS:
         own = [line for line in lines if _param_key(line) == key]
@@ -107,19 +105,8 @@ def _param_key(line: str) -> str:
 
 
 def read_block(reader: _mgf.MGF, lines: list[str], record: int, builder: LibraryBuilder) -> None:
-    """One record into ``builder``; any failure skips this record alone, with its reason.
-
-    Parameters
-    ----------
-    reader : pyteomics.mgf.MGF
-        Reader carrying the file header, from :func:`header_reader`.
-    lines : list of str
-        The record's lines, ``BEGIN IONS`` to ``END IONS``.
-    record : int
-        1-based number of the record in the file.
-    builder : LibraryBuilder
-        Receives the record.
-    """
+    """Record number ``record`` (its ``lines``, ``BEGIN IONS`` to ``END IONS``) read by
+    ``reader`` (of :func:`header_reader`) into ``builder``; a failure skips it alone."""
     try:
         _add_block(reader, lines, record, builder)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
@@ -133,24 +120,17 @@ def _add_block(reader: _mgf.MGF, lines: list[str], record: int, builder: Library
     precursor = pepmass[0] if pepmass[0] is not None else math.nan
     charges = params.get("charge")
     charge = int(charges[0]) if charges else 0
-    ion_mode = 0
-    for key in ION_MODE_KEYS:
-        if key in params:
-            ion_mode = parse_ion_mode(params[key])
-            break
-    metadata = {k: str(v) for k, v in params.items() if k not in _NUMERIC_PARAMS}
+    ion_mode = next((parse_ion_mode(params[k]) for k in ION_MODE_KEYS if k in params), 0)
+    metadata = id_and_title({k: str(v) for k, v in params.items() if k not in _NUMERIC_PARAMS})
+    mz, intensity = spectrum["m/z array"], spectrum["intensity array"]
+    builder.add(record, mz, intensity, float(precursor), charge, ion_mode, metadata, notes)
+
+
+def id_and_title(metadata: dict) -> dict:
+    """``metadata`` given the reference's ``id`` (its SPECTRUMID) and ``title`` (else NAME)."""
     metadata["id"] = metadata.get("spectrumid", "")
     metadata.setdefault("title", metadata.get("name", ""))
-    builder.add(
-        record,
-        mz=spectrum["m/z array"],
-        intensity=spectrum["intensity array"],
-        precursor_mz=float(precursor),
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-        notes=notes,
-    )
+    return metadata
 
 
 def _parse(reader: _mgf.MGF, lines: list[str]) -> tuple[dict, list[str]]:

@@ -1,44 +1,39 @@
-"""Fast MGF reader: numba scans the bytes, Python handles each record's parameters.
+"""Fast MGF reader: numba scans the bytes in bounded chunks, Python reads the parameters.
 
-It gives exactly what the reference reader (:func:`engine.io.mgf.read_mgf_text`,
-pyteomics on decoded text) gives: the same records, peaks bit for bit, metadata
-and import report.  It gets there by doing only what it can prove identical:
-
-- records and their lines are found in the bytes (:mod:`engine.io.mgf_scan`) with
-  the reference's own rules (markers, ``\\r\\n`` / ``\\r`` / ``\\n`` line ends,
-  comment characters, ``=`` makes a parameter line);
-- peak lines ``number<blank>number`` become float64 there, when the value is
-  provably the one ``float()`` gives;
-- parameter lines are decoded and put in a dict per record, as pyteomics does;
-- any record with something else in it (a third peak column, ``inf``, a
-  control or non-ASCII character starting a line, an unusual PEPMASS, CHARGE
-  or RTINSECONDS, ...) goes to the reference parser, alone.
+It gives exactly what the reference (:func:`engine.io.mgf.read_mgf_text`) gives,
+doing only what it can prove identical: :mod:`engine.io.mgf_scan` finds records and
+lines by the reference's rules and converts plain ``number number`` peak lines;
+parameters are read per record, or column-wise for records with the same keys.  A
+record with anything else in it (a third peak column, ``inf``, an unusual PEPMASS,
+CHARGE or RTINSECONDS, a key twice, ...) goes to the reference parser, alone.  The
+content is cut into chunks at ``BEGIN IONS`` lines (each parses as inside the whole
+file); the next chunk is scanned on a thread while this one's records are read.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from engine.io import mgf_scan
-from engine.io._build import LibraryBuilder, gc_paused
-from engine.io.chunked_build import ChunkedBuilder
-from engine.io.mgf import ION_MODE_KEYS, header_reader, read_block, record_title
-from engine.io.mgf_columns import (
-    Unsure,
-    charge_of,
-    group_columns,
-    ion_mode_of,
-    precursor_of,
-    rt_text,
-)
+from engine.io._build import ChunkColumns, LibraryBuilder, Progress, gc_paused, report_progress
+from engine.io.fields import parse_ion_mode, settle_numbers
+from engine.io.mgf import ION_MODE_KEYS, header_reader, id_and_title, read_block, record_title
 from engine.io.scan import ascii_spans, gather, key_ids, not_utf8
-from engine.io.sniff import decode_text, replaced_note, split_lines
+from engine.io.stream import decode_text, replaced_note, split_lines
 
-__all__ = ["FileState", "ScannedChunk", "read_chunk", "scan_chunk"]
+__all__ = ["CHUNK_BYTES", "last_record_start", "read_mgf_blocks", "read_mgf_bytes"]
 
+#: Content bytes parsed at a time (a record longer than that makes its chunk longer).
+CHUNK_BYTES = 1 << 22
+_BEGIN = re.compile(rb"(?m)^[ \t]*BEGIN IONS[ \t]*\r?\n")
 _BOM = b"\xef\xbb\xbf"
 _COMMENTS = "#;!/"
 _CUT_REASONS = {
@@ -49,43 +44,117 @@ _CUT_REASONS = {
 _PROGRESS_EVERY = 2048
 
 
-class FileState:
-    """What one chunk of a file hands to the next (see :func:`read_chunk`).
+def read_mgf_bytes(data: bytes, builder: LibraryBuilder, progress: Progress | None = None) -> None:
+    """MGF ``data`` (the whole content, un-gzipped) into ``builder``; progress in bytes of it."""
+    view = memoryview(data)
+    step = CHUNK_BYTES
+    blocks = ((view[i : i + step], min(i + step, len(data))) for i in range(0, len(data), step))
+    read_mgf_blocks(blocks, len(data), builder, progress)
 
-    Parameters
-    ----------
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
+
+def read_mgf_blocks(
+    blocks: Iterable[tuple[bytes | memoryview, int]],
+    total: int,
+    builder: LibraryBuilder,
+    progress: Progress | None = None,
+) -> None:
+    """MGF content arriving in ``blocks`` into ``builder``.
+
+    ``blocks`` are the content in order, each with the progress position reached
+    once it is read (``total`` at the end); ``progress(done, total)`` is called
+    now and then, and returning ``False`` raises :class:`~engine.io._build.LoadCancelled`.
     """
+    file = FileState(builder)
+    with gc_paused(), ThreadPoolExecutor(1, thread_name_prefix="simms-scan") as pool:
+        waiting: list[tuple[Future, int, int, int]] = []
 
-    def __init__(self, builder: LibraryBuilder) -> None:
-        self.builder = builder
-        #: Records read so far.
-        self.records = 0
-        #: Bytes so far that are not UTF-8.
-        self.replaced = 0
-        #: pyteomics' reader carrying the file header (set by the first chunk).
-        self.reader = None
-        self.header: dict = {}
+        def read(final: bool) -> None:
+            future, start, end, length = waiting.pop(0)
+            report = None
+            if progress is not None:
 
-    def finish(self) -> None:
-        """Tell the builder the number of records and the file's notes."""
-        self.builder.records = self.records
-        if self.replaced:
-            self.builder.notes.insert(0, replaced_note(self.replaced))
+                def report(at: int) -> None:
+                    done = start + (end - start) * at // max(length, 1)
+                    report_progress(progress, done, total, builder.path)
+
+            _read(future.result(), file, final, report)
+
+        for k, (data, start, end) in enumerate(_chunks(blocks, total)):
+            waiting.append((pool.submit(ScannedChunk, data, k == 0), start, end, len(data)))
+            if len(waiting) > 1:
+                read(False)
+        read(True)
+    builder.records = file.records
+    if file.replaced:
+        builder.notes.insert(0, replaced_note(file.replaced))
+
+
+def _chunks(
+    blocks: Iterable[tuple[bytes | memoryview, int]], total: int
+) -> Iterator[tuple[bytes, int, int]]:
+    """Chunks of the content, each with its span of progress positions."""
+    pending: list[bytes | memoryview] = []
+    size = 0
+    want = CHUNK_BYTES
+    before = 0  # progress position where the pending content starts
+    first = True
+    for block, position in blocks:
+        pending.append(block)
+        size += len(block)
+        if size < want:
+            continue
+        data = b"".join(pending)
+        cut = last_record_start(data, 3 if first else 0)
+        if not cut:  # one record (or the header) longer than a chunk: read on
+            pending, want = [data], size + CHUNK_BYTES
+            continue
+        yield data[:cut], before, position
+        first = False
+        before = position
+        pending, size, want = [data[cut:]], len(data) - cut, CHUNK_BYTES
+    yield b"".join(pending), before, total
+
+
+def last_record_start(data: bytes, after: int = 0) -> int:
+    """Start of the last complete ``BEGIN IONS`` line of ``data`` after ``after`` (0: none).
+
+    The line must start after a ``\\n`` and its own ``\\n`` must be in ``data``.
+    """
+    end = len(data)
+    while True:
+        at = data.rfind(b"BEGIN IONS", after, end)
+        if at <= after:
+            return 0
+        line = data.rfind(b"\n", 0, at) + 1
+        if line > after and _BEGIN.match(data, line):
+            return line
+        end = at
+
+
+@dataclass
+class FileState:
+    """What one chunk of a file hands to the next: records read, bytes not UTF-8, and
+    pyteomics' reader carrying the file header (set by the first chunk)."""
+
+    builder: LibraryBuilder
+    records: int = 0
+    replaced: int = 0
+    reader: Any = None
+    header: dict = field(default_factory=dict)
 
 
 class ScannedChunk:
-    """A chunk after the byte scans (:func:`scan_chunk`), before its records are read."""
+    """The byte scans of a chunk (numba, mostly without the GIL: may run on a thread).
+
+    ``data`` starts where the file starts (``first_chunk``) or at a ``BEGIN IONS`` line.
+    """
 
     def __init__(self, data: bytes, first_chunk: bool) -> None:
         self.data = data
         self.start = len(_BOM) if first_chunk and data.startswith(_BOM) else 0
         buf = np.frombuffer(data, dtype=np.uint8)
-        is_ascii = data.isascii()
         #: Bytes that are not UTF-8.
-        self.replaced = 0 if is_ascii else int(not_utf8(buf, self.start))
-        self.decode = _decode_ascii if is_ascii else _decode
+        self.replaced = 0 if data.isascii() else int(not_utf8(buf, self.start))
         newlines, split = mgf_scan.lines(data, buf, self.start)
         self.kinds, self.first, self.last, self.header_end = mgf_scan.find_records(
             buf, self.start, newlines
@@ -96,151 +165,75 @@ class ScannedChunk:
         del newlines, split
         spans, mz, intensity, slow = (self.scanned[i] for i in (5, 7, 8, 9))
         _convert_slow(data, slow, mz, intensity)
-        self.ids, self.names, self.values = _parameters(data, buf, spans, self.decode)
-
-
-def scan_chunk(data: bytes, first_chunk: bool) -> ScannedChunk:
-    """The byte scans of a chunk (numba, mostly without the GIL: may run on another thread).
-
-    ``data`` as for :func:`read_chunk`; ``first_chunk``: whether it starts the file.
-    """
-    return ScannedChunk(data, first_chunk)
-
-
-def read_chunk(
-    data: bytes | ScannedChunk,
-    file: FileState,
-    final: bool,
-    report: Callable[[int], None] | None = None,
-) -> None:
-    """Parse one chunk of an MGF file (its content, un-gzipped) into ``file.builder``.
-
-    Parameters
-    ----------
-    data : bytes or ScannedChunk
-        The whole file, or a piece of it: the first piece starts where the file
-        starts, every other piece at the start of a ``BEGIN IONS`` line.  Bytes
-        that are not UTF-8 are read as Windows-1252, as
-        :func:`engine.io.sniff.decode_text` does.  Or the piece already
-        scanned by :func:`scan_chunk`.
-    file : FileState
-        The file so far (header, records counted); updated.
-    final : bool
-        Whether ``data`` ends where the file ends (else a record still open at
-        its end was cut by the next ``BEGIN IONS``).
-    report : callable, optional
-        Called now and then with the position reached in ``data``; may raise
-        :class:`~engine.io._build.LoadCancelled`.
-    """
-    with gc_paused():
-        if not isinstance(data, ScannedChunk):
-            data = scan_chunk(data, file.reader is None)
-        _read(data, file, final, report)
+        self.ids, self.names, self.values = _parameters(data, buf, spans)
 
 
 def _read(
     chunk: ScannedChunk, file: FileState, final: bool, report: Callable[[int], None] | None
 ) -> None:
-    builder = file.builder
-    data, decode = chunk.data, chunk.decode
+    """The records of one chunk into ``file.builder`` (in any order: it sorts them).
+
+    ``final``: the chunk ends where the file ends (else a record still open at
+    its end was cut by the next ``BEGIN IONS``); ``report(position in the
+    chunk)`` now and then, which may raise :class:`~engine.io._build.LoadCancelled`.
+    """
+    builder, data = file.builder, chunk.data
     file.replaced += chunk.replaced
     kinds, first, last = chunk.kinds, chunk.first, chunk.last
     if file.reader is None:
-        text = decode(data[chunk.start : chunk.header_end])
+        text = _decode(data[chunk.start : chunk.header_end])
         file.reader = header_reader(split_lines(text), builder)
         file.header = dict(file.reader.header)
-    reader, header = file.reader, file.header
-    status, peak_lo, peak_hi, param_lo, param_hi, _, simple, mz, intensity, _ = chunk.scanned
-    ids, names, values = chunk.ids, chunk.names, chunk.values
-    batch = _Batch(builder, mz, intensity)
-    base = file.records
-    # records whose parameters are all located exactly are read column-wise
-    by_columns = isinstance(builder, ChunkedBuilder) and not header
-    in_columns = (kinds == mgf_scan.EVENT_BLOCK) & (status == mgf_scan.FAST) & simple
-    if not by_columns:
-        in_columns[:] = False
-    grouped = np.flatnonzero(in_columns)
-    alone = np.flatnonzero(~in_columns)
-    keys = [names[k] for k in ids.tolist()] if len(alone) else []
+    reader, header, base = file.reader, file.header, file.records
     if report is not None:
         for lo in first[::_PROGRESS_EVERY].tolist():
             report(lo)
-    fast = status[alone] == mgf_scan.FAST
-    simple_ = simple[alone]
-    bounds = zip(first[alone].tolist(), last[alone].tolist(), strict=True)
-    spans_of = zip(param_lo[alone].tolist(), param_hi[alone].tolist(), strict=True)
-    peaks = zip(peak_lo[alone].tolist(), peak_hi[alone].tolist(), strict=True)
-    for r, kind, is_fast, is_simple, (lo, hi), (a, b), (p0, p1) in zip(
-        alone.tolist(), kinds[alone].tolist(), fast.tolist(), simple_.tolist(), bounds,
-        spans_of, peaks, strict=True,
-    ):  # fmt: skip
+    status, peak_lo, peak_hi, param_lo, param_hi, _, simple, mz, intensity, _ = chunk.scanned
+    ids, names, values = chunk.ids, chunk.names, chunk.values
+    fast = status == mgf_scan.FAST
+    # records whose parameters are all located exactly are read column-wise
+    in_columns = (kinds == mgf_scan.EVENT_BLOCK) & fast & simple & (not header)
+    columns, back = group_columns(chunk, np.flatnonzero(in_columns).tolist(), base)
+    alone = np.union1d(np.flatnonzero(~in_columns), back).astype(np.int64)  # the rest, alone
+    keys = [names[k] for k in ids.tolist()] if len(alone) else []
+    table = np.stack([kinds, first, last, fast, simple, param_lo, param_hi, peak_lo, peak_hi])
+    rows: list[tuple] = []
+    for r, (kind, lo, hi, is_fast, is_simple, a, b, p0, p1) in zip(
+        alone.tolist(), table[:, alone].T.tolist(), strict=True
+    ):
         record = base + r + 1
         if kind != mgf_scan.EVENT_BLOCK:
-            batch.flush()
-            lines = split_lines(decode(data[lo:hi]))
+            lines = split_lines(_decode(data[lo:hi]))
             if kind == mgf_scan.EVENT_EOF and not final:  # the next chunk starts a record
                 kind = mgf_scan.EVENT_NO_END
             builder.skip(record, record_title(lines), _CUT_REASONS[kind])
             continue
         if is_fast:
-            if is_simple and not header:
-                params = dict(zip(keys[a:b], values[a:b], strict=True))
-            elif is_simple:
-                params = dict(header)
+            params = dict(header)
+            if is_simple:
                 params.update(zip(keys[a:b], values[a:b], strict=True))
             else:
-                params = dict(header)
-                _block_params(split_lines(decode(data[lo:hi])), params)
+                _block_params(split_lines(_decode(data[lo:hi])), params)
             try:
-                batch.add(record, params, p0, p1)
+                rows.append((record, *record_fields(params), p0, p1))
                 continue
             except Unsure:
                 pass
-        batch.flush()
-        read_block(reader, split_lines(decode(data[lo:hi])), record, builder)
-    batch.flush()
-    columns = None
-    if by_columns:
-        columns, back = group_columns(
-            grouped.tolist(),
-            base,
-            param_lo,
-            param_hi,
-            ids,
-            names,
-            values,
-            peak_lo,
-            peak_hi,
-            mz,
-            intensity,
-        )
-        if back:
-            keys = [names[k] for k in ids.tolist()]
-        for r in back:  # one by one, as above
-            a, b, lo, hi = param_lo[r], param_hi[r], first[r], last[r]
-            try:
-                params = dict(zip(keys[a:b], values[a:b], strict=True))
-                batch.add(base + r + 1, params, peak_lo[r], peak_hi[r])
-            except Unsure:
-                read_block(reader, split_lines(decode(data[lo:hi])), base + r + 1, builder)
-        batch.flush()
-    if isinstance(builder, ChunkedBuilder):
-        builder.end_chunk(columns)
+        read_block(reader, split_lines(_decode(data[lo:hi])), record, builder)
+    builder.add_many(rows, mz, intensity)
+    builder.end_chunk(columns)
     file.records += len(kinds)
 
 
 def _parameters(
-    data: bytes, buf: np.ndarray, spans: np.ndarray, decode: Callable[[bytes], str]
+    data: bytes, buf: np.ndarray, spans: np.ndarray
 ) -> tuple[np.ndarray, list[str], list[str]]:
-    """Keys and values of the parameter lines in ``spans``.
-
-    Returns per line the number of its key, the keys by number (lower case)
-    and per line its value.  Values are decoded in one piece; each distinct key once.
-    """
+    """Per parameter line in ``spans`` its key's number, the keys by number (lower case)
+    and per line its value (values decoded in one piece, each distinct key once)."""
     if not len(spans):
         return np.empty(0, dtype=np.int64), [], []
     ids, first = key_ids(buf, spans[:, 0], spans[:, 1])
-    names = [decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
+    names = [_decode(data[lo:hi]).lower() for lo, hi in spans[first, :2].tolist()]
     lo, hi = spans[:, 2], spans[:, 3]
     plain = ascii_spans(buf, lo, hi)
     # ASCII values are decoded apart: text of one-byte characters is much quicker
@@ -250,7 +243,7 @@ def _parameters(
     wide = np.flatnonzero(~plain)
     if len(wide):
         text = gather(buf, lo[wide], hi[wide]).tobytes()
-        for i, value in zip(wide.tolist(), decode(text).split("\n"), strict=True):
+        for i, value in zip(wide.tolist(), _decode(text).split("\n"), strict=True):
             values[i] = value
     return ids, names, values
 
@@ -265,12 +258,8 @@ def _convert_slow(data: bytes, slow: np.ndarray, mz: np.ndarray, intensity: np.n
     intensity[where[column == 1]] = values[column == 1]
 
 
-def _decode_ascii(chunk: bytes) -> str:
-    return chunk.decode("ascii")
-
-
 def _decode(chunk: bytes) -> str:
-    """``chunk`` as :func:`~engine.io.sniff.decode_text` reads it inside a file."""
+    """``chunk`` as :func:`~engine.io.stream.decode_text` reads it inside a file."""
     try:
         return chunk.decode("utf-8")
     except UnicodeDecodeError:
@@ -287,31 +276,55 @@ def _block_params(lines: list[str], params: dict) -> None:
             params[key.lower()] = value.strip()
 
 
-class _Batch:
-    """Records of the fast path, handed to the builder together (in file order)."""
-
-    def __init__(self, builder: LibraryBuilder, mz: np.ndarray, intensity: np.ndarray) -> None:
-        self.builder = builder
-        self.mz = mz
-        self.intensity = intensity
-        self.rows: list[tuple] = []
-
-    def add(self, record: int, params: dict, lo: int, hi: int) -> None:
-        """One record whose peaks are ``lo:hi``; raises :class:`Unsure` to hand it back."""
-        self.rows.append((record, *_fields(params), lo, hi))
-
-    def flush(self) -> None:
-        """Give the records so far to the builder."""
-        if self.rows:
-            self.builder.add_many(self.rows, self.mz, self.intensity)
-            self.rows = []
+#: Keys taken out of the metadata.
+_NUMERIC = ("pepmass", "charge")
 
 
-def _fields(params: dict) -> tuple[float, int, int, dict]:
-    """Precursor, charge, ion mode and metadata of a record, as the reference gives them.
+class Unsure(Exception):
+    """The record holds something only the reference parser should judge."""
 
-    ``params`` (the record's own dict) becomes the metadata.
-    """
+
+def precursor_of(text: str) -> float:
+    """Precursor m/z of a PEPMASS text (one number, or m/z and intensity)."""
+    try:  # float() strips the blanks split() splits at: success means one token
+        return float(text)
+    except ValueError:
+        tokens = text.split()
+        if len(tokens) != 2:
+            raise Unsure from None
+        try:
+            precursor, _ = float(tokens[0]), float(tokens[1])
+        except ValueError:
+            raise Unsure from None
+        return precursor
+
+
+@functools.lru_cache(maxsize=4096)
+def charge_of(text: str) -> int:
+    """First charge of a CHARGE text as pyteomics reads it."""
+    from pyteomics import auxiliary as _aux  # on first use: ``import engine`` stays quick
+
+    try:
+        charges = _aux._parse_charge(text, list_only=True)  # noqa: SLF001 - pyteomics' own rule
+        return int(charges[0]) if charges else 0
+    except Exception as exc:  # noqa: BLE001 - the reference decides what to do with it
+        raise Unsure from exc
+
+
+def rt_text(text: str) -> str:
+    """RTINSECONDS as the reference keeps it (the float's repr)."""
+    try:
+        return repr(float(text))
+    except ValueError:
+        raise Unsure from None
+
+
+#: Ion mode code of an ion mode text.
+ion_mode_of = functools.lru_cache(maxsize=4096)(parse_ion_mode)
+
+
+def record_fields(params: dict) -> tuple[float, int, int, dict]:
+    """Precursor, charge, ion mode and metadata (``params`` itself, changed) of a record."""
     precursor = math.nan
     pepmass = params.pop("pepmass", None)
     if pepmass is not None:
@@ -321,14 +334,119 @@ def _fields(params: dict) -> tuple[float, int, int, dict]:
         charge = charge_of(charges)
     else:  # from the file header, already parsed by pyteomics
         charge = int(charges[0]) if charges else 0
-    metadata = params
-    if "rtinseconds" in metadata:
-        metadata["rtinseconds"] = rt_text(metadata["rtinseconds"])
-    ion_mode = 0
+    if "rtinseconds" in params:
+        params["rtinseconds"] = rt_text(params["rtinseconds"])
+    ion_mode = next((ion_mode_of(params[k]) for k in ION_MODE_KEYS if k in params), 0)
+    return precursor, charge, ion_mode, id_and_title(params)
+
+
+def _converted(
+    texts: list[str], convert: Callable[[str], object], quick: Callable | None = None
+) -> tuple[list, list[int]]:
+    """``convert`` of each text, and the positions where it is unsure (their value: None).
+
+    ``quick``, a quicker ``convert`` that raises where it differs, is tried first.
+    """
+    try:
+        return list(map(quick or convert, texts)), []
+    except (Unsure, ValueError):
+        pass
+    out: list = []
+    bad: list[int] = []
+    for i, text in enumerate(texts):
+        try:
+            out.append(convert(text))
+        except (Unsure, ValueError):
+            out.append(None)
+            bad.append(i)
+    return out, bad
+
+
+def group_columns(
+    chunk: ScannedChunk, rows: Sequence[int], base: int
+) -> tuple[ChunkColumns | None, list]:
+    """Records ``rows`` of ``chunk`` as columns, and the rows handed back (row ``r`` is
+    record number ``base + r + 1``)."""
+    _, peak_lo, peak_hi, param_lo, param_hi, _, _, mz, intensity, _ = chunk.scanned
+    ids, lo_list, hi_list = chunk.ids.tolist(), param_lo.tolist(), param_hi.tolist()
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r in rows:
+        groups.setdefault(tuple(ids[lo_list[r] : hi_list[r]]), []).append(r)
+    text = np.fromiter(chunk.values, dtype=object, count=len(chunk.values))
+    parts: list[tuple] = []
+    back: list[int] = []
+    for signature, members in groups.items():
+        keys = [chunk.names[k] for k in signature]
+        if len(set(keys)) != len(keys):  # a key twice: the per-record path keeps the last
+            back += members
+            continue
+        part = _group(keys, np.asarray(members, dtype=np.int64), param_lo, text, back)
+        if part is not None:
+            parts.append(part)
+    if not parts:
+        return None, back
+    chosen = np.concatenate([p[0] for p in parts])
+    precursors, charges, ion_modes, _, _, adducts, titles = (
+        [x for p in parts for x in p[k]] for k in range(1, 8)
+    )
+    metadata = []
+    start = 0
+    for part in parts:
+        metadata.append((part[4], start, start + len(part[0]), part[5]))
+        start += len(part[0])
+    precursor, charge, ion_mode, notes = settle_numbers(
+        precursors, charges, ion_modes, adducts.__getitem__
+    )
+    columns = ChunkColumns(
+        chosen + (base + 1), titles, peak_lo[chosen], peak_hi[chosen], mz, intensity,
+        precursor, charge, ion_mode, notes, metadata,
+    )  # fmt: skip
+    return columns, back
+
+
+def _group(
+    keys: list[str], members: np.ndarray, param_lo: np.ndarray, text: np.ndarray, back: list[int]
+) -> tuple | None:
+    """One group's columns converted; records that are unsure go to ``back``."""
+    n = len(members)
+    starts = param_lo[members]
+    columns = {key: text[starts + j].tolist() for j, key in enumerate(keys)}
+    keep = np.ones(n, dtype=bool)
+    precursors: list = [math.nan] * n
+    charges: list = [0] * n
+    if "pepmass" in columns:
+        precursors, bad = _converted(columns["pepmass"], precursor_of, float)
+        keep[bad] = False
+    if "charge" in columns:
+        charges, bad = _converted(columns["charge"], charge_of)
+        keep[bad] = False
+    if "rtinseconds" in columns:
+        columns["rtinseconds"], bad = _converted(columns["rtinseconds"], rt_text)
+        keep[bad] = False
+    ion_modes: list = [0] * n
     for key in ION_MODE_KEYS:
-        if key in metadata:
-            ion_mode = ion_mode_of(metadata[key])
+        if key in columns:
+            ion_modes = list(map(ion_mode_of, columns[key]))
             break
-    metadata["id"] = metadata.get("spectrumid", "")
-    metadata.setdefault("title", metadata.get("name", ""))
-    return precursor, charge, ion_mode, metadata
+    meta_keys = [k for k in keys if k not in _NUMERIC]
+    empty = [""] * n
+    columns["id"] = columns.get("spectrumid", empty)
+    if "id" not in meta_keys:
+        meta_keys.append("id")
+    if "title" not in meta_keys:
+        columns["title"] = columns.get("name", empty)
+        meta_keys.append("title")
+    values = [columns[k] for k in meta_keys]
+    adducts = columns.get("adduct", [None] * n)
+    titles = [t or i or "" for t, i in zip(columns["title"], columns["id"], strict=True)]
+    if not keep.all():
+        back += members[~keep].tolist()
+        picked = np.flatnonzero(keep).tolist()
+        if not picked:
+            return None
+        members = members[keep]
+        precursors, charges, ion_modes, adducts, titles = (
+            [seq[i] for i in picked] for seq in (precursors, charges, ion_modes, adducts, titles)
+        )
+        values = [[column[i] for i in picked] for column in values]
+    return members, precursors, charges, ion_modes, tuple(meta_keys), values, adducts, titles

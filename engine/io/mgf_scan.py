@@ -1,14 +1,8 @@
 """numba scanners of the fast MGF reader: lines, records, and each record's lines.
 
-They work on the file's bytes (``uint8``), never on decoded text, and decide only
-what they can decide exactly as the reference parser (pyteomics on decoded text,
-:mod:`engine.io.mgf`) would: :func:`lines` cuts lines as
-:func:`engine.io.sniff.split_lines` does; :func:`find_records` finds the
-``BEGIN IONS`` / ``END IONS`` lines as the reference's regular expression does
-and pairs them into records; :func:`scan_records` classifies each record's lines
-(blank, comment, parameter, peak) and converts peak lines of the plain form
-``number number`` with :func:`engine.io.scan.number`.  Any record with something
-else in it is flagged for the reference parser.
+They decide, over the bytes, only what the reference (pyteomics on decoded text,
+:mod:`engine.io.mgf`) decides the same way; any record with something else in it
+is flagged for the reference.
 """
 
 from __future__ import annotations
@@ -38,17 +32,12 @@ _END = np.frombuffer(b"END IONS", dtype=np.uint8)
 
 
 def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, tuple | None]:
-    """Line ends of ``buf[start:]``.
+    """Line ends of ``buf[start:]``: the positions of ``\\n`` then ``len(buf)``, and
+    ``split``.
 
-    Returns
-    -------
-    newlines : ndarray of int32 or int64
-        Positions of ``\\n``, then ``len(buf)``.  Where no ``\\r`` stands alone,
-        these are also the lines ``split_lines`` cuts (a ``\\r`` before the
-        ``\\n`` ends the line).
-    split : tuple of two ndarrays, or None
-        Only for text with ``\\r`` line ends: ``(ends, nexts)``, line ``t``
-        being ``buf[nexts[t]:ends[t]]``, a line starting after the end last.
+    Where no ``\\r`` stands alone these are also the lines ``split_lines`` cuts;
+    else ``split`` is ``(ends, nexts)``, line ``t`` being ``buf[nexts[t]:ends[t]]``
+    (a line starting after the end last), otherwise None.
     """
     n = len(buf)
     dtype = np.int32 if n < 2**31 - 8 else np.int64  # 4 bytes a line where they do
@@ -59,15 +48,15 @@ def lines(data: bytes, buf: np.ndarray, start: int) -> tuple[np.ndarray, tuple |
     newlines = np.concatenate([*parts, np.array([n], dtype=dtype)])
     crs = data.count(b"\r", start)
     if crs and crs != data.count(b"\r\n", start):  # lone "\r" line ends
-        return newlines, _split_lines(buf, start)
+        return newlines, _split_lines(buf, start, len(newlines) + crs + 2)
     return newlines, None
 
 
 @numba.njit(cache=True, nogil=True)
-def _split_lines(buf, start):
+def _split_lines(buf, start, most):
     n = len(buf)
-    ends = np.empty(1024, np.int64)
-    nexts = np.empty(1024, np.int64)
+    ends = np.empty(most, np.int64)
+    nexts = np.empty(most, np.int64)
     nexts[0] = start
     count = 0
     i = start
@@ -75,9 +64,6 @@ def _split_lines(buf, start):
         j = i
         while j < n and buf[j] != 10 and buf[j] != 13:
             j += 1
-        if count + 2 >= len(ends):
-            ends = _grown(ends, 2 * len(ends))
-            nexts = _grown(nexts, 2 * len(nexts))
         ends[count] = j
         nexts[count + 1] = j + 2 if j + 1 < n and buf[j] == 13 and buf[j + 1] == 10 else j + 1
         count += 1
@@ -90,33 +76,16 @@ def _split_lines(buf, start):
     return ends[: count + 1].copy(), nexts[: count + 2].copy()
 
 
-@numba.njit(cache=True, nogil=True)
-def _grown(a, cap):
-    out = np.empty(cap, a.dtype)
-    out[: len(a)] = a
-    return out
-
-
 def find_records(
     buf: np.ndarray, start: int, newlines: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Records of the text ``buf[start:]`` (bytes as ``uint8``), as the reference splits them.
+    """Records of ``buf[start:]`` as the reference's marker regular expression splits them.
 
-    ``newlines`` are the positions of ``\\n`` after ``start``, then ``len(buf)``
-    (see :func:`lines`).
-
-    A marker is a line (lines end at ``\\n`` only) of the form
-    ``[ \\t]*(BEGIN IONS|END IONS)[ \\t]*\\r?``.
-
-    Returns
-    -------
-    kinds, first, last : ndarray of int64
-        One entry per record, in file order: its event kind and span.  For a
-        complete record, ``first`` is where its BEGIN line starts and ``last``
-        where its END marker ends (after the optional ``\\r``); for the others
-        the span of text the reference takes the title from.
-    header_end : int
-        Start of the first marker (the file header ends there).
+    A marker is a line (``newlines`` from :func:`lines`) ``[ \\t]*(BEGIN IONS|END
+    IONS)[ \\t]*\\r?``.  Returns per record its event kind, ``first`` (where its
+    BEGIN line starts) and ``last`` (where its END marker ends, or the end of the
+    text the reference takes a cut record's title from), and where the first
+    marker (the end of the file header) starts.
     """
     none = np.empty(0, dtype=np.int64)
     count, _ = _find_markers(buf, start, _BEGIN, _END, newlines, none, none, none)
@@ -137,11 +106,7 @@ def _starts_with(buf, pos, word) -> bool:
 
 @numba.njit(cache=True, nogil=True)
 def _find_markers(buf, start, begin_word, end_word, newlines, kinds, first, last):
-    """:func:`find_records`: records counted, and written while the arrays have room.
-
-    The arrays are never replaced inside the loop: numba would then count
-    references on every pass.
-    """
+    """:func:`find_records`: records counted, and written while the arrays have room."""
     n = len(buf)
     t = 0
     cap = len(kinds)
@@ -212,41 +177,19 @@ def scan_records(
     newlines: np.ndarray,
     split: tuple | None,
 ) -> tuple[np.ndarray, ...]:
-    """Lines of each complete record: peaks converted, parameter lines located.
+    """Lines of each complete record (of :func:`find_records`; the text starts at ``start``,
+    its lines from :func:`lines`): peaks converted, parameter lines located.
 
-    Parameters
-    ----------
-    buf : ndarray of uint8
-    first, last, kinds : ndarray of int64
-        Records as :func:`find_records` returns them (only ``EVENT_BLOCK`` ones
-        are scanned).
-    start : int
-        Where the text starts (after a byte order mark).
-    newlines, split
-        Lines, from :func:`lines`.
-
-    Returns
-    -------
-    status : ndarray of int8
-        ``FAST`` or ``REFERENCE`` (leave the record to the reference parser).
-    peak_lo, peak_hi : ndarray of int64
-        The record's peaks in ``mz`` / ``intensity``.
-    param_lo, param_hi : ndarray of int64
-        The record's parameter lines in ``spans`` (none unless ``simple``).
-    spans : ndarray of int64, shape (n, 4)
-        Per parameter line: its key (start, end) and its value, stripped.
-    simple : ndarray of bool
-        ``spans`` give the record's parameters exactly as Python's ``strip`` and
-        ``lower`` would (ASCII keys, values not bounded by odd blanks).
-    mz, intensity : ndarray of float64
-        Peaks of the ``FAST`` records; numbers in ``slow`` are still to be converted.
-    slow : ndarray of int64, shape (n, 3)
-        Numbers left to ``float()``: ``2 * peak + column`` (0 m/z, 1 intensity),
-        and the span of their text.
+    Returns per record ``status`` (``FAST``, or ``REFERENCE``: leave it to the
+    reference), its peaks ``peak_lo:peak_hi`` in ``mz`` / ``intensity`` and its
+    parameter lines ``param_lo:param_hi`` in ``spans`` (key and stripped value, shape
+    (n, 4); none unless ``simple``: the spans are what Python's ``strip`` and ``lower``
+    give); then ``simple``, ``mz``, ``intensity`` and ``slow``: numbers still left to
+    ``float()``, as ``2 * peak + column`` (0 m/z, 1 intensity) and their text's span.
     """
     nb = len(first)
     status = np.zeros(nb, np.int8)
-    peak_lo, peak_hi, param_lo, param_hi = (np.zeros(nb, np.int64) for _ in range(4))
+    bounds = np.zeros((4, nb), np.int64)  # peak_lo, peak_hi, param_lo, param_hi
     simple = np.ones(nb, np.bool_)
     # room for one peak and one parameter per line, or per 16 bytes (real files have
     # about 25 bytes a line; denser ones make it grow); untouched pages cost nothing
@@ -260,7 +203,7 @@ def scan_records(
     while True:
         b = _scan_blocks(
             buf, first, last, kinds, ends, nexts, split is not None, start, b, state,
-            status, peak_lo, peak_hi, param_lo, param_hi, simple, peaks, spans, slow,
+            status, bounds, simple, peaks, spans, slow,
         )  # fmt: skip
         if b == nb:
             break
@@ -268,10 +211,7 @@ def scan_records(
         spans = _grown_rows(spans, 0)
         slow = _grown_rows(slow, 0)
     k, npl, ns = state[:3].tolist()
-    return (
-        status, peak_lo, peak_hi, param_lo, param_hi, spans[:npl], simple,
-        peaks[0, :k], peaks[1, :k], slow[:ns],
-    )  # fmt: skip
+    return status, *bounds, spans[:npl], simple, peaks[0, :k], peaks[1, :k], slow[:ns]
 
 
 def _grown_rows(a: np.ndarray, axis: int) -> np.ndarray:
@@ -303,10 +243,7 @@ def _scan_blocks(
     b0,
     state,
     status,
-    peak_lo,
-    peak_hi,
-    param_lo,
-    param_hi,
+    bounds,
     simple,
     peaks,
     spans,
@@ -315,11 +252,11 @@ def _scan_blocks(
     """Scan records ``b0, b0 + 1, ...`` until one does not fit in the arrays.
 
     ``state`` holds the counts (peaks, parameter lines, slow numbers) and the
-    current line; ``peaks`` the m/z and intensity rows.  The arrays are never
-    replaced inside the loop (numba would then count references on every
-    pass); when one is full the scan stops before that record and returns its
-    number, and :func:`scan_records` grows the arrays and goes on.
+    current line.  The arrays are never replaced inside the loop (numba would
+    then count references on every pass): when one is full the scan returns the
+    record's number, and :func:`scan_records` grows the arrays and goes on.
     """
+    peak_lo, peak_hi, param_lo, param_hi = bounds[0], bounds[1], bounds[2], bounds[3]
     nb = len(first)
     k, npl, ns, t = state[0], state[1], state[2], state[3]
     for b in range(b0, nb):

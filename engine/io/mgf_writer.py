@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from engine.atomic import atomic_path
-from engine.io._build import OTHER_METADATA
+from engine.io.fields import OTHER_METADATA
 from engine.library import SpectrumLibrary
 
 __all__ = ["write_mgf"]

@@ -1,36 +1,30 @@
-"""MSP reader for the NIST, MoNA, MassBank, RIKEN/MS-DIAL and GOLM flavours (and AMDIS MSL).
+"""MSP reader (NIST, MoNA, MassBank, RIKEN/MS-DIAL, GOLM flavours; AMDIS MSL): reference and fast.
 
-pyteomics 5.0.1 has no MSP reader, so this is a small parser.  ``Key: value``
-lines are metadata (keys lowercased; several ``Synon:`` lines are joined with
-``; ``; ``"key=value"`` pairs of a ``Comments:`` line fill keys the record does
-not have).  The peak list starts at the ``Num Peaks:`` line or at the first line
-starting with a digit (so a missing ``Num Peaks`` is fine) and runs to the next
-blank line or key line (``Name:`` or, in RIKEN files, whatever key comes first);
-a wrong ``Num Peaks`` is a note in the import report.  Peak lines hold
-``m/z intensity`` separated by whitespace, comma, colon or MSL's parentheses,
-optionally followed by a quoted annotation; several pairs on one line are
-separated by ``;`` or simply follow each other (``85:201 86:55``).  A peak line
-that is not numeric skips its record.
+The reference reads line by line.  ``Key: value`` lines are metadata (keys lowercased;
+``Synon:`` lines joined with ``; ``; ``"key=value"`` pairs of ``Comments:`` fill keys
+the record lacks).  Peaks start at ``Num Peaks:`` or the first line starting with a
+digit and run to the next blank or key line: ``m/z intensity`` pairs separated by
+blanks, commas, colons or MSL's parentheses, a quoted annotation allowed, pairs split
+by ``;`` or following each other; one that is not numeric skips its record.  The fast
+reader lets :func:`engine.io.msp_scan.scan_msp` read what it can over the bytes and
+hands every unusual record to the reference: both give the same library bit for bit.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Iterable
 
 import numpy as np
 
-from engine.io._build import (
-    LibraryBuilder,
-    charge_from_adduct,
-    parse_charge_text,
-    parse_ion_mode,
-)
-from engine.io.sniff import split_lines
+from engine.io import msp_scan
+from engine.io._build import LibraryBuilder, gc_paused
+from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
+from engine.io.scan import gather
+from engine.io.stream import split_lines
 
-__all__ = ["Record", "add_key", "emit_record", "read_msp_lines", "read_msp_text", "record_fields"]
+__all__ = ["read_msp_fast", "read_msp_text"]
 
 _KEY_RE = re.compile(r"^\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _QUOTED_RE = re.compile(r'"[^"]*"')
@@ -47,14 +41,14 @@ _ION_MODE_KEYS = (
     "ionization mode",
     "ionization_mode",
 )
-_NUM_PEAKS_KEYS = ("num peaks", "num_peaks", "numpeaks")
+_NUM_PEAKS_KEYS = frozenset(("num peaks", "num_peaks", "numpeaks"))
+#: Keys the reference does more with than store the first value.
+_SPECIAL = _NUM_PEAKS_KEYS | {"synon", "comment", "comments"}
 #: A line starting with one of these is a peak line (GOLM's ``85:201`` included).
 _PEAK_START = frozenset("0123456789.(")
 #: ``"key=value"`` and ``key="value"`` pairs of a MoNA / GNPS ``Comments:`` line.
 _COMMENT_PAIR_RE = re.compile(r'"([^"=]+)=([^"]*)"|([\w-]+)="([^"]*)"')
 _ID_KEYS = ("db#", "accession", "spectrumid", "id")
-#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
-_charge = functools.lru_cache(maxsize=4096)(parse_charge_text)
 
 
 class _PeakLineError(ValueError):
@@ -62,34 +56,14 @@ class _PeakLineError(ValueError):
 
 
 def read_msp_text(text: str, builder: LibraryBuilder) -> None:
-    """Parse MSP ``text`` record by record into ``builder`` (the reference reader).
-
-    Parameters
-    ----------
-    text : str
-        The whole file, decoded.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-    """
+    """The reference reader: MSP ``text`` (the decoded file) into ``builder``."""
     builder.records = read_msp_lines(split_lines(text), builder, 0)
 
 
 def read_msp_lines(lines: Iterable[str], builder: LibraryBuilder, record: int) -> int:
-    """Parse MSP ``lines``, starting outside any record, into ``builder``.
+    """MSP ``lines`` (no line ends, starting outside a record) into ``builder``.
 
-    Parameters
-    ----------
-    lines : iterable of str
-        Lines without their line ends.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-    record : int
-        Number of records before these lines.
-
-    Returns
-    -------
-    int
-        Number of records read so far (``record`` plus those in ``lines``).
+    ``record`` records came before; returns the number read so far.
     """
     state = Record()
 
@@ -138,21 +112,22 @@ def add_key(state: Record, key: str, value: str) -> None:
         state.meta[key] = value
 
 
-def emit_record(
-    record: int,
-    state: Record,
-    builder: LibraryBuilder,
-    peaks: tuple[np.ndarray, np.ndarray] | None = None,
-) -> None:
-    """Hand one finished record to ``builder`` (a failure is a skipped record).
+def emit_record(record: int, state: Record, builder: LibraryBuilder) -> None:
+    """Hand one finished record to ``builder`` (a failure is a skipped record)."""
+    fields = _fields(record, state, builder)
+    if fields is not None:
+        builder.add(record, *fields)
 
-    ``peaks``, when given, are the record's peaks already read from its peak
-    lines (by the fast reader, where they hold no decimal commas).
-    """
+
+def _fields(
+    record: int, state: Record, builder: LibraryBuilder, peaks: tuple | None = None
+) -> tuple | None:
+    """:func:`record_fields`, None when the record is skipped (a failure included)."""
     try:
-        _emit(record, state, builder, peaks)
+        return record_fields(record, state, builder, peaks)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         builder.skip(record, (state.meta or {}).get("name", ""), f"unreadable record ({exc})")
+        return None
 
 
 def _expects_peaks(num_peaks: str | None) -> bool:
@@ -174,36 +149,16 @@ class Record:
         self.comment_pairs: list[tuple[str, str, str, str]] = []
 
 
-def _emit(
-    record: int,
-    state: Record,
-    builder: LibraryBuilder,
-    peaks: tuple[np.ndarray, np.ndarray] | None,
-) -> None:
-    fields = record_fields(record, state, builder, peaks)
-    if fields is not None:
-        mz, intensity, precursor, charge, ion_mode, metadata, notes = fields
-        builder.add(
-            record,
-            mz=mz,
-            intensity=intensity,
-            precursor_mz=precursor,
-            charge=charge,
-            ion_mode=ion_mode,
-            metadata=metadata,
-            notes=notes,
-        )
-
-
 def record_fields(
     record: int,
     state: Record,
     builder: LibraryBuilder,
     peaks: tuple[np.ndarray, np.ndarray] | None,
 ) -> tuple | None:
-    """What a finished record gives the builder, or None when it is skipped (told to ``builder``).
+    """``(mz, intensity, precursor_mz, charge, ion_mode, metadata, notes)`` of a finished
+    record, or None when it is skipped (told to ``builder``).
 
-    Returns ``(mz, intensity, precursor_mz, charge, ion_mode, metadata, notes)``.
+    ``peaks``, when given, were read by the fast reader (they hold no decimal commas).
     """
     meta = dict(state.meta or {})
     title = meta.get("name", "")
@@ -251,7 +206,7 @@ def record_fields(
             ion_mode = parse_ion_mode(meta[key])
             break
     adduct = meta.get("precursor_type") or meta.get("adduct") or ""
-    charge = _charge(meta.get("charge"))
+    charge = parse_charge_text(meta.get("charge"))
     if charge is None:
         charge = charge_from_adduct(adduct)
     metadata = dict(meta)
@@ -298,3 +253,67 @@ def _parse_peaks(lines: list[str]) -> tuple[np.ndarray, np.ndarray, bool]:
             except (ValueError, IndexError):
                 raise _PeakLineError(f"unreadable peak line {line[:60]!r}") from None
     return np.asarray(mz, dtype=np.float64), np.asarray(intensity, dtype=np.float64), decimal_commas
+
+
+def _strings(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
+    if len(lo) == 0:
+        return []
+    return gather(buf, lo, hi).tobytes().decode("utf-8", "surrogatepass").split("\n")
+
+
+def _lowered(keys: list[str]) -> list[str]:
+    """Each key lowercased (ASCII keys all at once, the others one by one)."""
+    joined = "\n".join(keys)
+    if joined.isascii():
+        return joined.lower().split("\n") if keys else []
+    memo: dict[str, str] = {}
+    return [memo.get(k) or memo.setdefault(k, k.lower()) for k in keys]
+
+
+@gc_paused()
+def read_msp_fast(text: str, builder: LibraryBuilder) -> None:
+    """The fast reader: as :func:`read_msp_text`, records read by the scanner where it can."""
+    data = text.encode("utf-8", "surrogatepass")
+    buf = np.frombuffer(data, dtype=np.uint8)
+    kinds, seg_a, seg_b, rec_keys, rec_values, spans, values, slow = msp_scan.scan_msp(buf)
+    at = np.flatnonzero(np.isnan(values))
+    for k, where in zip(at.tolist(), slow[at].tolist(), strict=True):
+        lo = where // msp_scan.SLOW_SPAN
+        values[k] = float(data[lo : lo + where % msp_scan.SLOW_SPAN])
+    mz, intensity = values[0::2], values[1::2]
+    keys = _lowered(_strings(buf, spans[:, 0], spans[:, 1]))
+    texts = _strings(buf, spans[:, 2], spans[:, 3])
+    rec_keys, pairs = rec_keys.tolist(), (rec_values // 2).tolist()
+
+    record = 0
+    rows: list[tuple] = []
+    notes: list[list[str]] = []
+    for kind, a, b in zip(kinds.tolist(), seg_a.tolist(), seg_b.tolist(), strict=True):
+        if kind == msp_scan.SLOW:
+            builder.add_many(rows, mz, intensity, notes)  # the records so far, in order
+            rows, notes = [], []
+            lines = split_lines(data[a:b].decode("utf-8", "surrogatepass"))
+            record = read_msp_lines(lines, builder, record)
+            continue
+        record += 1
+        k0, k1 = rec_keys[a], rec_keys[a + 1]
+        state = Record()
+        last = k1 - 1 if k1 > k0 and keys[k1 - 1] in _NUM_PEAKS_KEYS else k1
+        meta = dict(zip(keys[k0:last], texts[k0:last], strict=True))
+        if len(meta) == last - k0 and _SPECIAL.isdisjoint(meta):
+            # distinct plain keys, then perhaps "Num Peaks": what add_key gives
+            state.meta = meta
+            if last < k1:
+                state.num_peaks, state.in_peaks = texts[last], True
+        else:
+            state.meta = {}
+            for key, value in zip(keys[k0:k1], texts[k0:k1], strict=True):
+                add_key(state, key, value)
+        p0, p1 = pairs[a], pairs[a + 1]
+        fields = _fields(record, state, builder, (mz[p0:p1], intensity[p0:p1]))
+        if fields is not None:
+            precursor, charge, ion_mode, metadata, record_notes = fields[2:]
+            rows.append((record, precursor, charge, ion_mode, metadata, p0, p1))
+            notes.append(record_notes)
+    builder.add_many(rows, mz, intensity, notes)
+    builder.records = record

@@ -1,26 +1,14 @@
 """numba scanner of the fast MSP reader: records, ``key: value`` spans and peaks.
 
-It works on the UTF-8 bytes of the decoded text and decides only what it can
-decide exactly as the reference reader (:func:`engine.io.msp.read_msp_lines`)
-does.  Each line is one of
-
-- *blank*: only spaces and tabs;
-- *key*: ``key: value`` whose key and value start and end with a character that
-  is not white space (``str.isspace``), the key not starting with a digit, ``.``
-  or ``(``: the reference reads exactly that key and value;
-- *peak*: starting with a digit or ``.``, made of plain decimal numbers separated
-  by blanks, tabs and colons, pairs by ``;``, quoted annotations ignored, an even
-  number of numbers between two ``;``: the reference reads exactly these pairs;
-- *other*: anything else.
-
-The reference's record logic is followed line by line for the first three kinds
-(a record ends at a blank or key line after its peaks, or at a second ``Name:``).
-A record with an *other* line, or one that ends without peaks, is handed back as
-a *slow* span of lines for the reference to read, from the record's first line
-to the next point where the reference is certain to start afresh: a blank or
-key line straight after a peak line.
-
-Numbers are read by :func:`engine.io.scan.number`; those it leaves to
+It reads the UTF-8 bytes as the reference (:func:`engine.io.msp.read_msp_lines`)
+reads the text, line by line.  A line is *blank* (spaces and tabs), a *key* line
+(``key: value``, key and value starting and ending with a non-space character, the
+key not starting with a digit, ``.`` or ``(``), a *peak* line (from a digit or
+``.``: plain numbers separated by blanks, tabs and colons, pairs by ``;``, quoted
+annotations ignored, an even count between two ``;``) or *other*.  A record with
+an *other* line, or one ending without peaks, is handed back as a *slow* span of
+lines, up to where the reference surely starts afresh (a blank or key line right
+after a peak line).  Numbers that :func:`engine.io.scan.number` leaves to
 ``float()`` are listed.
 """
 
@@ -69,38 +57,32 @@ def _edge_ok(buf, i, end):
     return cp >= 0 and not is_space(cp)
 
 
+#: Keys the record logic looks for (lowercased).
+_KEY_WORDS = tuple(
+    np.frombuffer(w, np.uint8) for w in (b"name", b"num peaks", b"num_peaks", b"numpeaks")
+)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
-def _lower(c):
-    return c + 32 if 65 <= c <= 90 else c
+def _lowered_is(buf, lo, hi, word):
+    """Whether ``buf[lo:hi]``, ASCII letters lowercased, is ``word``."""
+    if hi - lo != len(word):
+        return False
+    for k in range(len(word)):
+        c = buf[lo + k]
+        if (c + 32 if 65 <= c <= 90 else c) != word[k]:
+            return False
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
-def _key_kind(buf, lo, hi):
-    n = hi - lo
-    if n == 4:
-        if (
-            _lower(buf[lo]) == 110
-            and _lower(buf[lo + 1]) == 97
-            and _lower(buf[lo + 2]) == 109
-            and _lower(buf[lo + 3]) == 101
-        ):
-            return _KEY_NAME
-        return _KEY_PLAIN
-    if n < 8 or n > 9:
-        return _KEY_PLAIN
-    # "num peaks", "num_peaks", "numpeaks"
-    if not (_lower(buf[lo]) == 110 and _lower(buf[lo + 1]) == 117 and _lower(buf[lo + 2]) == 109):
-        return _KEY_PLAIN
-    j = lo + 3
-    if n == 9:
-        if buf[j] != 32 and buf[j] != 95:
-            return _KEY_PLAIN
-        j += 1
-    word = (112, 101, 97, 107, 115)  # "peaks"
-    for k in range(5):
-        if _lower(buf[j + k]) != word[k]:
-            return _KEY_PLAIN
-    return _KEY_NUM_PEAKS
+def _key_kind(buf, lo, hi, words):
+    if _lowered_is(buf, lo, hi, words[0]):
+        return _KEY_NAME
+    for word in words[1:]:
+        if _lowered_is(buf, lo, hi, word):
+            return _KEY_NUM_PEAKS
+    return _KEY_PLAIN
 
 
 @numba.njit(cache=True, nogil=True)
@@ -173,20 +155,13 @@ def _peak_line(buf, i, end, values, slow, n_values):
 def scan_msp(buf):
     """Records of MSP bytes ``buf``: fast ones read here, slow spans for the reference.
 
-    Returns
-    -------
-    seg_kind, seg_a, seg_b : ndarray of int64
-        Segments in file order: :data:`FAST` (``seg_a`` a fast record's index) or
-        :data:`SLOW` (bytes ``seg_a:seg_b``, whole lines, for the reference reader).
-    rec_keys, rec_values : ndarray of int64, shape (n_fast + 1,)
-        Fast record ``r`` has key lines ``rec_keys[r]:rec_keys[r + 1]`` and numbers
-        ``rec_values[r]:rec_values[r + 1]`` (m/z and intensity alternating).
-    key_spans : ndarray of int64, shape (n_keys, 4)
-        Bytes of each key and value: ``key_lo, key_hi, value_lo, value_hi``.
-    values : ndarray of float64
-        The numbers; NaN where ``float()`` must read them.
-    slow : ndarray of int64
-        Where ``values`` is NaN: the number's bytes, ``start * SLOW_SPAN + length``.
+    Returns ``seg_kind, seg_a, seg_b``: segments in file order, :data:`FAST`
+    (``seg_a`` a fast record's index) or :data:`SLOW` (bytes ``seg_a:seg_b``, whole
+    lines); ``rec_keys, rec_values``: fast record ``r`` has key lines
+    ``rec_keys[r]:rec_keys[r + 1]`` and numbers ``rec_values[r]:rec_values[r + 1]``
+    (m/z and intensity alternating); ``key_spans`` (key and value bytes, shape (n, 4));
+    ``values``, NaN where ``float()`` must read them; ``slow``, where ``values`` is
+    NaN, the number's bytes as ``start * SLOW_SPAN + length``.
     """
     n = buf.shape[0]
     n_lines, n_runs = _bounds(buf)
@@ -258,7 +233,7 @@ def scan_msp(buf):
                 ok, k_lo, k_hi, v_lo, v_hi = _classify_key(buf, i, end)
                 if ok:
                     kind = _KEY
-                    key_kind = _key_kind(buf, k_lo, k_hi)
+                    key_kind = _key_kind(buf, k_lo, k_hi, _KEY_WORDS)
 
         if skipping:
             if prev_peak and (kind == _BLANK or kind == _KEY):

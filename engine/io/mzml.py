@@ -10,43 +10,26 @@ the spectra read before the break, and the break is reported as a skipped record
 
 from __future__ import annotations
 
-import binascii
 import io
 import math
 import re
-import zlib
 
-import numpy as np
 from lxml import etree
 from pyteomics import mzml as _mzml
 from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import capped_reader, decoded, first_line, refuse_doctype
+from engine.io._xml import array_limit, capped_reader, decoded_peaks, first_line, refuse_doctype
 
 __all__ = ["read_mzml_bytes"]
 
 _ROOT_RE = re.compile(rb"<(?:indexedmzML|mzML)[\s>]")
-#: Bytes one decompressed array may hold per declared value (float64), plus slack.
-_BYTES_PER_VALUE = 8
-_ARRAY_SLACK = 64
 
 
 def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
-    """Parse mzML ``data`` into ``builder`` (MS2 spectra only).
+    """mzML ``data`` (the uncompressed file) into ``builder``, MS2 spectra only.
 
-    Parameters
-    ----------
-    data : bytes
-        The whole (uncompressed) file.
-    builder : LibraryBuilder
-        Receives every MS2 record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        The file declares a DOCTYPE: mzML never does, and with lxml's size limits
-        lifted (``huge_tree``, needed for large scans) entities could expand without bound.
+    Raises :class:`SpectrumFileError` for a DOCTYPE (see :func:`refuse_doctype`).
     """
     refuse_doctype(data, _ROOT_RE, builder.path, "mzML")
     record = 0
@@ -69,21 +52,12 @@ def read_mzml_bytes(data: bytes, builder: LibraryBuilder) -> None:
         if spectrum.get("ms level") != 2:
             continue
         try:
-            capped.limit = _array_limit(spectrum)
+            capped.limit = array_limit(spectrum.get("defaultArrayLength"), 8)  # float64
             _add(spectrum, record, builder)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
             title = str(spectrum.get("spectrum title", "") or spectrum.get("id", ""))
             builder.skip(record, title, f"unreadable spectrum ({first_line(exc)})")
     builder.records = record
-
-
-def _array_limit(spectrum: dict) -> int:
-    """Most bytes one decompressed array of ``spectrum`` may hold."""
-    try:
-        length = int(spectrum.get("defaultArrayLength", 0) or 0)
-    except (TypeError, ValueError):
-        length = 0
-    return max(length, 0) * _BYTES_PER_VALUE + _ARRAY_SLACK
 
 
 def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
@@ -98,15 +72,10 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
     except (KeyError, IndexError, TypeError, ValueError, OverflowError):
         pass
     ion_mode = 1 if "positive scan" in spectrum else -1 if "negative scan" in spectrum else 0
-    mz = spectrum.get("m/z array")
-    intensity = spectrum.get("intensity array")
-    if mz is None or intensity is None:
-        builder.skip(record, title, "no m/z or intensity array")
-        return
-    try:
-        mz, intensity = decoded(mz), decoded(intensity)
-    except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
-        builder.skip(record, title, f"corrupt binary array ({first_line(exc)})")
+    arrays = spectrum.get("m/z array"), spectrum.get("intensity array")
+    missing, corrupt = "no m/z or intensity array", "corrupt binary array"
+    peaks = decoded_peaks(arrays, record, title, builder, missing, corrupt)
+    if peaks is None:
         return
     metadata = {"id": native_id, "title": title, "ms_level": "2"}
     scans = spectrum.get("scanList", {}).get("scan") or [{}]
@@ -114,12 +83,4 @@ def _add(spectrum: dict, record: int, builder: LibraryBuilder) -> None:
         metadata["scan_start_time"] = str(float(scans[0]["scan start time"]))
     if "filter string" in scans[0]:
         metadata["filter_string"] = str(scans[0]["filter string"])
-    builder.add(
-        record,
-        mz=np.asarray(mz, dtype=np.float64),
-        intensity=np.asarray(intensity, dtype=np.float64),
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-    )
+    builder.add(record, *peaks, precursor, charge, ion_mode, metadata)

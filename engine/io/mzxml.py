@@ -22,17 +22,13 @@ import zlib
 
 from lxml import etree
 from pyteomics import mzxml as _mzxml
-from pyteomics.auxiliary import PyteomicsError
 
 from engine.io._build import LibraryBuilder
-from engine.io._xml import capped_reader, decoded, first_line, refuse_doctype
+from engine.io._xml import array_limit, capped_reader, decoded_peaks, first_line, refuse_doctype
 
 __all__ = ["read_mzxml_bytes"]
 
 _ROOT_RE = re.compile(rb"<mzXML[\s>]")
-#: Bytes a decompressed peak array may hold per declared peak (two float64), plus slack.
-_BYTES_PER_PEAK = 16
-_ARRAY_SLACK = 64
 
 
 def read_mzxml_bytes(data: bytes, builder: LibraryBuilder) -> None:
@@ -108,7 +104,7 @@ def _read_scan(
         builder.skip(record, title, "no peaks" if peaks is not None else "no <peaks> element")
         return
     try:
-        converter._simms_zlib.limit = _array_limit(element)  # noqa: SLF001
+        converter._simms_zlib.limit = array_limit(element.get("peaksCount"), 16)  # noqa: SLF001
         info = converter._get_info_smart(element)  # noqa: SLF001 - pyteomics' scan conversion
         info.pop("scan", None)
         _add(info, record, title, builder)
@@ -116,18 +112,8 @@ def _read_scan(
         builder.skip(record, title, f"corrupt peaks ({first_line(exc)})")
     except KeyError as exc:
         builder.skip(record, title, f"unreadable scan (no {exc.args[0]!r} given)")
-    except PyteomicsError as exc:
-        builder.skip(record, title, f"unreadable scan ({first_line(exc)})")
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         builder.skip(record, title, f"unreadable scan ({first_line(exc)})")
-
-
-def _array_limit(element: etree._Element) -> int:
-    try:
-        count = int(element.get("peaksCount", "0"))
-    except ValueError:
-        count = 0
-    return max(count, 0) * _BYTES_PER_PEAK + _ARRAY_SLACK
 
 
 def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
@@ -143,14 +129,9 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
         pass
     polarity = str(info.get("polarity", "")).strip()
     ion_mode = 1 if polarity == "+" else -1 if polarity == "-" else 0
-    mz, intensity = info.get("m/z array"), info.get("intensity array")
-    if mz is None or intensity is None:
-        builder.skip(record, title, "no <peaks> element")
-        return
-    try:
-        mz, intensity = decoded(mz), decoded(intensity)
-    except (binascii.Error, zlib.error, ValueError, TypeError) as exc:
-        builder.skip(record, title, f"corrupt peaks ({first_line(exc)})")
+    arrays = info.get("m/z array"), info.get("intensity array")
+    peaks = decoded_peaks(arrays, record, title, builder, "no <peaks> element", "corrupt peaks")
+    if peaks is None:
         return
     num = str(info.get("num", ""))
     metadata = {"id": num, "title": title, "ms_level": "2", "scan_number": num}
@@ -158,12 +139,4 @@ def _add(info: dict, record: int, title: str, builder: LibraryBuilder) -> None:
         metadata["scan_start_time"] = str(float(info["retentionTime"]))
     if "collisionEnergy" in info:
         metadata["collision_energy"] = str(info["collisionEnergy"])
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-    )
+    builder.add(record, *peaks, precursor, charge, ion_mode, metadata)

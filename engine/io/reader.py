@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 
 from engine.io._build import LibraryBuilder, LoadCancelled, Progress, gc_paused, report_progress
-from engine.io.chunked_build import ChunkedBuilder
-from engine.io.mgf_stream import read_mgf_blocks, read_mgf_bytes
-from engine.io.msp import read_msp_text
-from engine.io.msp_fast import read_msp_fast
-from engine.io.sniff import (
+from engine.io.mgf import read_mgf_text
+from engine.io.mgf_fast import read_mgf_blocks, read_mgf_bytes
+from engine.io.msp import read_msp_fast, read_msp_text
+from engine.io.spectra_json import read_json_text
+from engine.io.spectra_json_fast import read_json_bytes
+from engine.io.stream import (
     FORMATS,
     GZIP_MAGIC,
+    FileStream,
+    HashedBytes,
     RawFile,
     checked_size,
     decode_text,
@@ -23,15 +27,12 @@ from engine.io.sniff import (
     replaced_note,
     sniff_format,
 )
-from engine.io.spectra_json import read_json_text
-from engine.io.spectra_json_fast import read_json_bytes
-from engine.io.stream import FileStream, HashedBytes
 from engine.library import LibrarySource, SpectrumLibrary
 from engine.report import SpectrumFileError
 
 __all__ = ["PARSERS", "LoadCancelled", "read_library"]
 
-#: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
+#: Parsers :func:`read_library` offers.
 PARSERS = ("fast", "reference")
 
 _NOT_FOUND_HINT = {
@@ -41,25 +42,38 @@ _NOT_FOUND_HINT = {
     "mzxml": "no <mzXML> element found",
     "json": "no JSON list or object found",
 }
-_TEXT_READERS = {"mgf": "engine.io.mgf:read_mgf_text", "msp": read_msp_text, "json": read_json_text}
-#: Fast readers of decoded text, each proven equal to its reference above.
-_FAST_TEXT_READERS = {"msp": read_msp_fast}
-#: Fast readers of the bytes (they decode what they need themselves).
-_FAST_BYTES_READERS = {"json": read_json_bytes}
-#: Readers named by module, imported on first use (pyteomics, psims and lxml take
-#: half a second to import): ``import engine`` stays quick.
-_BYTES_READERS = {
-    "mzml": "engine.io.mzml:read_mzml_bytes",
-    "mzxml": "engine.io.mzxml:read_mzxml_bytes",
+#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB) ...
+_HEAD_BYTES = 1 << 16
+#: ... and read to choose it for a file read whole.
+_SNIFF_BYTES = 1 << 16
+#: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
+_AT_ONCE_BYTES = 1 << 28
+
+
+def _decoded(read: Callable[[str, LibraryBuilder], None]) -> Callable:
+    """A reader of the text made a reader of the bytes (decoded by :func:`decode_text`)."""
+
+    def read_bytes(data: bytes, builder: LibraryBuilder) -> None:
+        text, replaced = decode_text(data)
+        if replaced:
+            builder.notes.append(replaced_note(replaced))
+        read(text, builder)
+
+    return read_bytes
+
+
+#: Readers of the content by (format, parser); a fast reader is proven equal to its
+#: reference.  mzML and mzXML (one parser) are imported on first use: pyteomics, psims
+#: and lxml take half a second to import, and ``import engine`` stays quick.
+_READERS: dict[tuple[str, str], Callable | str] = {
+    ("mgf", "reference"): _decoded(read_mgf_text),
+    ("msp", "reference"): _decoded(read_msp_text),
+    ("msp", "fast"): _decoded(read_msp_fast),
+    ("json", "reference"): _decoded(read_json_text),
+    ("json", "fast"): read_json_bytes,
+    ("mzml", "reference"): "engine.io.mzml:read_mzml_bytes",
+    ("mzxml", "reference"): "engine.io.mzxml:read_mzxml_bytes",
 }
-
-
-def _reader(reader: str | Callable) -> Callable:
-    """A reader of the tables above, imported when it is named by ``module:function``."""
-    if callable(reader):
-        return reader
-    module, name = reader.split(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def read_library(
@@ -81,13 +95,10 @@ def read_library(
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
     parser : {"fast", "reference"}, default "fast"
-        For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
-        records to pyteomics; ``"reference"`` parses every record with
-        pyteomics.  For MSP: ``"fast"`` reads records and peaks with numba and
-        hands records with unusual lines to the line-by-line reader that
-        ``"reference"`` uses for all; for JSON it reads the peak strings of all
-        records at once, leaving unusual ones to the reference.  Both give the
-        same library.  mzML and mzXML ignore it.
+        ``"fast"`` reads MGF, MSP and JSON with numba scanners over the bytes and
+        hands only unusual records to the reference reader (pyteomics for MGF,
+        line by line for MSP, :mod:`json` for JSON) that ``"reference"`` uses for
+        all; both give the same library.  mzML and mzXML ignore it.
     progress : callable, optional
         ``progress(done_bytes, total_bytes)``, bytes of the file on disk:
         called at the start, now and then while the fast MGF parser reads
@@ -130,26 +141,24 @@ def read_library(
         stream.close()
 
 
+def _streamed_mgf(head: bytes, format: str | None, parser: str) -> bool:
+    """Whether a file starting with ``head`` is MGF for the fast parser (read as it streams)."""
+    return parser == "fast" and (format or "mgf").lower() == "mgf" and sniff_format(head) == "mgf"
+
+
 def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedBytes | None:
-    """A file that is read whole at once (not gzip, not MGF for the fast parser), or None.
+    """A file read whole at once (not gzip, not streamed MGF, at most :data:`_AT_ONCE_BYTES`).
 
-    Files over :data:`_AT_ONCE_BYTES` are read in blocks by :class:`FileStream`
-    instead, so the progress moves (and a cancel is seen) while they are read.
-
-    Raises
-    ------
-    SpectrumFileError
-        As :class:`FileStream`: missing, unreadable or not a regular file.
+    Others are read in blocks by :class:`FileStream`, so the progress moves (and a
+    cancel is seen) while they are read.  Raises as :class:`FileStream` does.
     """
     if checked_size(path) > _AT_ONCE_BYTES:
         return None
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
-            if head[:2] == GZIP_MAGIC:
+            if head[:2] == GZIP_MAGIC or _streamed_mgf(head, format, parser):
                 return None
-            if parser == "fast" and sniff_format(head) == "mgf" and format in (None, "mgf", "MGF"):
-                return None  # read in blocks as it streams in
             fh.seek(0)
             data = fh.read()
     except OSError as exc:
@@ -167,18 +176,11 @@ def _read_stream(
     size = position = 0
     for block, reached in blocks:
         head.append(block)
-        size += len(block)
-        position = reached
+        size, position = size + len(block), reached
         if size >= _HEAD_BYTES:
             break
-    else:  # the whole file: read as before
-        raw = RawFile(stream.path, stream.sha256, b"".join(head), stream.gzipped)
-        return _read_whole(raw, format, parser, progress, stream.size)
     start = b"".join(head)
-    fmt = None
-    if parser == "fast" and sniff_format(start) == "mgf" and format in (None, "mgf", "MGF"):
-        fmt = _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)
-    if fmt != "mgf":  # errors (a gzip bomb first) as for any file read whole
+    if size < _HEAD_BYTES or not _streamed_mgf(start, format, parser):
         whole = [start]
         for block, reached in blocks:  # reading: the first half of the progress
             whole.append(block)
@@ -186,9 +188,10 @@ def _read_stream(
         raw = RawFile(stream.path, stream.sha256, b"".join(whole), stream.gzipped)
         del whole
         return _read_whole(raw, format, parser, progress, stream.size)
-    builder = ChunkedBuilder(stream.path, fmt)
-    read_mgf_blocks(_chained((start, position), blocks), stream.size, builder, progress)
-    library = builder.build(LibrarySource(stream.path, stream.sha256, fmt))
+    _choose_format(RawFile(stream.path, "", start, stream.gzipped), format)  # its warning
+    builder = LibraryBuilder(stream.path, "mgf")
+    read_mgf_blocks(chain([(start, position)], blocks), stream.size, builder, progress)
+    library = builder.build(LibrarySource(stream.path, stream.sha256, "mgf"))
     report_progress(progress, stream.size, stream.size, stream.path)
     return library
 
@@ -201,99 +204,61 @@ def _read_whole(
     size: int,
     sha256: Callable[[], str] | None = None,
 ) -> SpectrumLibrary:
-    """:func:`_parse` with its progress (bytes of the content) as the second half of ``size``.
+    """Parse ``raw``, its progress (bytes of the content) the second half of ``size``.
 
     ``sha256()``, when given, is the file's digest (asked once the content is parsed).
     """
-    half = size // 2
+    if not raw.data or raw.data.isspace():  # what strip() leaves nothing of, without a copy
+        raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
+    half, total = size // 2, len(raw.data)
     scaled = None
     if progress is not None:
 
         def scaled(done: int, total: int) -> object:
             return progress(half + (size - half) * done // max(total, 1), size)
 
-    return _parse(_non_empty(raw), format, parser, scaled, sha256 or (lambda: raw.sha256))
-
-
-#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
-_HEAD_BYTES = 1 << 16
-#: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
-_AT_ONCE_BYTES = 1 << 28
-#: What :func:`sniff_format` reads (the format of a file read whole is told from it).
-_SNIFF_BYTES = 1 << 16
-
-
-def _chained(first: tuple[bytes, int], rest: Iterator[tuple[bytes, int]]):
-    yield first
-    yield from rest
-
-
-def _non_empty(raw: RawFile) -> RawFile:
-    if not raw.data or raw.data.isspace():  # what strip() leaves nothing of, without a copy
-        raise SpectrumFileError(raw.path, "empty file" + (" (inside gzip)" if raw.gzipped else ""))
-    return raw
-
-
-def _parse(
-    raw: RawFile,
-    format: str | None,
-    parser: str,
-    progress: Progress | None,
-    sha256: Callable[[], str],
-) -> SpectrumLibrary:
-    """Parse ``raw``, the file's digest asked for (``sha256()``) once the content is read."""
     fmt = _choose_format(raw, format)
-    fast_mgf = fmt == "mgf" and parser == "fast"
-    builder = ChunkedBuilder(raw.path, fmt) if fast_mgf else LibraryBuilder(raw.path, fmt)
-    total = len(raw.data)
-    report_progress(progress, 0, total, raw.path)
-    if fast_mgf:
-        read_mgf_bytes(raw.data, builder, progress)
-    elif fmt in _BYTES_READERS:
-        _reader(_BYTES_READERS[fmt])(raw.data, builder)
-    elif parser == "fast" and fmt in _FAST_BYTES_READERS:
-        _FAST_BYTES_READERS[fmt](raw.data, builder)
+    builder = LibraryBuilder(raw.path, fmt)
+    report_progress(scaled, 0, total, raw.path)
+    if fmt == "mgf" and parser == "fast":
+        read_mgf_bytes(raw.data, builder, scaled)
     else:
-        text, replaced = decode_text(raw.data)
-        if replaced:
-            builder.notes.append(replaced_note(replaced))
-        readers = _FAST_TEXT_READERS if parser == "fast" else {}
-        _reader(readers.get(fmt, _TEXT_READERS[fmt]))(text, builder)
+        read = _READERS.get((fmt, parser)) or _READERS[fmt, "reference"]
+        if isinstance(read, str):
+            module, name = read.split(":")
+            read = getattr(importlib.import_module(module), name)
+        read(raw.data, builder)
     with gc_paused():  # building makes many lists and arrays, no cycle
-        library = builder.build(LibrarySource(raw.path, sha256(), fmt))
-    report_progress(progress, total, total, raw.path)
+        digest = sha256() if sha256 is not None else raw.sha256
+        library = builder.build(LibrarySource(raw.path, digest, fmt))
+    report_progress(scaled, total, total, raw.path)
     return library
 
 
 def _choose_format(raw: RawFile, requested: str | None) -> str:
     if requested is not None and requested.lower() not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {requested!r}")
+    fmt = requested.lower() if requested is not None else None
     detected = sniff_format(raw.data)
     named = format_from_name(raw.path)
     if detected == "binary":
         raise SpectrumFileError(raw.path, "binary content, not a spectrum text file")
     if detected == "xml":
         raise SpectrumFileError(raw.path, "XML but neither mzML nor mzXML")
-    if requested is not None:
-        fmt = requested.lower()
-        if detected is not None and detected != fmt:
-            raise SpectrumFileError(
-                raw.path, f"asked to read as {fmt.upper()} but the content is {detected.upper()}"
-            )
-        if detected is None:
-            raise SpectrumFileError(
-                raw.path, f"not a valid {fmt.upper()} file: {_NOT_FOUND_HINT[fmt]}"
-            )
-        return fmt
     if detected is None:
-        if named is not None:
+        expected = fmt or named
+        if expected is None:
             raise SpectrumFileError(
-                raw.path, f"not a valid {named.upper()} file: {_NOT_FOUND_HINT[named]}"
+                raw.path, "unknown format: the content is not MGF, MSP, mzML, mzXML or JSON"
             )
         raise SpectrumFileError(
-            raw.path, "unknown format: the content is not MGF, MSP, mzML, mzXML or JSON"
+            raw.path, f"not a valid {expected.upper()} file: {_NOT_FOUND_HINT[expected]}"
         )
-    if named is not None and named != detected:
+    if fmt is not None and detected != fmt:
+        raise SpectrumFileError(
+            raw.path, f"asked to read as {fmt.upper()} but the content is {detected.upper()}"
+        )
+    if fmt is None and named is not None and named != detected:
         warnings.warn(
             f"{raw.path}: named as {named.upper()} but the content is {detected.upper()}; "
             f"read as {detected.upper()}",

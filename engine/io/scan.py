@@ -1,12 +1,12 @@
 """numba scanning core of the fast readers (MGF, MSP, JSON): numbers, characters, spans.
 
-Everything here works on a file's bytes (``uint8``) and decides only what it can
-decide exactly as Python would.  :func:`number` converts a plain decimal number
-only when the result is certainly the correctly rounded value ``float()`` (or
-:mod:`json`) gives: Clinger's fast path, an integer of at most 2**53 times or
-divided by an exact power of ten, one IEEE operation.  Any other plain number is
-left to ``float()`` (:data:`SLOW`), anything else is :data:`BAD`; the readers hand
-what is not :data:`EXACT` to ``float()`` or to their reference reader.
+Everything here works on a file's bytes and decides only what Python would decide
+the same way.  :func:`number` converts a plain decimal number only when the result is
+certainly the correctly rounded value of ``float()`` (or :mod:`json`): Clinger's fast
+path, an integer of at most 2**53 times or divided by an exact power of ten.  Other
+plain numbers are left to ``float()`` (:data:`SLOW`), anything else is :data:`BAD`.
+The peak strings of library JSON records are read here, all at once, when they are
+ASCII numbers in the strict layout of the format; other strings are flagged.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ __all__ = [
     "key_ids",
     "not_utf8",
     "number",
+    "read_gnps_peaks",
+    "read_mona_peaks",
 ]
 
 #: Verdicts of :func:`number`.
@@ -213,12 +215,8 @@ def _same(buf, lo1, hi1, lo2, hi2):
 def key_ids(buf, lo, hi):
     """Number the distinct byte strings ``buf[lo[i]:hi[i]]`` in order of appearance.
 
-    Returns
-    -------
-    ids : ndarray of int64
-        Per span, the number of its string.
-    first : ndarray of int64
-        Per number, the span where it first appears.
+    Returns per span the number of its string, and per number the span where it
+    first appears.
     """
     table = numba.typed.Dict.empty(numba.types.uint64, numba.types.int64)
     ids = np.empty(len(lo), np.int64)
@@ -259,10 +257,9 @@ def key_ids(buf, lo, hi):
 def not_utf8(buf, start):
     """Number of bytes of ``buf[start:]`` that Python's strict UTF-8 decoder rejects.
 
-    Each rejected byte becomes one escaped character under ``surrogateescape``;
-    a lead byte whose sequence is cut short or malformed is rejected alone and
-    the scan goes on at the next byte (a continuation byte never starts a
-    valid sequence, so this counts exactly what the decoder escapes).
+    Each becomes one escaped character under ``surrogateescape``: a lead byte
+    whose sequence is cut short or malformed is rejected alone, and the scan goes
+    on at the next byte.
     """
     n = len(buf)
     bad = 0
@@ -301,3 +298,107 @@ def not_utf8(buf, start):
             bad += 1
             i += 1
     return bad
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _json_space(buf, i, end):
+    while i < end and (buf[i] == 32 or buf[i] == 9 or buf[i] == 10 or buf[i] == 13):
+        i += 1
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def _room(starts, ends, per_peak):
+    """The arrays of a reader's results, room for a peak per ``per_peak`` bytes."""
+    cap = 0
+    for k in range(starts.shape[0]):
+        cap += (ends[k] - starts[k]) // per_peak + 1
+    n = starts.shape[0]
+    return np.empty(cap), np.empty(cap), np.zeros(n + 1, np.int64), np.zeros(n, np.bool_)
+
+
+@numba.njit(cache=True, nogil=True)
+def read_gnps_peaks(buf, starts, ends):
+    """Each ``buf[starts[k]:ends[k]]`` read as a GNPS ``peaks_json`` string ``[[mz, int], ...]``.
+
+    Returns the peaks read (``mz``, ``intensity``), ``offsets`` (string ``k``'s peaks
+    are ``offsets[k]:offsets[k + 1]``) and ``ok`` (string ``k`` was read here, else
+    the reference must read it).
+    """
+    mz, intensity, offsets, ok = _room(starts, ends, 6)
+    m = 0
+    for k in range(starts.shape[0]):
+        end = ends[k]
+        first = m
+        good = False
+        i = _json_space(buf, starts[k], end)
+        if i < end and buf[i] == 91:  # [
+            i = _json_space(buf, i + 1, end)
+            while i < end and buf[i] == 91:
+                i = _json_space(buf, i + 1, end)
+                a, i, verdict = number(buf, i, end, JSON)
+                if verdict != EXACT:
+                    break
+                i = _json_space(buf, i, end)
+                if i >= end or buf[i] != 44:  # ,
+                    break
+                i = _json_space(buf, i + 1, end)
+                b, i, verdict = number(buf, i, end, JSON)
+                if verdict != EXACT:
+                    break
+                i = _json_space(buf, i, end)
+                if i >= end or buf[i] != 93:  # ]
+                    break
+                mz[m] = a
+                intensity[m] = b
+                m += 1
+                i = _json_space(buf, i + 1, end)
+                if i < end and buf[i] == 44:
+                    i = _json_space(buf, i + 1, end)
+                    if i >= end or buf[i] != 91:
+                        break  # a trailing comma
+                    continue
+                if i < end and buf[i] == 93 and m > first:
+                    good = _json_space(buf, i + 1, end) == end
+                break
+        if good:
+            ok[k] = True
+        else:
+            m = first
+        offsets[k + 1] = m
+    return mz[:m], intensity[:m], offsets, ok
+
+
+@numba.njit(cache=True, nogil=True)
+def read_mona_peaks(buf, starts, ends):
+    """Each ``buf[starts[k]:ends[k]]`` read as a MoNA ``spectrum`` string ``"mz:int ..."``,
+    as :func:`read_gnps_peaks` reads GNPS strings."""
+    mz, intensity, offsets, ok = _room(starts, ends, 4)
+    m = 0
+    for k in range(starts.shape[0]):
+        end = ends[k]
+        first = m
+        good = True
+        i = starts[k]
+        while True:
+            while i < end and buf[i] < 128 and is_space(buf[i]):
+                i += 1
+            if i == end:
+                break
+            a, i, verdict = number(buf, i, end, FLOAT)
+            if verdict != EXACT or i >= end or buf[i] != 58:  # :
+                good = False
+                break
+            b, i, verdict = number(buf, i + 1, end, FLOAT)
+            if verdict != EXACT or (i < end and not (buf[i] < 128 and is_space(buf[i]))):
+                good = False
+                break
+            mz[m] = a
+            intensity[m] = b
+            m += 1
+        if good and m > first:
+            ok[k] = True
+        else:
+            m = first
+        offsets[k + 1] = m
+    return mz[:m], intensity[:m], offsets, ok

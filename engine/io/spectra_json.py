@@ -9,18 +9,15 @@ Both are a JSON list of spectrum objects (a single object is read as one record)
   name in ``compound[0].names[0].name`` and ``{name, value}`` lists in
   ``compound[0].metaData`` and the top-level ``metaData``.
 
-Metadata is mapped onto the column names the MGF and MSP readers produce (``name``,
-``adduct``, ``smiles``, ``inchi``, ``inchikey``, ``formula``, ``instrument``,
-``instrument_type``, ``collision_energy`` ...).  A record with no peaks, an
-unreadable precursor m/z or a non-numeric peak is skipped with its 1-based
-position in the list and the reason; so is a MoNA record whose MS level is not 2.
-The standard :mod:`json` module parses the file; its size is already bounded by
-the gzip cap, and nesting too deep for it is refused with a one-line error.
+Metadata gets the column names of the MGF and MSP readers (``name``, ``adduct``,
+``smiles``, ``inchikey``, ``formula`` ...).  A record with no peaks, an unreadable
+precursor m/z or a non-numeric peak is skipped with its 1-based position and the
+reason, as is a MoNA record whose MS level is not 2.  :mod:`json` parses the file
+(this is the reference reader); nesting too deep for it is a one-line error.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -28,12 +25,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from engine.io._build import (
-    LibraryBuilder,
-    charge_from_adduct,
-    parse_charge_text,
-    parse_ion_mode,
-)
+from engine.io._build import LibraryBuilder
+from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
 from engine.report import SpectrumFileError
 
 __all__ = [
@@ -42,8 +35,6 @@ __all__ = [
     "MONA_KEYS",
     "add_record",
     "as_text",
-    "charge_of",
-    "gnps_columns",
     "gnps_metadata",
     "mona_metadata",
     "parse_document",
@@ -75,8 +66,6 @@ MONA_KEYS = {
     "inchi": "inchi",
     "smiles": "smiles",
 }
-#: :func:`parse_charge_text`, remembered (charge texts repeat from record to record).
-charge_of = functools.lru_cache(maxsize=4096)(parse_charge_text)
 _MS_LEVEL_RE = re.compile(r"^\s*(?:ms)?\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -85,19 +74,10 @@ class _RecordError(ValueError):
 
 
 def read_json_text(text: str, builder: LibraryBuilder) -> None:
-    """Parse GNPS or MoNA JSON ``text`` record by record into ``builder``.
+    """The reference reader: GNPS or MoNA JSON ``text`` (the decoded file) into ``builder``.
 
-    Parameters
-    ----------
-    text : str
-        The whole file, decoded.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        The text is not valid JSON, nests too deeply, or is neither a list nor an object.
+    Raises :class:`SpectrumFileError` when the text is not valid JSON, nests too
+    deeply, or is neither a list nor an object.
     """
     for record, item in enumerate(parse_document(text, builder), start=1):
         add_record(record, item, builder)
@@ -113,11 +93,7 @@ def _json_int(digits: str) -> int | float:
 
 
 def parse_document(text: str, builder: LibraryBuilder) -> list:
-    """The records of JSON ``text``: a list (a single object is one record).
-
-    Sets ``builder.records``; raises :class:`SpectrumFileError` as
-    :func:`read_json_text` says.
-    """
+    """The records of JSON ``text`` (a single object is one); sets ``builder.records``."""
     try:
         document = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
@@ -143,23 +119,14 @@ def add_record(
 ) -> None:
     """Hand one record to ``builder`` (a failure is a skipped record).
 
-    ``peaks`` and ``metadata``, when given, are what the reference functions
-    give for this record, already worked out (by the fast reader).
+    ``peaks`` and ``metadata``, when given, were worked out by the fast reader.
     """
     try:
-        mz, intensity, precursor, charge, ion_mode, metadata = record_fields(item, peaks, metadata)
+        fields = record_fields(item, peaks, metadata)
     except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
         skip_record(record, item, builder, exc)
         return
-    builder.add(
-        record,
-        mz=mz,
-        intensity=intensity,
-        precursor_mz=precursor,
-        charge=charge,
-        ion_mode=ion_mode,
-        metadata=metadata,
-    )
+    builder.add(record, *fields)
 
 
 def skip_record(record: int, item: object, builder: LibraryBuilder, exc: Exception) -> None:
@@ -178,8 +145,7 @@ def record_fields(
 ) -> tuple:
     """``(mz, intensity, precursor_mz, charge, ion_mode, metadata)`` of a record.
 
-    ``peaks`` and ``metadata`` as in :func:`add_record`.  Raises when the record
-    is skipped (see :func:`skip_record`).
+    ``peaks`` and ``metadata`` as in :func:`add_record`; raises when it is skipped.
     """
     if not isinstance(item, dict):
         raise _RecordError(f"not a JSON object but {type(item).__name__}")
@@ -198,7 +164,7 @@ def record_fields(
         raise _RecordError("no peaks")
     precursor = precursor_of(metadata.pop("precursor_mz", ""))
     adduct = metadata.get("adduct", "")
-    charge = charge_of(metadata.pop("charge", None))
+    charge = parse_charge_text(metadata.pop("charge", None))
     if not charge:
         charge = charge_from_adduct(adduct)
     metadata["title"] = metadata.get("name", "")
@@ -281,11 +247,6 @@ def gnps_metadata(item: Mapping[str, object]) -> dict[str, str]:
         text = as_text(value)
         if key != "peaks_json" and text:
             lowered.setdefault(str(key).strip().lower(), text)
-    return gnps_columns(lowered)
-
-
-def gnps_columns(lowered: Mapping[str, str]) -> dict[str, str]:
-    """GNPS metadata from a record's non-empty values by stripped, lowercased key."""
     out = {k: v for k, v in lowered.items() if k not in ("precursor_mz", "ion_mode")}
     for column, keys in GNPS_KEYS.items():
         found = next((lowered[k] for k in keys if lowered.get(k)), "")

@@ -1,35 +1,32 @@
 """Fast GNPS / MoNA JSON reader: typed decoding, the peak strings of all records at once.
 
-It gives exactly what the reference reader (:func:`engine.io.spectra_json.read_json_text`)
-gives.  A MoNA document is decoded by :mod:`msgspec` into the small structs below,
-which hold only the fields the reference reads (the other subtrees are checked as
-JSON and skipped); the ``spectrum`` value is kept as its JSON text, so a string
-with an escape or a byte that is not ASCII meets a character the peak reader does
-not take and is left to the reference.  Any other document (GNPS, mixed, or one
-that does not fit the structs) is parsed whole, by ``msgspec`` where it reads it
-(it refuses everything :func:`json.loads` refuses and reads floats correctly
-rounded, as :mod:`json` does) or by the reference's :func:`json.loads`.
-
-The peak strings of all records are then read together by :mod:`engine.io.json_peaks`,
-which flags those it is not certain of; metadata is gathered by the reference's
-rules with fewer calls per value.  Records whose peaks or metadata were not read
-here go through the reference's :func:`~engine.io.spectra_json.add_record`, alone.
+It gives exactly what the reference (:func:`engine.io.spectra_json.read_json_text`)
+gives.  A MoNA document is decoded by :mod:`msgspec` into the structs below, which
+hold only the fields the reference reads; ``spectrum`` stays JSON text, so a string
+with an escape or a non-ASCII byte is left to the reference.  Any other document is
+decoded whole by ``msgspec`` (which refuses what :func:`json.loads` refuses and
+rounds floats as :mod:`json` does) or, failing that, by the reference.  The peak
+strings of all records are read together by :func:`engine.io.scan.read_gnps_peaks`
+and :func:`~engine.io.scan.read_mona_peaks`; metadata by the reference's rules with
+fewer calls per value.  Records not read here go to the reference, alone.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from itertools import repeat
+from itertools import product, repeat
 from operator import attrgetter, is_, itemgetter
 from typing import Any
 
 import numpy as np
 
-from engine.io import json_peaks
 from engine.io import spectra_json as ref
-from engine.io._build import LibraryBuilder, charge_from_adduct, gc_paused, parse_ion_mode
-from engine.io.sniff import decode_text, replaced_note
+from engine.io._build import LibraryBuilder, gc_paused
+from engine.io.fields import charge_from_adduct, parse_charge_text, parse_ion_mode
+from engine.io.scan import read_gnps_peaks, read_mona_peaks
+from engine.io.stream import decode_text, replaced_note
 
 try:
     import msgspec
@@ -41,7 +38,6 @@ __all__ = ["read_json_bytes"]
 #: How much of the text is looked at to tell MoNA from GNPS.
 _HEAD = 1 << 16
 _MEMO_LIMIT = 4096
-_UNKNOWN = object()
 
 if msgspec is not None:
     _UNSET: Any = msgspec.UNSET
@@ -83,22 +79,10 @@ if msgspec is not None:
 
 
 def read_json_bytes(data: bytes, builder: LibraryBuilder) -> None:
-    """Read GNPS or MoNA JSON file content into ``builder``, as the reference does.
+    """GNPS or MoNA JSON ``data`` (the file) into ``builder``, as the reference reads it.
 
-    ASCII content (the common case) is decoded straight from the bytes, other
-    content after :func:`engine.io.sniff.decode_text`, as the text readers get it.
-
-    Parameters
-    ----------
-    data : bytes
-        The whole file.
-    builder : LibraryBuilder
-        Receives every record (kept or skipped).
-
-    Raises
-    ------
-    SpectrumFileError
-        As :func:`engine.io.spectra_json.read_json_text`.
+    Content that is not ASCII is decoded first, as the text readers get it; raises
+    as :func:`engine.io.spectra_json.read_json_text`.
     """
     source: bytes | str = data
     if not data.isascii():
@@ -155,7 +139,7 @@ def _read_mona(text: bytes | str, builder: LibraryBuilder) -> bool:
     strings = (text, starts[at] + 1, ends[at] - 1)
     with ThreadPoolExecutor(1, thread_name_prefix="simms-peaks") as pool:
         # numba reads the peaks without the GIL while the metadata is gathered here
-        reading = pool.submit(_peaks, json_peaks.read_mona_peaks, at.tolist(), strings)
+        reading = pool.submit(read_mona_peaks, *strings)
         try:
             metadata = [_metadata(record) for record in records]
         except Exception:  # noqa: BLE001 - the usual path says what is wrong
@@ -183,11 +167,11 @@ def _read(document: list, builder: LibraryBuilder) -> None:
                 strings[source].append(peaks)
     found: dict[int, tuple[int, int, int]] = {}
     sources = []
-    for source, reader in enumerate((json_peaks.read_gnps_peaks, json_peaks.read_mona_peaks)):
+    for source, reader in enumerate((read_gnps_peaks, read_mona_peaks)):
         lengths = np.fromiter(map(len, strings[source]), dtype=np.int64)
         ends = np.cumsum(lengths)
         text = np.frombuffer("".join(strings[source]).encode("ascii"), dtype=np.uint8)
-        sources.append(_peaks(reader, chosen[source], (text, ends - lengths, ends)))
+        sources.append(reader(text, ends - lengths, ends))
         _found(found, chosen[source], sources[-1], source)
 
     metadata: list[dict[str, str] | None] = [None] * len(document)
@@ -197,13 +181,6 @@ def _read(document: list, builder: LibraryBuilder) -> None:
         except Exception:  # noqa: BLE001 - the reference says what is wrong
             pass
     _add(builder, document.__getitem__, metadata, found, sources)
-
-
-def _peaks(reader: Callable, indices: list[int], strings: tuple) -> tuple:
-    """``reader(*strings)`` (m/z, intensities, offsets, read?) of the records ``indices``."""
-    if not indices:
-        return np.empty(0), np.empty(0), np.zeros(1, np.int64), np.zeros(0, bool)
-    return reader(*strings)
 
 
 def _found(found: dict, indices: list[int], peaks: tuple, source: int) -> None:
@@ -220,18 +197,15 @@ def _add(
     found: dict[int, tuple[int, int, int]],
     sources: list,
 ) -> None:
-    """Hand the records to ``builder``: those read here in batches, the others alone.
+    """Hand the records to ``builder``: those read here in a batch per source, the others alone.
 
     ``item(k)`` is record ``k`` as the reference sees it, ``metadata[k]`` its
     metadata where known; ``found`` and ``sources`` say where its peaks are.
     """
-    batch: list[tuple] = []
-    batch_source = -1
-    get = found.get
+    batches: tuple[list[tuple], list[tuple]] = ([], [])
     for k, meta in enumerate(metadata):
-        where = get(k)
+        where = found.get(k)
         if where is None or meta is None:
-            _flush(builder, batch, sources, batch_source)
             peaks = None
             if where is not None:
                 source, lo, hi = where
@@ -242,21 +216,17 @@ def _add(
         try:
             precursor, charge, ion_mode, meta = _batch_fields(meta, source == 1)
         except Exception as exc:  # noqa: BLE001 - a record's failure is a report line
-            _flush(builder, batch, sources, batch_source)
             ref.skip_record(k + 1, item(k), builder, exc)
             continue
-        if source != batch_source:
-            _flush(builder, batch, sources, batch_source)
-            batch_source = source
-        batch.append((k + 1, precursor, charge, ion_mode, meta, lo, hi))
-    _flush(builder, batch, sources, batch_source)
+        batches[source].append((k + 1, precursor, charge, ion_mode, meta, lo, hi))
+    for source, batch in enumerate(batches):
+        _flush(builder, batch, sources, source)
 
 
 def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: int) -> None:
     """Hand the records in ``batch`` (peaks in ``sources[source]``) to ``builder``."""
     if batch:
         builder.add_many(batch, sources[source][0], sources[source][1])
-        batch.clear()
 
 
 #: Stands for a MoNA record in :func:`engine.io.spectra_json.record_fields`, which
@@ -264,9 +234,6 @@ def _flush(builder: LibraryBuilder, batch: list[tuple], sources: list, source: i
 _MONA_ITEM = {"spectrum": ""}
 #: Stands for a record's peaks (read, so at least one) where only their number matters.
 _SOME_PEAKS = (np.zeros(1), np.zeros(1))
-#: (MoNA?, ms_level, charge, adduct, ionmode) -> (charge, ion mode), or None where the
-#: reference refuses the MS level; see :func:`_batch_fields`.
-_SETTLED: dict[tuple, tuple[int, int] | None] = {}
 
 
 def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int, dict[str, str]]:
@@ -277,10 +244,7 @@ def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int
     reference, which raises.  ``metadata`` is changed as the reference changes it.
     """
     get = metadata.get
-    key = (mona, get("ms_level"), get("charge"), get("adduct"), get("ionmode"))
-    settled = _SETTLED.get(key, _UNKNOWN)
-    if settled is _UNKNOWN:
-        settled = _remember(_SETTLED, key, _settle(*key))
+    settled = _settle(mona, get("ms_level"), get("charge"), get("adduct"), get("ionmode"))
     if settled is None:
         return ref.record_fields(_MONA_ITEM, _SOME_PEAKS, metadata)[2:]
     text = metadata.pop("precursor_mz", "")
@@ -293,51 +257,43 @@ def _batch_fields(metadata: dict[str, str], mona: bool) -> tuple[float, int, int
     return precursor, settled[0], settled[1], metadata
 
 
+@functools.lru_cache(maxsize=_MEMO_LIMIT)
 def _settle(
     mona: bool, level: str | None, charge: str | None, adduct: str | None, ion_mode: str | None
 ) -> tuple[int, int] | None:
-    """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them."""
+    """(charge, ion mode) as :func:`engine.io.spectra_json.record_fields` finds them, or
+    None where it refuses the MS level."""
     if mona and level and ref.refused_level(level):
         return None
-    number = ref.charge_of(charge)
+    number = parse_charge_text(charge)
     if not number:
         number = charge_from_adduct(adduct if adduct is not None else "")
     return number, parse_ion_mode(ion_mode)
 
 
-def _remember(memo: dict, key: object, value: object) -> object:
-    if len(memo) < _MEMO_LIMIT:
-        memo[key] = value
-    return value
-
-
-def _case_variants(word: str) -> set[str]:
-    variants = {""}
-    for char in word:
-        variants = {v + c for v in variants for c in {char, char.upper()}}
-    return variants
-
-
 #: Every text whose ``lower()`` is a missing-value marker (only ASCII letters lower to them).
-_MISSING_ANY = frozenset(v for word in ref.MISSING for v in _case_variants(word))
-#: Record keys -> (getter of the keys other than peaks_json, their lowered forms), or
-#: None when two keys lower to the same; lowered keys -> the columns they fill.
-_KEY_PLANS: dict[tuple, tuple | None] = {}
-_COLUMN_PLANS: dict[tuple, tuple] = {}
+_MISSING_ANY = frozenset(
+    "".join(chars) for word in ref.MISSING for chars in product(*({c, c.upper()} for c in word))
+)
 #: MoNA metaData name -> the column it fills (None: none); only short names kept.
 _MONA_COLUMN: dict[str, str | None] = {}
 
 
+@functools.lru_cache(maxsize=_MEMO_LIMIT)
 def _key_plan(keys: tuple) -> tuple | None:
+    """The getter of a record's keys other than peaks_json, their lowered forms and their
+    :func:`_plan`; None when two keys lower to the same."""
     kept = [k for k in keys if k != "peaks_json"]
     lows = tuple(str(k).strip().lower() for k in kept)
     if len(set(lows)) != len(lows) or len(kept) < 2:
         return None
-    return itemgetter(*kept), lows, _full_plan(lows)
+    return itemgetter(*kept), lows, _plan(lows)
 
 
-def _full_plan(lows: tuple[str, ...]) -> tuple:
-    """:func:`_column_plan` of a record none of whose values is missing, by value position."""
+@functools.lru_cache(maxsize=_MEMO_LIMIT)
+def _plan(lows: tuple[str, ...]) -> tuple:
+    """What :func:`engine.io.spectra_json.gnps_metadata` does with values of keys ``lows``
+    (none missing), by value position."""
     keep, sources, precursor, ion_mode, ms_level = _column_plan(dict.fromkeys(lows, ""))
     where = {low: k for k, low in enumerate(lows)}
     return (
@@ -350,8 +306,8 @@ def _full_plan(lows: tuple[str, ...]) -> tuple:
     )
 
 
-def _full_metadata(plan: tuple, texts: list[str]) -> dict[str, str]:
-    """:func:`_gnps_metadata` of a record none of whose ``texts`` is missing."""
+def _planned(plan: tuple, texts: list[str]) -> dict[str, str]:
+    """The GNPS metadata of values ``texts`` (none missing) by their :func:`_plan`."""
     keep, positions, sources, precursor, ion_mode, ms_level = plan
     out = dict(zip(keep, [texts[k] for k in positions], strict=True))
     for column, k in sources:
@@ -377,10 +333,7 @@ def _column_plan(lowered: Mapping[str, str]) -> tuple:
 
 def _gnps_metadata(item: dict) -> dict[str, str]:
     """The reference's GNPS metadata, with the work per key set done once."""
-    keys = tuple(item)
-    plan = _KEY_PLANS.get(keys, _UNKNOWN)
-    if plan is _UNKNOWN:
-        plan = _remember(_KEY_PLANS, keys, _key_plan(keys))
+    plan = _key_plan(tuple(item))
     if plan is None:
         return ref.gnps_metadata(item)
     getter, lows, full = plan
@@ -390,30 +343,17 @@ def _gnps_metadata(item: dict) -> dict[str, str]:
     except TypeError:
         texts = [v.strip() if type(v) is str else ref.as_text(v) for v in values]
     if _MISSING_ANY.isdisjoint(texts):
-        return _full_metadata(full, texts)
-    lowered = {k: t for k, t in zip(lows, texts, strict=True) if t not in _MISSING_ANY}
-    names = tuple(lowered)
-    columns = _COLUMN_PLANS.get(names)
-    if columns is None:
-        columns = _remember(_COLUMN_PLANS, names, _column_plan(lowered))
-    keep, sources, precursor, ion_mode, ms_level = columns
-    out = {k: lowered[k] for k in keep}
-    for column, source in sources:
-        out[column] = lowered[source]
-    out["precursor_mz"] = lowered.get(precursor, "")
-    if ion_mode:
-        out["ionmode"] = lowered["ion_mode"]
-    if ms_level:
-        out["ms_level"] = lowered["ms_level"]
-    return out
+        return _planned(full, texts)
+    present = [k for k, text in enumerate(texts) if text not in _MISSING_ANY]
+    return _planned(_plan(tuple([lows[k] for k in present])), [texts[k] for k in present])
 
 
 def _mona_column(name: object) -> str | None:
     """The column of a metaData ``name`` (None when the name is empty)."""
     key = ref.as_text(name).lower()
     column = ref.MONA_KEYS.get(key, key.replace(" ", "_").replace("/", "")) if key else None
-    if type(name) is str:
-        _remember(_MONA_COLUMN, name, column)
+    if type(name) is str and len(_MONA_COLUMN) < _MEMO_LIMIT:
+        _MONA_COLUMN[name] = column
     return column
 
 
