@@ -115,6 +115,51 @@ def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
     return i
 
 
+@njit(cache=True, inline="always")
+def _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t):  # pragma: no cover
+    """Insert every candidate of ``A[a0:a1]`` x ``B[b0:b1] + shift`` after the ``t`` in the
+    scratch (positions relative to ``a0``, ``b0``); the new count."""
+    lo = b0
+    for i in range(a0, a1):
+        a = mzA[i]
+        low = a - tol
+        high = a + tol
+        wa = wA[i]
+        for j in range(lo, b1):
+            b = mzB[j] + shift
+            if b > high:
+                break
+            if b < low:
+                lo = j + 1
+            else:
+                _insert_desc(sp, si, sj, t, wa * wB[j], i - a0, j - b0)
+                t += 1
+    return t
+
+
+@njit(cache=True, inline="always")
+def _take(sp, si, sj, ua, ub, t, na, nb, score, nm):  # pragma: no cover
+    """Take the ``t`` sorted candidates greedily (``na`` x ``nb`` peaks); ``score`` and ``nm``
+    grow by what is taken, in order (the sum stays that of the one loop)."""
+    for r in range(na):
+        ua[r] = False
+    for r in range(nb):
+        ub[r] = False
+    left = min(na, nb)  # once one side is used up, no candidate is left
+    for r in range(t):
+        x_ = si[r]
+        y_ = sj[r]
+        if not ua[x_] and not ub[y_]:
+            ua[x_] = True
+            ub[y_] = True
+            score += sp[r]
+            nm += 1
+            left -= 1
+            if left == 0:
+                break
+    return score, nm
+
+
 @njit(cache=True)
 def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
     """Greedy cosine numerator and match count of ``A[a0:a1]`` vs ``B[b0:b1]``.
@@ -181,40 +226,8 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
             score += p1 if p1 >= p0 else p0
             nm += 1
         elif cnt <= kmax:
-            t = 0
-            jl = cj0
-            for ii in range(ci0, k):
-                x = mzA[ii]
-                lw = x - tol
-                hg = x + tol
-                wa = wA[ii]
-                for j in range(jl, hi):
-                    b = mzB[j]
-                    if b > hg:
-                        break
-                    if b < lw:
-                        jl = j + 1
-                    else:
-                        _insert_desc(sp, si, sj, t, wa * wB[j], ii - ci0, j - cj0)
-                        t += 1
-            na = k - ci0
-            nb = hi - cj0
-            for r in range(na):
-                ua[r] = False
-            for r in range(nb):
-                ub[r] = False
-            left = min(na, nb)
-            for r in range(t):
-                x_ = si[r]
-                y_ = sj[r]
-                if not ua[x_] and not ub[y_]:
-                    ua[x_] = True
-                    ub[y_] = True
-                    score += sp[r]
-                    nm += 1
-                    left -= 1
-                    if left == 0:
-                        break
+            t = _collect(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, sp, si, sj, 0)
+            score, nm = _take(sp, si, sj, ua, ub, t, k - ci0, hi - cj0, score, nm)
         else:
             s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, np.int64(1), cnt)
             score += s_
@@ -247,39 +260,9 @@ def modified_core(
     nb = b1 - b0
     kmax = sp.shape[0]
     if cnt <= kmax and na <= ua.shape[0] and nb <= ub.shape[0]:
-        t = 0
-        for s_ in range(2):
-            sh = 0.0 if s_ == 0 else shift
-            lo = b0
-            for i in range(a0, a1):
-                a = mzA[i]
-                low = a - tol
-                high = a + tol
-                wa = wA[i]
-                for j in range(lo, b1):
-                    b = mzB[j] + sh
-                    if b > high:
-                        break
-                    if b < low:
-                        lo = j + 1
-                    else:
-                        _insert_desc(sp, si, sj, t, wa * wB[j], i - a0, j - b0)
-                        t += 1
-        for r in range(na):
-            ua[r] = False
-        for r in range(nb):
-            ub[r] = False
-        score = 0.0
-        nm = 0
-        for r in range(t):
-            x_ = si[r]
-            y_ = sj[r]
-            if not ua[x_] and not ub[y_]:
-                ua[x_] = True
-                ub[y_] = True
-                score += sp[r]
-                nm += 1
-        return score, nm
+        t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, sp, si, sj, 0)
+        t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t)
+        return _take(sp, si, sj, ua, ub, t, na, nb, 0.0, np.int64(0))
     return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
 
 
