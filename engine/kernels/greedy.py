@@ -77,38 +77,18 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
 
 
 @njit(cache=True, inline="always")
-def _gallop_b(mzB, lo, b1, low):  # pragma: no cover
-    """First ``j >= lo`` with ``not mzB[j] < low`` (``mzB[lo] < low`` holds)."""
+def _gallop(x, i, end, add, bound):  # pragma: no cover
+    """First ``k > i`` with ``not x[k] + add < bound`` (or ``end``); ``x[i] + add < bound``
+    holds.  An exponential search, then a binary one."""
     step = 1
-    # exponential search: keep mzB[lo] < low
-    while lo + step < b1 and mzB[lo + step] < low:
-        lo += step
-        step += step
-    hi = min(lo + step, b1)
-    lo += 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if mzB[mid] < low:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline="always")
-def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
-    """First ``k >= i`` with ``not mzA[k] + tol < b`` (or ``a1``)."""
-    if i >= a1 or not mzA[i] + tol < b:
-        return i
-    step = 1
-    while i + step < a1 and mzA[i + step] + tol < b:
+    while i + step < end and x[i + step] + add < bound:
         i += step
         step += step
-    hi = min(i + step, a1)
+    hi = min(i + step, end)
     i += 1
     while i < hi:
         mid = (i + hi) >> 1
-        if mzA[mid] + tol < b:
+        if x[mid] + add < bound:
             i = mid + 1
         else:
             hi = mid
@@ -183,14 +163,16 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
         a = mzA[i]
         low = a - tol
         if lo < b1 and mzB[lo] < low:
-            lo = _gallop_b(mzB, lo, b1, low)
+            lo = _gallop(mzB, lo, b1, 0.0, low)
         if lo == b1:
             break
         high = a + tol
         b = mzB[lo]
         if b > high:
             # no candidate for peak i; skip A peaks whose window ends below b
-            i = _gallop_a(mzA, i + 1, a1, tol, b)
+            i += 1
+            if i < a1 and mzA[i] + tol < b:
+                i = _gallop(mzA, i, a1, tol, b)
             continue
         hi = lo + 1
         while hi < b1 and mzB[hi] <= high:
@@ -299,33 +281,28 @@ def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cove
 
 @njit(cache=True)
 def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
-    """:func:`score_pair` of the greedy cosine."""
-    den = library.norm[l] * queries.norm[q]
-    if den == 0.0:
-        return 0.0, 0
-    sp, si, sj, ua, ub = scratch
-    raw, nm = cosine_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-        tolerance, sp, si, sj, ua, ub,
-    )  # fmt: skip
-    if nm == 0:
-        return 0.0, 0
-    return raw / den, nm
+    """:func:`score_pair` of the greedy cosine (the modified cosine without a shift)."""
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, np.nan, np.nan)
 
 
 @njit(cache=True)
 def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy modified cosine."""
+    pl, pq = library.precursor_mz[l], queries.precursor_mz[q]
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, pl, pq)
+
+
+@njit(cache=True, inline="always")
+def _greedy_pair(q, l, queries, library, tolerance, scratch, pl, pq):  # pragma: no cover
+    """Greedy (modified) cosine of the pair, library precursor ``pl``, query precursor ``pq``
+    (NaN: no shift, the plain cosine)."""
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
     sp, si, sj, ua, ub = scratch
     raw, nm = modified_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-        library.precursor_mz[l],
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-        queries.precursor_mz[q],
+        library.mz, library.weight, library.offsets[l], library.offsets[l + 1], pl,
+        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1], pq,
         tolerance, sp, si, sj, ua, ub,
     )  # fmt: skip
     if nm == 0:
