@@ -264,17 +264,11 @@ class SpectrumLibrary:
         """A new library with the spectra at ``indices`` (in that order)."""
         idx = np.asarray(indices, dtype=np.int64)
         offsets, take = spectra_peaks(self.offsets, idx)
-        return SpectrumLibrary(
-            mz=self.mz[take],
-            intensity=self.intensity[take],
-            offsets=offsets,
-            precursor_mz=self.precursor_mz[idx],
-            charge=self.charge[idx],
-            ion_mode=self.ion_mode[idx],
-            metadata={k: v[idx] for k, v in self.metadata.items()},
-            source=self.source,
-            report=self.report,
-        )
+        return replace(
+            self, mz=self.mz[take], intensity=self.intensity[take], offsets=offsets,
+            precursor_mz=self.precursor_mz[idx], charge=self.charge[idx],
+            ion_mode=self.ion_mode[idx], metadata={k: v[idx] for k, v in self.metadata.items()},
+        )  # fmt: skip
 
     def with_peaks(
         self, mz: np.ndarray, intensity: np.ndarray, offsets: np.ndarray

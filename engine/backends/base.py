@@ -179,17 +179,11 @@ class PreparedSpectra:
     def reordered(self, order: np.ndarray) -> PreparedSpectra:
         """The same spectra in the order ``order`` (a permutation)."""
         offsets, take = spectra_peaks(self.offsets, order)
-        return PreparedSpectra(
-            mz=self.mz[take],
-            weight=self.weight[take],
-            offsets=offsets,
-            norm=self.norm[order],
-            precursor_mz=self.precursor_mz[order],
-            mz_power=self.mz_power,
-            intensity_power=self.intensity_power,
-            index=self.ranks[order],
-            polarity=self.polarities[order],
-        )
+        return replace(
+            self, mz=self.mz[take], weight=self.weight[take], offsets=offsets,
+            norm=self.norm[order], precursor_mz=self.precursor_mz[order],
+            index=self.ranks[order], polarity=self.polarities[order],
+        )  # fmt: skip
 
     def with_index(self, index: np.ndarray) -> PreparedSpectra:
         """The same spectra, ranked on ties by ``index`` (e.g. global library indexes)."""

@@ -214,11 +214,12 @@ def score_kernel(
         return
     l = cols[c]
     if staged:  # the query's peaks from shared memory
-        _score_one(queries, library, r, l - l_first, l, q, sq_mz, sq_w, 0, qb - qa,
-                   options, pruning, out, no_big)  # fmt: skip
+        p_mz, p_w, p0, p1 = sq_mz, sq_w, 0, qb - qa
     else:
-        _score_one(queries, library, r, l - l_first, l, q, q_mz, q_w, qa, qb,
-                   options, pruning, out, no_big)  # fmt: skip
+        p_mz, p_w, p0, p1 = q_mz, q_w, qa, qb
+    _score_one(
+        queries, library, r, l - l_first, l, q, p_mz, p_w, p0, p1, options, pruning, out, no_big
+    )
 
 
 @cuda.jit(device=True)
