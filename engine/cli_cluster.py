@@ -20,21 +20,29 @@ from engine.analyses import (
     cluster_spectra,
     search_clusters,
 )
-from engine.cli_progress import add_run_options, read_spectra, run_in_thread, run_options, teller
+from engine.cli_progress import (
+    add_command,
+    add_run_options,
+    read_spectra,
+    run_in_thread,
+    run_options,
+    teller,
+)
 from engine.params import SearchParameters
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 
+#: ``simms cluster``: the help line, then the description.
+_ABOUT = """cluster redundant spectra; write clusters, representatives, and their library hits
+
+Cluster a spectrum set by exact similarity within a precursor window (falcon-style complete
+linkage by default), pick each cluster's medoid as its representative, and optionally search
+only the representatives against a library."""
+
 
 def add_cluster_parser(sub) -> None:
     """Add the ``cluster`` subcommand to ``simms``' subparsers."""
-    c = sub.add_parser(
-        "cluster",
-        help="cluster redundant spectra; write clusters, representatives, and their library hits",
-        description="Cluster a spectrum set by exact similarity within a precursor window "
-        "(falcon-style complete linkage by default), pick each cluster's medoid as its "
-        "representative, and optionally search only the representatives against a library.",
-    )
+    c = add_command(sub, "cluster", _ABOUT)
     c.add_argument("spectra", help="spectra to cluster (MGF, MSP, mzML, mzXML, JSON, .gz)")
     c.add_argument("-o", "--output", required=True, help="cluster table, one row per spectrum "
                    "(.tsv, or .csv)")  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from engine import cli_progress as cli
 from engine.analyses import (
     AnalysisCancelled,
     NetworkSettings,
@@ -26,13 +27,24 @@ from engine.analyses import (
 from engine.analyses.files import TABLE_SUFFIXES
 from engine.analyses.networking import LABEL_FLOOR
 from engine.analyses.networking.export import GRAPHML_SUFFIXES
-from engine.cli_progress import add_run_options, read_spectra, run_in_thread, run_options, teller
 from engine.io.mgf_writer import write_mgf
 
 __all__ = ["NETWORK_COMMANDS", "add_network_commands", "run_network_command"]
 
 #: The subcommands this module adds to ``simms``.
 NETWORK_COMMANDS = ("network", "qc")
+
+#: Each command's help line, then its description.
+_NETWORK = """molecular network of a spectrum set (GraphML for Cytoscape, edge list)
+
+Link every pair of spectra scoring at least --threshold with at least --min-matches matched
+peaks, keeping each spectrum's best links (matchms SimilarityNetwork rules); components
+larger than --max-component-size lose their weakest edges (GNPS)."""
+_QC = """library check: near-duplicate and conflicting entries
+
+Find pairs of near-identical library spectra (same precursor, same ion mode, high
+similarity): duplicates of one compound, grouped, and conflicts (different InChIKey first
+blocks)."""
 
 
 def _score_options(p: argparse.ArgumentParser, defaults: str) -> None:
@@ -52,19 +64,12 @@ def _score_options(p: argparse.ArgumentParser, defaults: str) -> None:
     g.add_argument("--min-matches", type=int, help="minimum matched peaks")
     g.add_argument("--threshold", type=float, help="minimum score")
     g.add_argument("--preprocess", metavar="SPEC", help="preset (none, gnps, msas) or JSON")
-    add_run_options(p)
+    cli.add_run_options(p)
 
 
 def add_network_commands(sub) -> None:
     """Add ``network`` and ``qc`` to the ``simms`` subcommands ``sub``."""
-    n = sub.add_parser(
-        "network",
-        help="molecular network of a spectrum set (GraphML for Cytoscape, edge list)",
-        description="Link every pair of spectra scoring at least --threshold with at least "
-        "--min-matches matched peaks, keeping each spectrum's best links (matchms "
-        "SimilarityNetwork rules); components larger than --max-component-size lose their "
-        "weakest edges (GNPS).",
-    )
+    n = cli.add_command(sub, "network", _NETWORK)
     n.add_argument("spectra", help="spectra (MGF, MSP, mzML, mzXML, JSON, optionally .gz)")
     n.add_argument("-o", "--output", help="network as GraphML (.graphml)")
     n.add_argument("--edges", help="edge list as TSV (.tsv) or CSV (.csv)")
@@ -84,13 +89,7 @@ def add_network_commands(sub) -> None:
         help="a best hit labels its node from this score and matched peaks [0.7 6, GNPS]",
     )
     _score_options(n, "analog mode: modified cosine, GNPS peaks, 0.7, 6 peaks; no precursor window")
-    q = sub.add_parser(
-        "qc",
-        help="library check: near-duplicate and conflicting entries",
-        description="Find pairs of near-identical library spectra (same precursor, same ion "
-        "mode, high similarity): duplicates of one compound, grouped, and conflicts "
-        "(different InChIKey first blocks).",
-    )
+    q = cli.add_command(sub, "qc", _QC)
     q.add_argument("library", help="library spectra")
     q.add_argument("-o", "--output", help="report: one row per near-identical pair (.tsv/.csv)")
     q.add_argument(
@@ -124,7 +123,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 def run_network_command(args: argparse.Namespace) -> int:
     """Run ``simms network`` or ``simms qc``; 0 done, 130 cancelled by Ctrl-C."""
     try:
-        with run_options(args, teller(args.quiet)) as run:
+        with cli.run_options(args, cli.teller(args.quiet)) as run:
             if args.command == "network":
                 return _network(args, run)
             return _qc(args, run)
@@ -144,11 +143,11 @@ def _network(args: argparse.Namespace, run: RunOptions) -> int:
         args.top_n, args.max_links, args.link_method, args.max_component_size
     )
     overrides = _overrides(args)
-    spectra = read_spectra(args.spectra, args, run.say)
-    library = read_spectra(args.library, args, run.say) if args.library else None
+    spectra = cli.read_spectra(args.spectra, args, run.say)
+    library = cli.read_spectra(args.library, args, run.say) if args.library else None
     run.say(f"scoring {len(spectra)} × {len(spectra)} spectra")
     label_floor = (args.label_floor[0], int(args.label_floor[1]))
-    net = run_in_thread(
+    net = cli.run_in_thread(
         lambda: network(
             spectra,
             settings=settings,
@@ -181,8 +180,8 @@ def _qc(args: argparse.Namespace, run: RunOptions) -> int:
     if args.deduplicated:
         check_writable(args.deduplicated, (".mgf",))
     overrides = _overrides(args)
-    library = read_spectra(args.library, args, run.say)
-    qc = run_in_thread(lambda: library_qc(library, run=run, **overrides))
+    library = cli.read_spectra(args.library, args, run.say)
+    qc = cli.run_in_thread(lambda: library_qc(library, run=run, **overrides))
     run.on_progress.done()
     if args.output:
         write_qc_report(qc, args.output)

@@ -18,6 +18,7 @@ from engine.search import CancelToken, SearchProgress
 
 __all__ = [
     "ProgressPrinter",
+    "add_command",
     "add_run_options",
     "cancel_on_interrupt",
     "read_spectra",
@@ -88,6 +89,16 @@ def cancel_on_interrupt(
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def add_command(sub, name: str, about: str) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` to the subparsers ``sub``.
+
+    ``about`` is its one-line help, then, after a blank line, its description
+    (reflowed, as argparse reflows it).
+    """
+    summary, _, description = about.partition("\n\n")
+    return sub.add_parser(name, help=summary, description=" ".join(description.split()))
 
 
 def add_dask_options(parser: argparse.ArgumentParser) -> None:

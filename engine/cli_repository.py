@@ -16,23 +16,24 @@ import sys
 import time
 
 from engine.atomic import atomic_path
-from engine.cli_progress import add_dask_options, dask_client
+from engine.cli_progress import add_command, add_dask_options, dask_client
 from engine.io import load_library
 from engine.params import SearchParameters
 from engine.repository import DEFAULT_SHARD_SPECTRA, Repository
 
 __all__ = ["add_repo_parser", "run_repo"]
 
+#: ``simms repo``: the help line, then the description.
+_ABOUT = """build, append to, describe and search an on-disk spectrum repository
+
+A repository holds the spectra of many files in memory-mappable shards (m/z stored as
+float32, intensities as uint16 scaled per spectrum; scores are computed from what is
+stored), sorted by precursor m/z within each ion mode."""
+
 
 def add_repo_parser(sub) -> None:
     """Add the ``repo`` subcommand (``build``, ``add``, ``info``, ``search``) to ``simms``."""
-    r = sub.add_parser(
-        "repo",
-        help="build, append to, describe and search an on-disk spectrum repository",
-        description="A repository holds the spectra of many files in memory-mappable shards "
-        "(m/z stored as float32, intensities as uint16 scaled per spectrum; scores are "
-        "computed from what is stored), sorted by precursor m/z within each ion mode.",
-    )
+    r = add_command(sub, "repo", _ABOUT)
     actions = r.add_subparsers(dest="repo_command", required=True)
     b = actions.add_parser("build", help="create a repository from spectrum files")
     b.add_argument("repository", help="the repository folder (new or empty)")

@@ -263,21 +263,12 @@ class SpectrumLibrary:
     def subset(self, indices: Sequence[int] | np.ndarray) -> SpectrumLibrary:
         """A new library with the spectra at ``indices`` (in that order)."""
         idx = np.asarray(indices, dtype=np.int64)
-        counts = self.peak_counts[idx]
-        offsets = np.zeros(len(idx) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        take = peak_ranges(self.offsets[idx], counts)
-        return SpectrumLibrary(
-            mz=self.mz[take],
-            intensity=self.intensity[take],
-            offsets=offsets,
-            precursor_mz=self.precursor_mz[idx],
-            charge=self.charge[idx],
-            ion_mode=self.ion_mode[idx],
-            metadata={k: v[idx] for k, v in self.metadata.items()},
-            source=self.source,
-            report=self.report,
-        )
+        offsets, take = spectra_peaks(self.offsets, idx)
+        return replace(
+            self, mz=self.mz[take], intensity=self.intensity[take], offsets=offsets,
+            precursor_mz=self.precursor_mz[idx], charge=self.charge[idx],
+            ion_mode=self.ion_mode[idx], metadata={k: v[idx] for k, v in self.metadata.items()},
+        )  # fmt: skip
 
     def with_peaks(
         self, mz: np.ndarray, intensity: np.ndarray, offsets: np.ndarray
@@ -478,6 +469,15 @@ def peak_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64) + np.repeat(
         np.asarray(starts, dtype=np.int64) - (ends - counts), counts
     )
+
+
+def spectra_peaks(offsets: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR ``offsets`` of the spectra at ``order`` (in that order), and their peaks'
+    positions in the peak arrays of ``offsets`` (:func:`peak_ranges`)."""
+    counts = np.diff(offsets)[order]
+    new = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=new[1:])
+    return new, peak_ranges(offsets[:-1][order], counts)
 
 
 def _report_to_json(report: ImportReport | None) -> dict:

@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 
 from engine.backends import PreparedSpectra
-from engine.backends.rescore import rescore_pairs
+from engine.backends.rescore import submit_rescore
 from engine.kernels.spectrum_set import COSINE, MODIFIED_COSINE
 from engine.params import SearchParameters
+
+
+def rescore_pairs(*args):
+    """The exact scores of listed pairs, waited for."""
+    return submit_rescore(*args).result()
 
 
 def long_pairs(queries, library, params, min_product=1 << 14, limit=6000):

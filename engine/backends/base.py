@@ -22,7 +22,7 @@ from engine.kernels import (
     prepare_weights,
 )
 from engine.kernels.spectrum_set import read_only
-from engine.library import SpectrumLibrary, peak_ranges
+from engine.library import SpectrumLibrary, spectra_peaks
 from engine.memo import derived, nbytes
 from engine.params import SearchParameters
 from engine.preprocess import pipeline_from_spec
@@ -178,21 +178,12 @@ class PreparedSpectra:
 
     def reordered(self, order: np.ndarray) -> PreparedSpectra:
         """The same spectra in the order ``order`` (a permutation)."""
-        counts = np.diff(self.offsets)[order]
-        offsets = np.zeros(len(order) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        take = peak_ranges(self.offsets[:-1][order], counts)
-        return PreparedSpectra(
-            mz=self.mz[take],
-            weight=self.weight[take],
-            offsets=offsets,
-            norm=self.norm[order],
-            precursor_mz=self.precursor_mz[order],
-            mz_power=self.mz_power,
-            intensity_power=self.intensity_power,
-            index=self.ranks[order],
-            polarity=self.polarities[order],
-        )
+        offsets, take = spectra_peaks(self.offsets, order)
+        return replace(
+            self, mz=self.mz[take], weight=self.weight[take], offsets=offsets,
+            norm=self.norm[order], precursor_mz=self.precursor_mz[order],
+            index=self.ranks[order], polarity=self.polarities[order],
+        )  # fmt: skip
 
     def with_index(self, index: np.ndarray) -> PreparedSpectra:
         """The same spectra, ranked on ties by ``index`` (e.g. global library indexes)."""

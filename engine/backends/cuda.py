@@ -38,9 +38,10 @@ from engine.backends.base import Backend, Batch, PreparedSpectra
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, resident_key
 from engine.backends.cuda_dense import DenseOnGpu
 from engine.backends.cuda_index import BoundOnGpu
+from engine.backends.cuda_run import TileRun
 from engine.backends.cuda_search import TileSearch
 from engine.backends.gpu import cuda_status, numba_cuda
-from engine.backends.rescore import rescore_pairs
+from engine.backends.rescore import submit_rescore
 from engine.hits import HitTable, compile_large_order
 from engine.kernels.heavy import HEAVY_MAX
 from engine.params import SearchParameters
@@ -231,12 +232,16 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
     ) -> Iterator[tuple[Batch, HitTable]]:
         """Score batches with ``depth`` tiles in flight; yield each batch's hits in order.
 
-        With ``across_batches`` and a top-N, each query's top-N is kept on the GPU
-        (its floor tightening the pruning) and reported with its last batch.
+        A batch is yielded once its tiles and their rescoring are done (:mod:`.cuda_run`);
+        flagged pairs are rescored by worker threads while the GPU goes on.  With
+        ``across_batches`` and a top-N, each query's top-N is kept on the GPU (its floor
+        tightening the pruning) and reported with its last batch.
         """
         with self._lock:
             try:
-                yield from self._run(queries, library, batches, params, across_batches)
+                batches = list(batches)
+                if batches:
+                    yield from TileRun(self, queries, library, batches, params, across_batches)
             except CudaError:
                 raise
             except GeneratorExit:
@@ -345,8 +350,8 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
                     self.score_batch(spectra, spectra, Batch(0, 2, 0, 2), pruned)
                 finally:
                     self.pair_work_max, self.pair_gpu_min = work, few
-            rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, False)
-            rescore_pairs(spectra, spectra, np.array([0]), np.array([1]), 0.1, True)
+            for kind in (False, True):
+                submit_rescore(spectra, spectra, np.array([0]), np.array([1]), 0.1, kind).result()
         self.dense(spectra, spectra, params)
         self.dense(spectra, spectra, params, compact=True)
         # the host-side merge of per-batch hits (SearchJob) is a numba kernel too

@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import Resident, event_done
-from engine.backends.rescore import PendingScores, rescore_pairs, submit_rescore
+from engine.backends.rescore import PendingScores, submit_rescore
 from engine.params import SearchParameters
 
 __all__ = ["PairQueue", "QueuedScores"]
@@ -70,10 +70,10 @@ class _Launch:
         left = np.flatnonzero(self.matches < 0)
         if len(left):
             q = self._queue
-            sc, m = rescore_pairs(
+            sc, m = submit_rescore(
                 q.queries, q.library, self.q_index[left], self.l_index[left], q.tolerance,
                 q.kind, q.threshold,
-            )  # fmt: skip
+            ).result()  # fmt: skip
             self.scores[left], self.matches[left] = sc, m
             q.backend.rescored_pairs += len(left)
         self._finished = True

@@ -13,7 +13,7 @@ tile and scored on the GPU in large launches of their own (:mod:`.cuda_pairs`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,6 @@ from engine.backends.base import Batch, PreparedSpectra, score_kind, score_toler
 from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, big_scratch, event_done
 from engine.backends.cuda_index import LISTED_BLOCKS
 from engine.backends.cuda_pairs import PairQueue
-from engine.backends.cuda_run import TileRun
 from engine.backends.cuda_tiles import Tile, flagged_pairs, plan_tiles, split_rows
 from engine.backends.cuda_topn import DeviceTop
 from engine.backends.rescore import merge_batch_hits, submit_rescore
@@ -71,25 +70,6 @@ class TileSearch:
             event = self._cuda.event()
             event.record(stream)
             self.kernel_events.setdefault(name, []).append(event)
-
-    def _run(
-        self,
-        queries: PreparedSpectra,
-        library: PreparedSpectra,
-        batches: Iterable[Batch],
-        params: SearchParameters,
-        across_batches: bool = False,
-    ) -> Iterator[tuple[Batch, HitTable]]:
-        """``depth`` tiles in flight; a batch is yielded once its tiles and rescoring are done.
-
-        Flagged pairs are rescored by worker threads while the GPU goes on.  With
-        ``across_batches`` and a top-N, each query's top-N is kept on the device
-        and its hits come with the last batch that covers it.
-        """
-        batches = list(batches)
-        if not batches:
-            return
-        yield from TileRun(self, queries, library, batches, params, across_batches)
 
     @staticmethod
     def _batch_hits(

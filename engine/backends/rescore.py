@@ -22,7 +22,6 @@ from engine.params import SearchParameters
 __all__ = [
     "PendingScores",
     "merge_batch_hits",
-    "rescore_pairs",
     "rescore_threads",
     "submit_rescore",
 ]
@@ -95,9 +94,23 @@ def submit_rescore(
     kind: int,
     threshold: float | np.ndarray = 0.0,
 ) -> PendingScores:
-    """Start the exact CPU scoring of listed pairs on worker threads; return at once.
+    """Start the exact CPU scoring of listed pairs (the overflow path of the GPU kernels)
+    on worker threads; return at once (``.result()`` waits for the scores).
 
-    Parameters are those of :func:`rescore_pairs`.
+    Parameters
+    ----------
+    queries, library : PreparedSpectra
+    q_index, l_index : ndarray of int
+        Pair ``k`` is query ``q_index[k]`` × library spectrum ``l_index[k]``.
+    tolerance : float
+        Fragment tolerance (Da; :func:`~engine.backends.base.score_tolerance`).
+    kind : int
+        Score kind (:func:`~engine.backends.base.score_kind`; ``True`` reads as
+        the modified cosine).
+    threshold : float or ndarray of float
+        Pairs of the cosine proven below it by the best-partner bound are not
+        scored (score 0, no matches: no hit); 0 scores every pair.  One value per
+        pair, or one for all (e.g. per pair: the query's running top-N floor).
 
     Returns
     -------
@@ -127,40 +140,6 @@ def submit_rescore(
         for k in range(0, len(q_index), chunk)
     ]
     return PendingScores(q_index, l_index, futures)
-
-
-def rescore_pairs(
-    queries: PreparedSpectra,
-    library: PreparedSpectra,
-    q_index: np.ndarray,
-    l_index: np.ndarray,
-    tolerance: float,
-    kind: int,
-    threshold: float | np.ndarray = 0.0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact scores of listed pairs on the CPU (the overflow path of the GPU kernels).
-
-    Parameters
-    ----------
-    queries, library : PreparedSpectra
-    q_index, l_index : ndarray of int
-        Pair ``k`` is query ``q_index[k]`` × library spectrum ``l_index[k]``.
-    tolerance : float
-        Fragment tolerance (Da; :func:`~engine.backends.base.score_tolerance`).
-    kind : int
-        Score kind (:func:`~engine.backends.base.score_kind`; ``True`` reads as
-        the modified cosine).
-    threshold : float or ndarray of float
-        Pairs of the cosine proven below it by the best-partner bound are not
-        scored (score 0, no matches: no hit); 0 scores every pair.  One value per
-        pair, or one for all (e.g. per pair: the query's running top-N floor).
-
-    Returns
-    -------
-    scores : ndarray of float64
-    matches : ndarray of int32
-    """
-    return submit_rescore(queries, library, q_index, l_index, tolerance, kind, threshold).result()
 
 
 def merge_batch_hits(

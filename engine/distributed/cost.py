@@ -65,30 +65,22 @@ MAX_TASK_S = 2.0
 
 @dataclass(frozen=True)
 class TaskCost:
-    """A task's cost: ``fixed_s + pair_s · pairs`` seconds of its worker's time.
+    """A task's cost: ``fixed_s + pair_s · pairs`` seconds of its worker's time."""
 
-    Attributes
-    ----------
-    fixed_s : float
-        Seconds every task costs (worker side plus dispatch).
-    pair_s : float
-        Seconds per spectrum pair on one worker.
-    worker_fixed_s : float
-        The part of ``fixed_s`` spent on the worker.
-    measured : bool
-        False for the defaults, True once a search measured it.
-    pairs_seen : float
-        Pairs of the tasks measured so far, and the defaults' weight (a new
-        search's measurement is averaged in with its share of the pairs: large
-        searches dominate).
-    """
-
+    #: Seconds every task costs (worker side plus dispatch).
     fixed_s: float
+    #: Seconds per spectrum pair on one worker.
     pair_s: float
+    #: The part of ``fixed_s`` spent on the worker.
     worker_fixed_s: float = 0.0
+    #: Seconds the client spends on one hit row of the merge.
     hit_s: float = 0.0
+    #: Hits a scored pair yields (the merge's rows: ``hits_per_pair · pairs``).
     hits_per_pair: float = 0.0
+    #: False for the defaults, True once a search measured it.
     measured: bool = False
+    #: Pairs of the tasks measured so far, and the defaults' weight (a new search's
+    #: measurement is averaged in with its share of the pairs: large searches dominate).
     pairs_seen: float = 0.0
 
     def overhead_pairs(self) -> int:

@@ -6,7 +6,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -355,11 +355,8 @@ def write_hits(
     library: SpectrumLibrary,
     params: SearchParameters,
     *,
-    backend: str = "",
-    device: str = "",
-    format: str | None = None,
-    extra_provenance: Mapping[str, object] | None = None,
     chunk_rows: int = 200_000,
+    **options: Any,
 ) -> Path:
     """Write a whole hit list atomically (a :class:`HitWriter` fed in chunks).
 
@@ -369,14 +366,12 @@ def write_hits(
         Output file (``.tsv``/``.txt``, ``.csv`` or ``.parquet``).
     hits, queries, library, params
         The search and its inputs.
-    backend, device : str
-        Where it ran, for the provenance header.
-    format : {"tsv", "csv", "parquet"}, optional
-        Taken from the suffix when omitted.
-    extra_provenance : mapping, optional
-        More provenance items.
     chunk_rows : int
         Rows formatted at a time (bounds memory).
+    **options
+        Keywords of :class:`HitWriter`: ``backend``, ``device`` (provenance),
+        ``format`` (``"tsv"``, ``"csv"``, ``"parquet"``; from the suffix when
+        omitted), ``extra_provenance``, ``isomers``, ``adjust``, ``q_values``.
 
     Returns
     -------
@@ -388,10 +383,7 @@ def write_hits(
     Read TSV/CSV back with ``pandas.read_csv(path, sep="\\t", comment="#")`` or
     :func:`read_hits`.  Parquet stores the provenance in the schema metadata.
     """
-    with HitWriter(
-        path, queries, library, params, backend=backend, device=device, format=format,
-        extra_provenance=extra_provenance,
-    ) as writer:  # fmt: skip
+    with HitWriter(path, queries, library, params, **options) as writer:
         for start in range(0, len(hits), chunk_rows):
             writer.write(hits.take(np.arange(start, min(start + chunk_rows, len(hits)))))
         return writer.close()

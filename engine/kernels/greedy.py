@@ -77,42 +77,67 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
 
 
 @njit(cache=True, inline="always")
-def _gallop_b(mzB, lo, b1, low):  # pragma: no cover
-    """First ``j >= lo`` with ``not mzB[j] < low`` (``mzB[lo] < low`` holds)."""
+def _gallop(x, i, end, add, bound):  # pragma: no cover
+    """First ``k > i`` with ``not x[k] + add < bound`` (or ``end``); ``x[i] + add < bound``
+    holds.  An exponential search, then a binary one."""
     step = 1
-    # exponential search: keep mzB[lo] < low
-    while lo + step < b1 and mzB[lo + step] < low:
-        lo += step
-        step += step
-    hi = min(lo + step, b1)
-    lo += 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if mzB[mid] < low:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline="always")
-def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
-    """First ``k >= i`` with ``not mzA[k] + tol < b`` (or ``a1``)."""
-    if i >= a1 or not mzA[i] + tol < b:
-        return i
-    step = 1
-    while i + step < a1 and mzA[i + step] + tol < b:
+    while i + step < end and x[i + step] + add < bound:
         i += step
         step += step
-    hi = min(i + step, a1)
+    hi = min(i + step, end)
     i += 1
     while i < hi:
         mid = (i + hi) >> 1
-        if mzA[mid] + tol < b:
+        if x[mid] + add < bound:
             i = mid + 1
         else:
             hi = mid
     return i
+
+
+@njit(cache=True, inline="always")
+def _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t):  # pragma: no cover
+    """Insert every candidate of ``A[a0:a1]`` x ``B[b0:b1] + shift`` after the ``t`` in the
+    scratch (positions relative to ``a0``, ``b0``); the new count."""
+    lo = b0
+    for i in range(a0, a1):
+        a = mzA[i]
+        low = a - tol
+        high = a + tol
+        wa = wA[i]
+        for j in range(lo, b1):
+            b = mzB[j] + shift
+            if b > high:
+                break
+            if b < low:
+                lo = j + 1
+            else:
+                _insert_desc(sp, si, sj, t, wa * wB[j], i - a0, j - b0)
+                t += 1
+    return t
+
+
+@njit(cache=True, inline="always")
+def _take(sp, si, sj, ua, ub, t, na, nb, score, nm):  # pragma: no cover
+    """Take the ``t`` sorted candidates greedily (``na`` x ``nb`` peaks); ``score`` and ``nm``
+    grow by what is taken, in order (the sum stays that of the one loop)."""
+    for r in range(na):
+        ua[r] = False
+    for r in range(nb):
+        ub[r] = False
+    left = min(na, nb)  # once one side is used up, no candidate is left
+    for r in range(t):
+        x_ = si[r]
+        y_ = sj[r]
+        if not ua[x_] and not ub[y_]:
+            ua[x_] = True
+            ub[y_] = True
+            score += sp[r]
+            nm += 1
+            left -= 1
+            if left == 0:
+                break
+    return score, nm
 
 
 @njit(cache=True)
@@ -138,14 +163,16 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
         a = mzA[i]
         low = a - tol
         if lo < b1 and mzB[lo] < low:
-            lo = _gallop_b(mzB, lo, b1, low)
+            lo = _gallop(mzB, lo, b1, 0.0, low)
         if lo == b1:
             break
         high = a + tol
         b = mzB[lo]
         if b > high:
             # no candidate for peak i; skip A peaks whose window ends below b
-            i = _gallop_a(mzA, i + 1, a1, tol, b)
+            i += 1
+            if i < a1 and mzA[i] + tol < b:
+                i = _gallop(mzA, i, a1, tol, b)
             continue
         hi = lo + 1
         while hi < b1 and mzB[hi] <= high:
@@ -181,40 +208,8 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
             score += p1 if p1 >= p0 else p0
             nm += 1
         elif cnt <= kmax:
-            t = 0
-            jl = cj0
-            for ii in range(ci0, k):
-                x = mzA[ii]
-                lw = x - tol
-                hg = x + tol
-                wa = wA[ii]
-                for j in range(jl, hi):
-                    b = mzB[j]
-                    if b > hg:
-                        break
-                    if b < lw:
-                        jl = j + 1
-                    else:
-                        _insert_desc(sp, si, sj, t, wa * wB[j], ii - ci0, j - cj0)
-                        t += 1
-            na = k - ci0
-            nb = hi - cj0
-            for r in range(na):
-                ua[r] = False
-            for r in range(nb):
-                ub[r] = False
-            left = min(na, nb)
-            for r in range(t):
-                x_ = si[r]
-                y_ = sj[r]
-                if not ua[x_] and not ub[y_]:
-                    ua[x_] = True
-                    ub[y_] = True
-                    score += sp[r]
-                    nm += 1
-                    left -= 1
-                    if left == 0:
-                        break
+            t = _collect(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, sp, si, sj, 0)
+            score, nm = _take(sp, si, sj, ua, ub, t, k - ci0, hi - cj0, score, nm)
         else:
             s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, np.int64(1), cnt)
             score += s_
@@ -247,39 +242,9 @@ def modified_core(
     nb = b1 - b0
     kmax = sp.shape[0]
     if cnt <= kmax and na <= ua.shape[0] and nb <= ub.shape[0]:
-        t = 0
-        for s_ in range(2):
-            sh = 0.0 if s_ == 0 else shift
-            lo = b0
-            for i in range(a0, a1):
-                a = mzA[i]
-                low = a - tol
-                high = a + tol
-                wa = wA[i]
-                for j in range(lo, b1):
-                    b = mzB[j] + sh
-                    if b > high:
-                        break
-                    if b < low:
-                        lo = j + 1
-                    else:
-                        _insert_desc(sp, si, sj, t, wa * wB[j], i - a0, j - b0)
-                        t += 1
-        for r in range(na):
-            ua[r] = False
-        for r in range(nb):
-            ub[r] = False
-        score = 0.0
-        nm = 0
-        for r in range(t):
-            x_ = si[r]
-            y_ = sj[r]
-            if not ua[x_] and not ub[y_]:
-                ua[x_] = True
-                ub[y_] = True
-                score += sp[r]
-                nm += 1
-        return score, nm
+        t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, sp, si, sj, 0)
+        t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t)
+        return _take(sp, si, sj, ua, ub, t, na, nb, 0.0, np.int64(0))
     return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
 
 
@@ -316,33 +281,28 @@ def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cove
 
 @njit(cache=True)
 def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
-    """:func:`score_pair` of the greedy cosine."""
-    den = library.norm[l] * queries.norm[q]
-    if den == 0.0:
-        return 0.0, 0
-    sp, si, sj, ua, ub = scratch
-    raw, nm = cosine_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-        tolerance, sp, si, sj, ua, ub,
-    )  # fmt: skip
-    if nm == 0:
-        return 0.0, 0
-    return raw / den, nm
+    """:func:`score_pair` of the greedy cosine (the modified cosine without a shift)."""
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, np.nan, np.nan)
 
 
 @njit(cache=True)
 def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy modified cosine."""
+    pl, pq = library.precursor_mz[l], queries.precursor_mz[q]
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, pl, pq)
+
+
+@njit(cache=True, inline="always")
+def _greedy_pair(q, l, queries, library, tolerance, scratch, pl, pq):  # pragma: no cover
+    """Greedy (modified) cosine of the pair, library precursor ``pl``, query precursor ``pq``
+    (NaN: no shift, the plain cosine)."""
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
     sp, si, sj, ua, ub = scratch
     raw, nm = modified_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-        library.precursor_mz[l],
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-        queries.precursor_mz[q],
+        library.mz, library.weight, library.offsets[l], library.offsets[l + 1], pl,
+        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1], pq,
         tolerance, sp, si, sj, ua, ub,
     )  # fmt: skip
     if nm == 0:

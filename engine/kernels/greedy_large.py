@@ -161,6 +161,15 @@ def _above(hp, hs, hr, hc, x, y):  # pragma: no cover
     return hc[x] > hc[y]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _swap(hp, hs, hr, hc, x, y):  # pragma: no cover
+    """Exchange heap entries ``x`` and ``y``."""
+    hp[x], hp[y] = hp[y], hp[x]
+    hs[x], hs[y] = hs[y], hs[x]
+    hr[x], hr[y] = hr[y], hr[x]
+    hc[x], hc[y] = hc[y], hc[x]
+
+
 @njit(cache=True, nogil=True)
 def _push(hp, hs, hr, hc, n, p, s, r, c):  # pragma: no cover
     """Add entry ``(p, s, r, c)`` to the heap of ``n`` entries; returns the new size."""
@@ -173,10 +182,7 @@ def _push(hp, hs, hr, hc, n, p, s, r, c):  # pragma: no cover
         parent = (k - 1) >> 1
         if not _above(hp, hs, hr, hc, k, parent):
             break
-        hp[k], hp[parent] = hp[parent], hp[k]
-        hs[k], hs[parent] = hs[parent], hs[k]
-        hr[k], hr[parent] = hr[parent], hr[k]
-        hc[k], hc[parent] = hc[parent], hc[k]
+        _swap(hp, hs, hr, hc, k, parent)
         k = parent
     return n + 1
 
@@ -196,10 +202,7 @@ def _drop_top(hp, hs, hr, hc, n):  # pragma: no cover
             child = first + 1
         if not _above(hp, hs, hr, hc, child, k):
             break
-        hp[k], hp[child] = hp[child], hp[k]
-        hs[k], hs[child] = hs[child], hs[k]
-        hr[k], hr[child] = hr[child], hr[k]
-        hc[k], hc[child] = hc[child], hc[k]
+        _swap(hp, hs, hr, hc, k, child)
         k = child
     return n
 

@@ -75,15 +75,24 @@ def _max(intensity, n):  # pragma: no cover - numba
     return top
 
 
+@njit(cache=True, inline="always")
+def _move(mz, intensity, pos, m, i, keep):  # pragma: no cover - numba
+    """Copy peak ``i`` to slot ``m``; the next slot (``m`` again when not ``keep``).
+
+    Every peak is written, only kept ones advance ``m``: no unpredictable branch.
+    """
+    mz[m] = mz[i]
+    intensity[m] = intensity[i]
+    pos[m] = pos[i]
+    return m + keep
+
+
 @njit(cache=True)
 def _keep_masked(mz, intensity, pos, n, mask):  # pragma: no cover - numba
     """Move the peaks where ``mask[:n]`` is True, and their positions, to the front; how many."""
     m = 0
-    for i in range(n):  # writes every peak, advances over kept ones: no unpredictable branch
-        mz[m] = mz[i]
-        intensity[m] = intensity[i]
-        pos[m] = pos[i]
-        m += mask[i]
+    for i in range(n):
+        m = _move(mz, intensity, pos, m, i, mask[i])
     return m
 
 
@@ -91,23 +100,15 @@ def _keep_masked(mz, intensity, pos, n, mask):  # pragma: no cover - numba
 def _mz_range(mz, intensity, pos, n, lo, hi):  # pragma: no cover - numba
     m = 0
     for i in range(n):
-        keep = (mz[i] >= lo) & (mz[i] <= hi)
-        mz[m] = mz[i]
-        intensity[m] = intensity[i]
-        pos[m] = pos[i]
-        m += keep
+        m = _move(mz, intensity, pos, m, i, (mz[i] >= lo) & (mz[i] <= hi))
     return m
 
 
 @njit(cache=True)
 def _precursor(mz, intensity, pos, n, precursor, tolerance):  # pragma: no cover - numba
     m = 0
-    for i in range(n):
-        keep = not np.abs(mz[i] - precursor) <= tolerance  # NaN precursor: never near
-        mz[m] = mz[i]
-        intensity[m] = intensity[i]
-        pos[m] = pos[i]
-        m += keep
+    for i in range(n):  # a NaN precursor is never near
+        m = _move(mz, intensity, pos, m, i, not np.abs(mz[i] - precursor) <= tolerance)
     return m
 
 
@@ -116,11 +117,7 @@ def _relative(mz, intensity, pos, n, min_relative):  # pragma: no cover - numba
     threshold = _max(intensity, n) * min_relative
     m = 0
     for i in range(n):
-        keep = intensity[i] >= threshold
-        mz[m] = mz[i]
-        intensity[m] = intensity[i]
-        pos[m] = pos[i]
-        m += keep
+        m = _move(mz, intensity, pos, m, i, intensity[i] >= threshold)
     return m
 
 

@@ -265,6 +265,24 @@ def _indexed_row(
     return n
 
 
+@njit(cache=True, inline="always")
+def _may_score(q, l, queries, library, options):  # pragma: no cover - numba
+    """Whether the pair passes its filters (precursor window, ion mode) and may score."""
+    return library.norm[l] != 0.0 and pair_allowed(q, l, queries, library, options)
+
+
+@njit(cache=True, inline="always")
+def _scored(q, l, queries, library, options, marker, scratch, floor, colmax):  # pragma: no cover
+    """``(hit, score, matches)`` of query ``q`` x library spectrum ``l``, scored only when it
+    may score and its bound can reach ``floor`` (``hit`` False otherwise)."""
+    if not _may_score(q, l, queries, library, options):
+        return False, 0.0, 0
+    if not _can_reach(marker, q, l, queries, library, options.tolerance, floor, colmax):
+        return False, 0.0, 0
+    s, m = kind_score(marker, q, l, queries, library, options.tolerance, scratch)
+    return m >= options.min_matches and s >= options.threshold, s, m
+
+
 @njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _row_hits(
     q,
@@ -289,7 +307,6 @@ def _row_hits(
     ``cnt`` is read only when ``counting`` (otherwise every touched column has a
     candidate, and ``min_matches <= 1``).
     """
-    tolerance = options.tolerance
     min_matches = options.min_matches
     threshold = options.threshold
     top_n = options.top_n
@@ -303,12 +320,8 @@ def _row_hits(
             if (counting and cnt[c] < min_matches) or _bound(bound[c], qn) < threshold:
                 continue
             l = l_start + c
-            if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
-                continue
-            if not _can_reach(marker, q, l, queries, library, tolerance, threshold, colmax):
-                continue
-            s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
-            if m >= min_matches and s >= threshold:
+            hit, s, m = _scored(q, l, queries, library, options, marker, scratch, threshold, colmax)
+            if hit:
                 hl[n] = l
                 hs[n] = s
                 hm[n] = m
@@ -331,8 +344,7 @@ def _row_hits(
         bound[c] = u
         if nc == top_n and not better(u, c, cb[nc - 1], cc[nc - 1]):
             continue  # pass 2 checks the pair's filters if it gets that far
-        l = l_start + c
-        if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
+        if not _may_score(q, l_start + c, queries, library, options):
             bound[c] = -1.0
             continue
         nc = _insert_candidate(cb, cc, nc, top_n, u, c)
@@ -348,12 +360,8 @@ def _row_hits(
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
-        if library.norm[l] == 0.0 or not pair_allowed(q, l, queries, library, options):
-            continue
-        if not _can_reach(marker, q, l, queries, library, tolerance, floor, colmax):
-            continue
-        s, m = kind_score(marker, q, l, queries, library, tolerance, scratch)
-        if m >= min_matches and s >= threshold:
+        hit, s, m = _scored(q, l, queries, library, options, marker, scratch, floor, colmax)
+        if hit:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
             if n == top_n and hs[n - 1] > floor:
                 floor = hs[n - 1]

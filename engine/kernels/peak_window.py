@@ -1,7 +1,7 @@
 """The GNPS window filter's decision for one spectrum: which peaks stay.
 
 A peak stays when fewer than ``k`` peaks within +-``window`` Da of it are more
-intense (or as intense and before it), as ``filters._window_mask`` decides.
+intense (or as intense and before it), as :func:`window_scan` decides.
 :func:`window_mask` fills a keep mask for one spectrum's peaks; the fused pass
 (:mod:`engine.kernels.peak_filters`) moves the kept peaks.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "FIRST", "GROUP", "window_mask"]
+__all__ = ["BLOCK", "FIRST", "GROUP", "window_mask", "window_scan"]
 
 #: Peaks of one spectrum whose windows the window filter counts together, one lane each.
 GROUP = 16
@@ -26,8 +26,9 @@ BLOCK = 32
 
 
 @njit(cache=True)
-def _window_scan(mz, intensity, a, n, k, window, mask):  # pragma: no cover - numba
-    """GNPS window filter, the loop of ``filters._window_mask``, stopping at k peaks above."""
+def window_scan(mz, intensity, a, n, k, window, mask):  # pragma: no cover - numba
+    """GNPS window filter on the peaks ``[a, a + n)``, into ``mask[:n]``: each peak's window
+    scanned in turn, stopping at ``k`` peaks above (the reference, ``filters.window_filter``)."""
     stop = a + n
     lo = a
     for i in range(a, stop):
@@ -86,7 +87,7 @@ def _window_sorted(mz, intensity, a, n, k, window, mask, lanes, counts):  # prag
 
     With m/z sorted, peak ``j`` is in the window of peak ``i`` exactly when
     ``mz[i] - window <= mz[j] <= mz[i] + window`` (the loop of
-    ``filters._window_mask`` visits exactly those), and it counts when it is
+    :func:`window_scan` visits exactly those), and it counts when it is
     more intense, or as intense and before ``i``.  For each group of ``GROUP``
     consecutive peaks (one lane each), the first ``FIRST`` peaks from the start
     of the group's first window are counted for all lanes at once, branch-free
@@ -182,4 +183,4 @@ def window_mask(mz, intensity, a, n, k, window, mask, lanes, counts):  # pragma:
     if ordered and window < np.inf:
         _window_sorted(mz, intensity, a, n, k, window, mask, lanes, counts)
     else:
-        _window_scan(mz, intensity, a, n, k, window, mask)
+        window_scan(mz, intensity, a, n, k, window, mask)

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from engine.kernels.entropy import clean_spectra
+from engine.kernels.peak_window import window_scan
 from engine.library import SpectrumLibrary
 
 __all__ = [
@@ -147,21 +148,10 @@ def keep_top_k(lib: SpectrumLibrary, k: int) -> SpectrumLibrary:
 
 @numba.njit(cache=True)
 def _window_mask(mz, intensity, offsets, k, window):  # pragma: no cover - numba
-    n_peaks = mz.shape[0]
-    keep = np.ones(n_peaks, dtype=np.bool_)
+    keep = np.ones(mz.shape[0], dtype=np.bool_)
     for s in range(offsets.shape[0] - 1):
-        start, stop = offsets[s], offsets[s + 1]
-        lo = start
-        for i in range(start, stop):
-            while mz[lo] < mz[i] - window:
-                lo += 1
-            above = 0
-            j = lo
-            while j < stop and mz[j] <= mz[i] + window:
-                if intensity[j] > intensity[i] or (intensity[j] == intensity[i] and j < i):
-                    above += 1
-                j += 1
-            keep[i] = above < k
+        start = offsets[s]
+        window_scan(mz, intensity, start, offsets[s + 1] - start, k, window, keep[start:])
     return keep
 
 
