@@ -163,7 +163,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     gpus = []
     for listed in (True, False):  # survivors listed / bounds left in the score buffer
-        gpu = CudaBackend(threads=32, select_threads=32)
+        gpu = CudaBackend(threads=8, select_threads=8)
         gpu.bound_threads = 32
         gpu.bound_chunk = 8  # several column pieces per tile (the GPU uses 2,048)
         gpu.count_bound_survivors = True

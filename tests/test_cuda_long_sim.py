@@ -61,7 +61,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     cpu = CpuBackend()
     out: dict[str, object] = {"cases": [], "peaks": int(counts[big].max())}
     for size in SCRATCH:
-        gpu = CudaBackend(threads=32, select_threads=32)
+        gpu = CudaBackend(threads=8, select_threads=8)
         gpu.bound_threads = 32
         gpu.bound_chunk = 8
         gpu.list_survivors = True
@@ -91,7 +91,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     # queries' own spectra come first, so their floors reach 1; the device's listing
     # then prunes what a floor would, so this checks the path, and
     # test_pair_bound.py checks the per-pair bound itself.
-    gpu = CudaBackend(threads=32, select_threads=32)
+    gpu = CudaBackend(threads=8, select_threads=8)
     gpu.bound_threads, gpu.bound_chunk, gpu.list_survivors = 32, 8, True
     gpu.pair_work_max = 1
     out["floors"] = []

@@ -44,7 +44,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         p = SearchParameters(mode="custom", score=score, tolerance=0.1, top_n=0)
         spectra = PreparedSpectra.for_search(lib, p)
         batch = Batch(0, len(spectra), 0, len(spectra))
-        gpu = CudaBackend(threads=32, select_threads=32)
+        gpu = CudaBackend(threads=8, select_threads=8)
         gpu.bound_threads = 32
         g = gpu.score_batch(spectra, spectra, batch, p)
         same, diff = _same(g, CpuBackend().score_batch(spectra, spectra, batch, p))

@@ -70,7 +70,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     pick = np.r_[ordinary, other, order[-2:]]  # 6 ordinary of both ion modes + 2 huge
     subset = lib.subset(pick)
     assert len(set(subset.polarity().tolist())) == 2  # both ion modes
-    backend = CudaBackend(threads=32, select_threads=32)
+    backend = CudaBackend(threads=8, select_threads=8)
     out: dict[str, object] = {"peaks": np.diff(subset.offsets).tolist(), "cases": []}
     cpu = CpuBackend()
     for label, kw in CASES:
