@@ -197,6 +197,11 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
             out["running"].append(_running_top(gpu, spectra, nq, p3, cpu))
     out["rescored"] = [g.rescored_pairs for g in gpus]  # overflowing pairs, host-rescored
     out["on_gpu"] = [g.gpu_scored_pairs for g in gpus]  # flagged pairs, the pair kernel's
+    # the bound of every pair in one column piece: each block of the bound kernel runs
+    # over all its query's peaks (the longest spectra are queries here), so pieces
+    # multiply the simulated work; the searches above cut their columns into pieces
+    gpu = CudaBackend(threads=8, select_threads=8)
+    gpu.bound_threads = 32
     for name, score, tol in BOUNDS:
         lib, _ = sets[name]
         p = SearchParameters(mode="custom", score=score, tolerance=tol)

@@ -62,8 +62,9 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     out: dict[str, object] = {"cases": [], "peaks": int(counts[big].max())}
     for size in SCRATCH:
         gpu = CudaBackend(threads=8, select_threads=8)
-        gpu.bound_threads = 32
-        gpu.bound_chunk = 8
+        gpu.bound_threads = 32  # the bound kernel's columns in one piece: each of its
+        # blocks runs over all its query's peaks (1,700 for the longest), so pieces
+        # multiply the simulated work (test_cuda_bound_sim.py cuts them in pieces)
         gpu.list_survivors = True
         gpu.pair_work_max = 1  # every listed pair goes to the pair kernel
         gpu.pair_rows = 64
@@ -92,7 +93,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     # then prunes what a floor would, so this checks the path, and
     # test_pair_bound.py checks the per-pair bound itself.
     gpu = CudaBackend(threads=8, select_threads=8)
-    gpu.bound_threads, gpu.bound_chunk, gpu.list_survivors = 32, 8, True
+    gpu.bound_threads, gpu.list_survivors = 32, True
     gpu.pair_work_max = 1
     out["floors"] = []
     for top_n in (1, 3):
