@@ -104,6 +104,17 @@ class _Block:
                 self._open()
 
 
+def small_backend():  # pragma: no cover - runs in the simulator process
+    """A CUDA backend with the smallest blocks its kernels allow: 8 threads a block for
+    the score and selection kernels (several blocks per row of a few columns), one
+    warp for the bound kernel (its lanes share a warp's window: multiples of 32)."""
+    from engine.backends.cuda import CudaBackend
+
+    gpu = CudaBackend(threads=8, select_threads=8)
+    gpu.bound_threads = 32
+    return gpu
+
+
 def merge_threads(threads: int = 32) -> None:  # pragma: no cover - simulator process
     """Launch the running top-N's merge kernel with ``threads`` per block (one warp,
     not 256): the kernel strides over its entries by ``blockDim.x``, and every

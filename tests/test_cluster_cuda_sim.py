@@ -9,14 +9,12 @@ from tests.simulator import run_simulated
 SCRIPT = """
 import sys
 import numpy as np, engine
-from engine.backends.cuda import CudaBackend
+from tests.simulator import small_backend
 spectra = engine.read_library(sys.argv[1]).subset(range(0, 76, 2))
 cpu = engine.cluster_spectra(spectra, threshold=0.7, backend="cpu")
 # small blocks: several per row of the 38-column self-search (the simulator runs a
 # Python thread per GPU thread)
-gpu = engine.cluster_spectra(
-    spectra, threshold=0.7, backend=CudaBackend(threads=8, select_threads=8)
-)
+gpu = engine.cluster_spectra(spectra, threshold=0.7, backend=small_backend())
 assert "CPU" not in gpu.device, gpu.device
 assert np.array_equal(cpu.pairs.first, gpu.pairs.first)
 assert np.array_equal(cpu.pairs.second, gpu.pairs.second)

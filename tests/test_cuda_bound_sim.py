@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulator import simulated_report
+from tests.simulator import simulated_report, small_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -158,13 +158,11 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     sys.path.insert(0, str(ROOT))
     from engine.backends import Batch, CpuBackend, PreparedSpectra
-    from engine.backends.cuda import CudaBackend
     from engine.params import SearchParameters
 
     gpus = []
     for listed in (True, False):  # survivors listed / bounds left in the score buffer
-        gpu = CudaBackend(threads=8, select_threads=8)
-        gpu.bound_threads = 32
+        gpu = small_backend()
         gpu.bound_chunk = 8  # several column pieces per tile (the GPU uses 2,048)
         gpu.count_bound_survivors = True
         gpu.list_survivors = listed
@@ -200,8 +198,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     # the bound of every pair in one column piece: each block of the bound kernel runs
     # over all its query's peaks (the longest spectra are queries here), so pieces
     # multiply the simulated work; the searches above cut their columns into pieces
-    gpu = CudaBackend(threads=8, select_threads=8)
-    gpu.bound_threads = 32
+    gpu = small_backend()
     for name, score, tol in BOUNDS:
         lib, _ = sets[name]
         p = SearchParameters(mode="custom", score=score, tolerance=tol)

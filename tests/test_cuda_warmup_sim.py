@@ -23,7 +23,6 @@ SCRIPT = r"""
 import gc, json, sys
 import numpy as np
 from numba.core.registry import CPUDispatcher
-from engine.backends.cuda import CudaBackend
 from engine.io import read_library
 from engine.params import SearchParameters
 from engine.search import SearchJob
@@ -32,7 +31,8 @@ from engine.warmup import warm_up
 
 spectra = read_library(sys.argv[1]).subset(np.arange(12))
 warm_up("cpu")  # what the application warms up at start, then the GPU backend's own
-be = CudaBackend(threads=8, select_threads=8)  # small blocks: a Python thread per GPU thread
+from tests.simulator import small_backend
+be = small_backend()  # small blocks: the simulator runs a Python thread per GPU thread
 be.warm_up()
 be.pair_work_max = 1  # every listed pair is a long pair, for the host's rescoring
 
