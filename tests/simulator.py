@@ -65,7 +65,7 @@ def simulated_report(script: str | Path, *args: str, timeout: int = 900) -> dict
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-class _Block:
+class BlockBarrier:
     """The barrier of one simulated thread block: live threads, threads waiting."""
 
     def __init__(self, live: int) -> None:
@@ -140,7 +140,7 @@ def event_driven_blocks() -> None:  # pragma: no cover - runs in the simulator p
             self._manager.barrier.leave(self.exception is not None)
 
     def run(self, grid_point, *args) -> None:
-        self.barrier = _Block(int(self.block_state.size))
+        self.barrier = BlockBarrier(int(self.block_state.size))
 
         def target():
             self._f(*args)
