@@ -117,6 +117,7 @@ def test_single_linkage_is_connected_components(clustered):
     assert same_partition(single_linkage(p), want)
 
 
+@pytest.mark.slow  # matchms's import and its pair-by-pair scores: over 2 s
 def test_linked_pairs_equal_matchms_and_miss_none(compounds, clustered):
     """Every pair within the window and the cut is found, with matchms CosineGreedy's score."""
     from matchms import Spectrum

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulator import simulated_report
+from tests.simulator import simulated_report, small_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = ROOT.parent / "shared" / "data" / "massbank_ms2_queries.mgf.gz"
@@ -46,7 +46,6 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     from test_cuda_bound_sim import _same, densest, similar_groups
 
     from engine.backends import Batch, CpuBackend, PreparedSpectra
-    from engine.backends.cuda import CudaBackend
     from engine.hits import HitTable
     from engine.io import read_library
     from engine.params import SearchParameters
@@ -61,9 +60,10 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     cpu = CpuBackend()
     out: dict[str, object] = {"cases": [], "peaks": int(counts[big].max())}
     for size in SCRATCH:
-        gpu = CudaBackend(threads=32, select_threads=32)
-        gpu.bound_threads = 32
-        gpu.bound_chunk = 8
+        # the bound kernel's columns in one piece (the default): each of its blocks
+        # runs over all its query's peaks (1,700 for the longest), so pieces
+        # multiply the simulated work (test_cuda_bound_sim.py cuts them in pieces)
+        gpu = small_backend()
         gpu.list_survivors = True
         gpu.pair_work_max = 1  # every listed pair goes to the pair kernel
         gpu.pair_rows = 64
@@ -91,8 +91,8 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     # queries' own spectra come first, so their floors reach 1; the device's listing
     # then prunes what a floor would, so this checks the path, and
     # test_pair_bound.py checks the per-pair bound itself.
-    gpu = CudaBackend(threads=32, select_threads=32)
-    gpu.bound_threads, gpu.bound_chunk, gpu.list_survivors = 32, 8, True
+    gpu = small_backend()
+    gpu.list_survivors = True
     gpu.pair_work_max = 1
     out["floors"] = []
     for top_n in (1, 3):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulator import simulated_report
+from tests.simulator import simulated_report, small_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,6 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     import engine.kernels.cuda_pair as cuda_pair
     from engine.backends import Batch, CpuBackend, PreparedSpectra
-    from engine.backends.cuda import CudaBackend
     from engine.io import read_library
     from engine.params import SearchParameters
 
@@ -44,8 +43,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         p = SearchParameters(mode="custom", score=score, tolerance=0.1, top_n=0)
         spectra = PreparedSpectra.for_search(lib, p)
         batch = Batch(0, len(spectra), 0, len(spectra))
-        gpu = CudaBackend(threads=32, select_threads=32)
-        gpu.bound_threads = 32
+        gpu = small_backend()
         g = gpu.score_batch(spectra, spectra, batch, p)
         same, diff = _same(g, CpuBackend().score_batch(spectra, spectra, batch, p))
         out["cases"].append(

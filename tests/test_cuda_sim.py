@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulator import simulated_report
+from tests.simulator import simulated_report, small_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -57,7 +57,6 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
 
     sys.path.insert(0, str(ROOT))
     from engine.backends import Batch, CpuBackend, PreparedSpectra
-    from engine.backends.cuda import CudaBackend
     from engine.io import read_library
     from engine.params import SearchParameters
 
@@ -70,7 +69,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     pick = np.r_[ordinary, other, order[-2:]]  # 6 ordinary of both ion modes + 2 huge
     subset = lib.subset(pick)
     assert len(set(subset.polarity().tolist())) == 2  # both ion modes
-    backend = CudaBackend(threads=32, select_threads=32)
+    backend = small_backend()
     out: dict[str, object] = {"peaks": np.diff(subset.offsets).tolist(), "cases": []}
     cpu = CpuBackend()
     for label, kw in CASES:

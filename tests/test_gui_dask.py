@@ -14,15 +14,10 @@ import engine
 pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"},
-    ) as cluster:  # fmt: skip
-        yield cluster
+@pytest.fixture
+def local(cluster):
+    """The module's local Dask cluster (conftest's ``cluster``), on the loopback."""
+    return cluster[0]
 
 
 @pytest.fixture
@@ -70,11 +65,11 @@ def test_address_field_follows_the_backend(window):
     assert panel.dask_address.isHidden()
 
 
-def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster, data):
+def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, local, data):
     queries, library = data
     panel = window.search_panel
     panel.set_backend("dask")
-    qtbot.keyClicks(panel.dask_address, cluster.scheduler_address)
+    qtbot.keyClicks(panel.dask_address, local.scheduler_address)
     params = engine.SearchParameters(mode="custom", top_n=5, tolerance=0.02)
     panel.set_parameters(params)
 
@@ -84,11 +79,11 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     assert_identical(window.session.hits, expected)
     assert_identical(window.results.model.hit_table(visible=False).sorted(), expected)
     s = window.session
-    assert s.backend == "dask" and cluster.scheduler_address in s.device
+    assert s.backend == "dask" and local.scheduler_address in s.device
     log = window.log_view.toPlainText()
-    assert f"Dask cluster at {cluster.scheduler_address}" in log
+    assert f"Dask cluster at {local.scheduler_address}" in log
     client = window.session.dask._client
-    assert window.session.dask.address == cluster.scheduler_address
+    assert window.session.dask.address == local.scheduler_address
 
     # the client stays open and is reused; a precursor window gives the same rows too
     params = engine.SearchParameters(
@@ -113,7 +108,7 @@ def test_search_on_the_cluster_typed_in_the_panel(qtbot, window, boxes, cluster,
     again = SearchPanel()
     qtbot.addWidget(again)
     assert again.backend_name() == "dask"
-    assert again.dask_address_text() == cluster.scheduler_address
+    assert again.dask_address_text() == local.scheduler_address
 
     # another address closes the kept client (in the background)
     panel.dask_address.setText("tcp://127.0.0.1:1")
@@ -159,7 +154,7 @@ def test_unreachable_cluster_is_a_message_not_a_crash(qtbot, window, boxes, monk
     assert_identical(window.session.hits, engine.search(queries, library, params, backend="cpu"))
 
 
-def test_viewer_search_on_dask(qtbot, cluster, data_dir):
+def test_viewer_search_on_dask(qtbot, local, data_dir):
     import simms_gui
 
     viewer = simms_gui.Viewer(show=False)
@@ -167,7 +162,7 @@ def test_viewer_search_on_dask(qtbot, cluster, data_dir):
     try:
         lib = viewer.open_library(data_dir / "pesticides.mgf")
         queries = viewer.open_queries(data_dir / "pesticides.mgf")
-        handle = viewer.search(backend="dask", dask_address=cluster.scheduler_address, top_n=3)
+        handle = viewer.search(backend="dask", dask_address=local.scheduler_address, top_n=3)
         hits = handle.wait(timeout=60)
         assert handle.backend == "dask" and "Dask cluster" in handle.device
         assert_identical(hits, engine.search(queries, lib, handle.params, backend="cpu"))
