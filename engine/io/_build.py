@@ -209,13 +209,15 @@ class LibraryBuilder:
         # metadata parts: those of the columns, then the records added one by one
         # grouped by their keys; rows are positions in the lists _merge joins
         n_columns = len(columns.records)
-        parts = [(names, np.arange(a, b), values) for names, a, b, values in columns.parts]
+        # (names, rows, values, whether the lists are ours: the columns' may be shared)
+        parts = [(names, np.arange(a, b), values, False) for names, a, b, values in columns.parts]
         rows_of: dict[tuple[str, ...], list[int]] = {}
         for i, meta in enumerate(self._meta, start=n_columns):
             rows_of.setdefault(tuple(meta), []).append(i)
         for names, rows in rows_of.items():
             metas = [self._meta[i - n_columns] for i in rows]
-            parts.append((names, np.array(rows), [list(map(itemgetter(k), metas)) for k in names]))
+            values = [list(map(itemgetter(k), metas)) for k in names]
+            parts.append((names, np.array(rows), values, True))
         self._settle()
         order, merged = self._merge(columns)  # the lists in record order: position -> index
         del columns  # its peaks are merged: freed here when the caller kept no reference
@@ -237,18 +239,21 @@ class LibraryBuilder:
         position = np.empty(len(order), dtype=np.int64)
         position[order] = np.arange(len(order))
         firsts = []
-        for k, (_, rows, _) in enumerate(parts):
+        for k, (_, rows, _, _) in enumerate(parts):
             here = np.flatnonzero(kept_at[rows])
             if len(here):
                 firsts.append((position[rows[here]].min(), k, here))
         for _, k, here in sorted(firsts):
-            names, rows, values = parts[k]
+            names, rows, values, ours = parts[k]
             if len(here) < len(rows):
                 chosen = here.tolist()
-                values = [[column[i] for i in chosen] for column in values]
+                values, ours = [[column[i] for i in chosen] for column in values], True
             known = self._groups.get(names)
             if known is None:
-                self._groups[names] = ([row_at[rows[here]]], [list(column) for column in values])
+                self._groups[names] = (
+                    [row_at[rows[here]]],
+                    values if ours else list(map(list, values)),
+                )
             else:
                 known[0].append(row_at[rows[here]])
                 for column, more in zip(known[1], values, strict=True):
