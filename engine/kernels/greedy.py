@@ -301,34 +301,36 @@ def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cove
 @njit(cache=True)
 def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy cosine."""
-    den = library.norm[l] * queries.norm[q]
-    if den == 0.0:
-        return 0.0, 0
-    sp, si, sj, ua, ub = scratch
-    raw, nm = cosine_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-        tolerance, sp, si, sj, ua, ub,
-    )  # fmt: skip
-    if nm == 0:
-        return 0.0, 0
-    return raw / den, nm
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, False)
 
 
 @njit(cache=True)
 def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy modified cosine."""
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, True)
+
+
+@njit(cache=True, inline="always")
+def _greedy_pair(q, l, queries, library, tolerance, scratch, shifted):  # pragma: no cover
+    """Greedy cosine of the pair, or with ``shifted`` its modified cosine (a constant of
+    each caller: the other branch compiles away)."""
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
     sp, si, sj, ua, ub = scratch
-    raw, nm = modified_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1],
-        library.precursor_mz[l],
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1],
-        queries.precursor_mz[q],
-        tolerance, sp, si, sj, ua, ub,
-    )  # fmt: skip
+    la, lb = library.offsets[l], library.offsets[l + 1]
+    qa, qb = queries.offsets[q], queries.offsets[q + 1]
+    if shifted:
+        raw, nm = modified_core(
+            library.mz, library.weight, la, lb, library.precursor_mz[l],
+            queries.mz, queries.weight, qa, qb, queries.precursor_mz[q],
+            tolerance, sp, si, sj, ua, ub,
+        )  # fmt: skip
+    else:
+        raw, nm = cosine_core(
+            library.mz, library.weight, la, lb, queries.mz, queries.weight, qa, qb,
+            tolerance, sp, si, sj, ua, ub,
+        )  # fmt: skip
     if nm == 0:
         return 0.0, 0
     return raw / den, nm
