@@ -194,8 +194,8 @@ def score_kernel(
             col = pairs[i] - r * ncols
             q = q_first + r
             _score_one(
-                queries, library, r, col, l_first + col, q, q_mz, q_w, q_off[q], q_off[q + 1],
-                options, pruning, out, no_big,
+                queries, library, r, col, l_first + col, q, q_off[q], q_off[q + 1], False,
+                sq_mz, sq_w, options, pruning, out, no_big,
             )  # fmt: skip
             i += stride
         return
@@ -213,26 +213,23 @@ def score_kernel(
     if c >= ncols:
         return
     l = cols[c]
-    if staged:  # the query's peaks from shared memory
-        p_mz, p_w, p0, p1 = sq_mz, sq_w, 0, qb - qa
-    else:
-        p_mz, p_w, p0, p1 = q_mz, q_w, qa, qb
     _score_one(
-        queries, library, r, l - l_first, l, q, p_mz, p_w, p0, p1, options, pruning, out, no_big
-    )
+        queries, library, r, l - l_first, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning,
+        out, no_big,
+    )  # fmt: skip
 
 
 @cuda.jit(device=True)
 def _score_one(
-    queries, library, r, col, l, q, q_mz, q_w, qa, qb, options, pruning, out, big
+    queries, library, r, col, l, q, qa, qb, staged, sq_mz, sq_w, options, pruning, out, big
 ):  # pragma: no cover
     """Score query ``q`` (row ``r``) against library spectrum ``l`` (column ``col``) into ``out``.
 
-    The query's peaks are ``q_mz[qa:qb]``, ``q_w[qa:qb]`` (its rows of ``queries``, or
-    their copy in shared memory); ``big``: the scratch of components over :data:`K`
-    candidates (see :func:`~engine.kernels.cuda_pair.pair_score`).
+    ``staged``: the query's peaks are in ``sq_mz``/``sq_w`` (shared memory); ``big``:
+    the scratch of components over :data:`K` candidates (see
+    :func:`~engine.kernels.cuda_pair.pair_score`).
     """
-    _, _, _, q_norm, q_prec, _, q_pol = queries
+    q_mz, q_w, q_off, q_norm, q_prec, _, q_pol = queries
     l_mz, l_w, l_off, l_norm, l_prec, _, l_pol = library
     tol = options.tolerance
     modified = options.kind == MODIFIED_COSINE
@@ -269,12 +266,18 @@ def _score_one(
         _flag(r, col, out)  # a long merge for one thread: the host's threads take it
         return
     if entropy:
-        raw, nm = entropy_pair(q_mz, q_w, qa, qb, l_mz, l_w, l_off[l], l_off[l + 1], tol)
+        if staged:
+            raw, nm = entropy_pair(sq_mz, sq_w, 0, nqp, l_mz, l_w, l_off[l], l_off[l + 1], tol)
+        else:
+            raw, nm = entropy_pair(q_mz, q_w, qa, qb, l_mz, l_w, l_off[l], l_off[l + 1], tol)
         out_s[r, col] = raw if nm > 0 else 0.0
         out_m[r, col] = nm
         return
     if prune:
-        keep = heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, q_mz, qa, qb)
+        if staged:
+            keep = heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, sq_mz, 0, nqp)
+        else:
+            keep = heavy_matched(heavy, hcnt, l, tol, modified, lp - qp, q_mz, qa, qb)
         if keep and qprune:
             keep = query_heavy_matched(
                 qheavy, qhcnt, q, tol, modified, lp - qp, l_mz, l_off[l], l_off[l + 1]
@@ -288,10 +291,48 @@ def _score_one(
     sj = cuda.local.array(K, int32)
     ua = cuda.local.array(K, uint8)
     ub = cuda.local.array(K, uint8)
-    raw, nm, osum, oflag = pair_score(
-        l_mz, l_w, l_off[l], l_off[l + 1], lp, q_mz, q_w, qa, qb, qp, tol, modified,
-        sp, si, sj, ua, ub, big,
-    )  # fmt: skip
+    if staged:
+        raw, nm, osum, oflag = pair_score(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            lp,
+            sq_mz,
+            sq_w,
+            0,
+            nqp,
+            qp,
+            tol,
+            modified,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+            big,
+        )
+    else:
+        raw, nm, osum, oflag = pair_score(
+            l_mz,
+            l_w,
+            l_off[l],
+            l_off[l + 1],
+            lp,
+            q_mz,
+            q_w,
+            qa,
+            qb,
+            qp,
+            tol,
+            modified,
+            sp,
+            si,
+            sj,
+            ua,
+            ub,
+            big,
+        )
     if oflag:
         bound = (raw + osum) / den
         floor = threshold

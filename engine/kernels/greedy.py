@@ -77,18 +77,38 @@ def _insert_desc(sp, si, sj, t, p, i, j):  # pragma: no cover
 
 
 @njit(cache=True, inline="always")
-def _gallop(x, i, end, add, bound):  # pragma: no cover
-    """First ``k > i`` with ``not x[k] + add < bound`` (or ``end``); ``x[i] + add < bound``
-    holds.  An exponential search, then a binary one."""
+def _gallop_b(mzB, lo, b1, low):  # pragma: no cover
+    """First ``j >= lo`` with ``not mzB[j] < low`` (``mzB[lo] < low`` holds)."""
     step = 1
-    while i + step < end and x[i + step] + add < bound:
+    # exponential search: keep mzB[lo] < low
+    while lo + step < b1 and mzB[lo + step] < low:
+        lo += step
+        step += step
+    hi = min(lo + step, b1)
+    lo += 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if mzB[mid] < low:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _gallop_a(mzA, i, a1, tol, b):  # pragma: no cover
+    """First ``k >= i`` with ``not mzA[k] + tol < b`` (or ``a1``)."""
+    if i >= a1 or not mzA[i] + tol < b:
+        return i
+    step = 1
+    while i + step < a1 and mzA[i + step] + tol < b:
         i += step
         step += step
-    hi = min(i + step, end)
+    hi = min(i + step, a1)
     i += 1
     while i < hi:
         mid = (i + hi) >> 1
-        if x[mid] + add < bound:
+        if mzA[mid] + tol < b:
             i = mid + 1
         else:
             hi = mid
@@ -98,7 +118,8 @@ def _gallop(x, i, end, add, bound):  # pragma: no cover
 @njit(cache=True, inline="always")
 def _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t):  # pragma: no cover
     """Insert every candidate of ``A[a0:a1]`` x ``B[b0:b1] + shift`` after the ``t`` in the
-    scratch (positions relative to ``a0``, ``b0``); the new count."""
+    scratch (positions relative to ``a0``, ``b0``); the new count.  No shift is ``-0.0``:
+    ``x + -0.0`` is ``x`` exactly, so the addition compiles away."""
     lo = b0
     for i in range(a0, a1):
         a = mzA[i]
@@ -163,16 +184,14 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
         a = mzA[i]
         low = a - tol
         if lo < b1 and mzB[lo] < low:
-            lo = _gallop(mzB, lo, b1, 0.0, low)
+            lo = _gallop_b(mzB, lo, b1, low)
         if lo == b1:
             break
         high = a + tol
         b = mzB[lo]
         if b > high:
             # no candidate for peak i; skip A peaks whose window ends below b
-            i += 1
-            if i < a1 and mzA[i] + tol < b:
-                i = _gallop(mzA, i, a1, tol, b)
+            i = _gallop_a(mzA, i + 1, a1, tol, b)
             continue
         hi = lo + 1
         while hi < b1 and mzB[hi] <= high:
@@ -208,7 +227,7 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
             score += p1 if p1 >= p0 else p0
             nm += 1
         elif cnt <= kmax:
-            t = _collect(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, sp, si, sj, 0)
+            t = _collect(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, -0.0, sp, si, sj, 0)
             score, nm = _take(sp, si, sj, ua, ub, t, k - ci0, hi - cj0, score, nm)
         else:
             s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, np.int64(1), cnt)
@@ -242,7 +261,7 @@ def modified_core(
     nb = b1 - b0
     kmax = sp.shape[0]
     if cnt <= kmax and na <= ua.shape[0] and nb <= ub.shape[0]:
-        t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, 0.0, sp, si, sj, 0)
+        t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, -0.0, sp, si, sj, 0)
         t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t)
         return _take(sp, si, sj, ua, ub, t, na, nb, 0.0, np.int64(0))
     return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
@@ -281,30 +300,37 @@ def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cove
 
 @njit(cache=True)
 def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
-    """:func:`score_pair` of the greedy cosine (the modified cosine without a shift)."""
-    return _greedy_pair(q, l, queries, library, tolerance, scratch, np.nan, np.nan)
+    """:func:`score_pair` of the greedy cosine."""
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, False)
 
 
 @njit(cache=True)
 def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy modified cosine."""
-    pl, pq = library.precursor_mz[l], queries.precursor_mz[q]
-    return _greedy_pair(q, l, queries, library, tolerance, scratch, pl, pq)
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, True)
 
 
 @njit(cache=True, inline="always")
-def _greedy_pair(q, l, queries, library, tolerance, scratch, pl, pq):  # pragma: no cover
-    """Greedy (modified) cosine of the pair, library precursor ``pl``, query precursor ``pq``
-    (NaN: no shift, the plain cosine)."""
+def _greedy_pair(q, l, queries, library, tolerance, scratch, shifted):  # pragma: no cover
+    """Greedy cosine of the pair, or with ``shifted`` its modified cosine (a constant of
+    each caller: the other branch compiles away)."""
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
     sp, si, sj, ua, ub = scratch
-    raw, nm = modified_core(
-        library.mz, library.weight, library.offsets[l], library.offsets[l + 1], pl,
-        queries.mz, queries.weight, queries.offsets[q], queries.offsets[q + 1], pq,
-        tolerance, sp, si, sj, ua, ub,
-    )  # fmt: skip
+    la, lb = library.offsets[l], library.offsets[l + 1]
+    qa, qb = queries.offsets[q], queries.offsets[q + 1]
+    if shifted:
+        raw, nm = modified_core(
+            library.mz, library.weight, la, lb, library.precursor_mz[l],
+            queries.mz, queries.weight, qa, qb, queries.precursor_mz[q],
+            tolerance, sp, si, sj, ua, ub,
+        )  # fmt: skip
+    else:
+        raw, nm = cosine_core(
+            library.mz, library.weight, la, lb, queries.mz, queries.weight, qa, qb,
+            tolerance, sp, si, sj, ua, ub,
+        )  # fmt: skip
     if nm == 0:
         return 0.0, 0
     return raw / den, nm
