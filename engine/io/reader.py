@@ -32,7 +32,11 @@ from engine.report import SpectrumFileError
 __all__ = ["PARSERS", "LoadCancelled", "read_library"]
 
 #: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
-PARSERS = ("fast", "reference")
+PARSERS = ("auto", "fast", "reference")
+#: ``parser="auto"`` reads plain files up to this size with the reference parser: the
+#: fast one's first use compiles its kernels (5-9 s of CPU), more than the reference
+#: takes for such a file (~0.2 s per MB); both give the same library.
+SMALL_FILE_BYTES = 8 << 20
 
 _NOT_FOUND_HINT = {
     "mgf": "no 'BEGIN IONS' line found",
@@ -66,7 +70,7 @@ def read_library(
     path: str | Path,
     *,
     format: str | None = None,
-    parser: str = "fast",
+    parser: str = "auto",
     progress: Progress | None = None,
 ) -> SpectrumLibrary:
     """Read a spectral library file.
@@ -80,7 +84,9 @@ def read_library(
     format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
-    parser : {"fast", "reference"}, default "fast"
+    parser : {"auto", "fast", "reference"}, default "auto"
+        ``"auto"`` is ``"reference"`` for a plain file of at most
+        :data:`SMALL_FILE_BYTES` (nothing to compile) and ``"fast"`` otherwise.
         For MGF: ``"fast"`` scans the bytes with numba and hands only unusual
         records to pyteomics; ``"reference"`` parses every record with
         pyteomics.  For MSP: ``"fast"`` reads records and peaks with numba and
@@ -115,6 +121,8 @@ def read_library(
     """
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    if parser == "auto":
+        parser = "reference" if _small_plain(path) else "fast"
     whole = _plain_whole(path, format, parser)
     if whole is not None:  # read at once, hashed on a thread while it is parsed
         size = len(whole.data)
@@ -128,6 +136,17 @@ def read_library(
         return _read_stream(stream, format, parser, progress)
     finally:
         stream.close()
+
+
+def _small_plain(path: str | Path) -> bool:
+    """Whether ``path`` is a plain (not gzip) file of at most :data:`SMALL_FILE_BYTES`."""
+    if checked_size(path) > SMALL_FILE_BYTES:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) != GZIP_MAGIC
+    except OSError:  # reported as before by the reader
+        return False
 
 
 def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedBytes | None:
