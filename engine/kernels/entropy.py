@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.sorting import stable_order
 from engine.kernels.threads import for_each_span
 
 __all__ = [
@@ -55,7 +56,7 @@ QUICKSORT_LIMIT = 4096
 @njit(cache=True)
 def _by_mz_drop_zero(mz, intensity, n):  # pragma: no cover - numba
     """Sort the first ``n`` peaks by m/z, dropping zero intensities; returns the new length."""
-    order = np.argsort(mz[:n], kind="mergesort")
+    order = stable_order(mz[:n])
     m = 0
     new_mz = mz[:n][order]
     new_int = intensity[:n][order]
@@ -73,7 +74,7 @@ def _intensity_order(intensity, n, order, stack):  # pragma: no cover - numba
     for k in range(n):
         order[k] = k
     if n > QUICKSORT_LIMIT:
-        by_intensity = np.argsort(-intensity[:n], kind="mergesort")
+        by_intensity = stable_order(-intensity[:n])
         for k in range(n):  # not a slice assignment (see rows.sort_row)
             order[k] = by_intensity[k]
         return

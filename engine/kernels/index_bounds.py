@@ -98,6 +98,24 @@ def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
     return nt + (cnt[c] == 0)
 
 
+@njit(cache=True, inline="always")
+def _first_index(keys, value, above):  # pragma: no cover - numba
+    """``np.searchsorted(keys, value, side="right" if above else "left")`` for keys and
+    a value without NaN (index keys are finite m/z): the first key ``> value`` (``above``)
+    or ``>= value``.  A binary search by hand: numba's ``searchsorted`` compiles its
+    NaN-aware comparisons for every key and value type (~1 s of a first search).
+    """
+    lo = 0
+    hi = keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < value or (above and keys[mid] == value):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True)
 def accumulate_bounds(
     qmz, qw, imz, ispec, iw, tolerance, entropy, counting, bound, cnt, touched, nt, stop
@@ -124,8 +142,11 @@ def accumulate_bounds(
     widen = tolerance + INDEX_EPS + (np.abs(qmz) + tolerance) * KEY_ROUNDING
     lows = qmz - widen
     highs = qmz + widen
-    los = np.searchsorted(imz, lows, side="left")
-    his = np.searchsorted(imz, highs, side="right")
+    los = np.empty(nq, dtype=np.int64)
+    his = np.empty(nq, dtype=np.int64)
+    for t in range(nq):
+        los[t] = _first_index(imz, lows[t], False)
+        his[t] = _first_index(imz, highs[t], True)
     total = 0
     reached = 0
     top = 0
