@@ -190,21 +190,16 @@ def _clean_span(
         )
 
 
-@njit(cache=True)
-def _packed(out_mz, out_int, offsets, counts):  # pragma: no cover - numba
-    ns = counts.shape[0]
-    new_offsets = np.zeros(ns + 1, dtype=np.int64)
-    for s in range(ns):
-        new_offsets[s + 1] = new_offsets[s] + counts[s]
-    mz_c = np.empty(new_offsets[ns], dtype=np.float64)
-    int_c = np.empty(new_offsets[ns], dtype=np.float64)
-    for s in range(ns):
-        a = offsets[s]
-        c = new_offsets[s]
-        for k in range(counts[s]):
-            mz_c[c + k] = out_mz[a + k]
-            int_c[c + k] = out_int[a + k]
-    return mz_c, int_c, new_offsets
+def _packed(
+    out_mz: np.ndarray, out_int: np.ndarray, offsets: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first ``counts[s]`` peaks of each spectrum's slice, packed (numpy: no compile)."""
+    new_offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_offsets[1:])
+    # each kept peak's position in the input: its spectrum's start plus its rank
+    within = np.arange(new_offsets[-1], dtype=np.int64) - np.repeat(new_offsets[:-1], counts)
+    take = np.repeat(offsets[:-1], counts) + within
+    return out_mz[take].astype(np.float64), out_int[take].astype(np.float64), new_offsets
 
 
 def clean_spectra(
