@@ -14,6 +14,7 @@ import pytest
 
 from engine.io import LoadCancelled
 from engine.io import cache as cache_module
+from engine.io import reader as reader_module
 from engine.io.cache import cache_path, load_library
 from engine.library import SpectrumLibrary
 
@@ -269,7 +270,8 @@ def test_unreadable_side_record_means_hashing(tmp_path):
     assert cache_module.known_digest(path, tmp_path / "c") is None
 
 
-def test_load_progress_covers_hashing_then_parsing(tmp_path):
+def test_load_progress_covers_hashing_then_parsing(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader_module, "SMALL_FILE_BYTES", 0)  # the fast parser, streamed
     path = tmp_path / "lib.mgf"
     path.write_bytes(_mgf("p") * 400)  # 1.7 MB: read in blocks
     size = path.stat().st_size

@@ -10,8 +10,23 @@ import pytest
 
 from engine.kernels.peak_filters import SQRT, filter_peaks
 from engine.library import SpectrumLibrary
-from engine.preprocess import FILTERS, PRESETS, Pipeline, Step, preset
+from engine.preprocess import FILTERS, PRESETS, Pipeline, Step, pipeline, preset
 from engine.preprocess.fused import KernelSegment, compile_plan, run_plan
+
+
+@pytest.fixture(autouse=True)
+def _fused_at_any_size(monkeypatch):
+    """Pipelines fuse libraries of any size here (small ones otherwise go step by step)."""
+    monkeypatch.setattr(pipeline, "FUSED_FROM_PEAKS", 0)
+
+
+def test_small_libraries_go_step_by_step(monkeypatch, pesticides):
+    """Below ``FUSED_FROM_PEAKS`` peaks nothing fused runs (nothing of it compiles)."""
+    monkeypatch.setattr(pipeline, "FUSED_FROM_PEAKS", pesticides.n_peaks + 1)
+    monkeypatch.setattr(pipeline, "run_plan", None)  # would fail if called
+    for name in PRESETS:
+        assert_same(preset(name)(pesticides), preset(name).reference(pesticides))
+
 
 #: Real parameter values for each filter, as pipelines use them.
 CHOICES = {

@@ -20,6 +20,16 @@ from engine import (
     read_library,
     search,
 )
+from engine.kernels.index_bounds import (
+    DENSE_ROW,
+    DENSE_ROWS,
+    INDEX_EPS,
+    KEY_ROUNDING,
+    NO_DENSE_ROWS,
+    dense_rows,
+)
+from engine.kernels.peak_index import library_peak_index
+from engine.kernels.spectrum_set import spectrum_set
 from engine.preprocess import Pipeline, Step
 
 STEP = 1.7e-5
@@ -123,3 +133,44 @@ def test_centroiding_merges_profile_points(profile_30k):
         total = profile_30k.peaks(s)[1].sum()
         assert intensity.sum() == pytest.approx(total, rel=1e-6)
     assert SearchParameters(preprocess='[["centroid", {"width": 0.02}]]').preprocess
+
+
+def _dense_row_taken(queries, library, tolerance: float) -> list[bool]:
+    """Per query row: whether ``accumulate_bounds`` would take the dense path (numpy)."""
+    index = library_peak_index(library, 0, len(library.norm))
+    taken = []
+    for q in range(len(queries.norm)):
+        qmz = queries.mz[queries.offsets[q] : queries.offsets[q + 1]]
+        widen = tolerance + INDEX_EPS + (np.abs(qmz) + tolerance) * KEY_ROUNDING
+        los = np.searchsorted(index.mz, qmz - widen, side="left")
+        his = np.searchsorted(index.mz, qmz + widen, side="right")
+        reached = np.zeros(len(index.mz), dtype=bool)
+        for lo, hi in zip(los, his, strict=True):
+            reached[lo:hi] = True
+        taken.append((his - los).sum() > DENSE_ROW * (reached.sum() + len(qmz)))
+    return taken
+
+
+def _set(lib):
+    return spectrum_set(lib.mz, lib.intensity, lib.offsets, np.ones(len(lib)), lib.precursor_mz)
+
+
+def test_dense_rows_only_where_a_row_can_be_dense(profile_30k, massbank_queries):
+    """Centroided queries never compile the dense bounds; profile ones (and doubt) do."""
+    tolerance = 0.02
+    profile = _set(profile_30k)
+    assert dense_rows(profile, 0, 3, tolerance) is DENSE_ROWS
+    assert any(_dense_row_taken(profile, profile, tolerance))
+    queries = _set(massbank_queries)  # a few of them profile spectra
+    marked = [dense_rows(queries, q, q + 1, tolerance) is DENSE_ROWS for q in range(1000)]
+    assert 0 < sum(marked) < 20
+    taken = _dense_row_taken(queries, queries, tolerance)
+    assert all(m for m, t in zip(marked, taken, strict=True) if t)  # never a dense row unmarked
+    # nine peaks within two windows of one spectrum: a library key may be in all nine windows
+    close = np.r_[np.linspace(100, 100 + 1.9 * tolerance, 9), 300.0, 400.0]
+    spread = np.r_[np.linspace(100, 100 + 2.4 * tolerance, 9), 300.0, 400.0]
+    for mz, expected in ((close, DENSE_ROWS), (spread, NO_DENSE_ROWS)):
+        two = spectrum_set(mz, np.ones(11), [0, 9, 11], np.ones(2), [np.nan, 500.0])
+        assert dense_rows(two, 0, 2, tolerance) is expected
+    unsorted = spectrum_set(close[::-1], np.ones(11), [0, 11], np.ones(1), [500.0])
+    assert dense_rows(unsorted, 0, 1, tolerance) is DENSE_ROWS

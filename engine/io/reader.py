@@ -32,8 +32,10 @@ from engine.report import SpectrumFileError
 
 __all__ = ["PARSERS", "LoadCancelled", "read_library"]
 
-#: Parsers :func:`read_library` offers.
-PARSERS = ("fast", "reference")
+#: Parsers :func:`read_library` offers for MGF (the reference is pyteomics, record by record).
+PARSERS = ("auto", "fast", "reference")
+#: ``parser="auto"``: plain files up to this size by the reference (nothing to compile).
+SMALL_FILE_BYTES = 8 << 20
 
 _NOT_FOUND_HINT = {
     "mgf": "no 'BEGIN IONS' line found",
@@ -42,10 +44,8 @@ _NOT_FOUND_HINT = {
     "mzxml": "no <mzXML> element found",
     "json": "no JSON list or object found",
 }
-#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB) ...
-_HEAD_BYTES = 1 << 16
-#: ... and read to choose it for a file read whole.
-_SNIFF_BYTES = 1 << 16
+#: Content read before the format is chosen (:func:`sniff_format` reads 64 KiB).
+_HEAD_BYTES = _SNIFF_BYTES = 1 << 16
 #: Largest file read in one call (and hashed beside the parse); larger ones go in blocks.
 _AT_ONCE_BYTES = 1 << 28
 
@@ -62,9 +62,8 @@ def _decoded(read: Callable[[str, LibraryBuilder], None]) -> Callable:
     return read_bytes
 
 
-#: Readers of the content by (format, parser); a fast reader is proven equal to its
-#: reference.  mzML and mzXML (one parser) are imported on first use: pyteomics, psims
-#: and lxml take half a second to import, and ``import engine`` stays quick.
+#: Readers by (format, parser), fast ones proven equal to their reference; mzML and
+#: mzXML import on first use (pyteomics, psims and lxml take half a second).
 _READERS: dict[tuple[str, str], Callable | str] = {
     ("mgf", "reference"): _decoded(read_mgf_text),
     ("msp", "reference"): _decoded(read_msp_text),
@@ -80,7 +79,7 @@ def read_library(
     path: str | Path,
     *,
     format: str | None = None,
-    parser: str = "fast",
+    parser: str = "auto",
     progress: Progress | None = None,
 ) -> SpectrumLibrary:
     """Read a spectral library file.
@@ -94,31 +93,27 @@ def read_library(
     format : {"mgf", "msp", "mzml", "mzxml", "json"}, optional
         Force a format.  By default it is told from the content; when the file
         name says otherwise the content wins (with a warning).
-    parser : {"fast", "reference"}, default "fast"
+    parser : {"auto", "fast", "reference"}, default "auto"
         ``"fast"`` reads MGF, MSP and JSON with numba scanners over the bytes and
         hands only unusual records to the reference reader (pyteomics for MGF,
         line by line for MSP, :mod:`json` for JSON) that ``"reference"`` uses for
-        all; both give the same library.  mzML and mzXML ignore it.
+        all; both give the same library.  ``"auto"``: the reference for a plain
+        file of at most :data:`SMALL_FILE_BYTES` (nothing to compile), else fast.
     progress : callable, optional
-        ``progress(done_bytes, total_bytes)``, bytes of the file on disk:
-        called at the start, now and then while the fast MGF parser reads
-        records (the file is read, hashed, un-gzipped and parsed in bounded
-        chunks), and at the end.  Returning ``False`` cancels the load
-        (:class:`LoadCancelled` is raised).
+        ``progress(done_bytes, total_bytes)`` (bytes on disk), now and then
+        while the file is read; returning ``False`` cancels (:class:`LoadCancelled`).
 
     Returns
     -------
     SpectrumLibrary
-        The valid spectra, with ``library.report`` (an :class:`ImportReport` of
-        skipped and repaired records) and ``library.source`` (path, sha256 of
-        the bytes on disk, format).  For mzML and mzXML only MS2 scans are read,
-        and MoNA JSON records of another MS level are skipped.
+        The valid (MS2) spectra, with ``library.report`` (an :class:`ImportReport`
+        of skipped and repaired records) and ``library.source`` (path, sha256, format).
 
     Raises
     ------
     SpectrumFileError
-        The file is missing, empty, binary, a truncated gzip, not in a
-        supported format, or holds no valid spectrum.
+        The file is missing, empty, binary, a truncated gzip, of no supported
+        format, or without a valid spectrum.
     ValueError
         ``format`` or ``parser`` is not one of the supported names.
     LoadCancelled
@@ -126,6 +121,8 @@ def read_library(
     """
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    if parser == "auto":
+        parser = "reference" if _small_plain(path) else "fast"
     whole = _plain_whole(path, format, parser)
     if whole is not None:  # read at once, hashed on a thread while it is parsed
         size = len(whole.data)
@@ -144,6 +141,17 @@ def read_library(
 def _streamed_mgf(head: bytes, format: str | None, parser: str) -> bool:
     """Whether a file starting with ``head`` is MGF for the fast parser (read as it streams)."""
     return parser == "fast" and (format or "mgf").lower() == "mgf" and sniff_format(head) == "mgf"
+
+
+def _small_plain(path: str | Path) -> bool:
+    """Whether ``path`` is a plain (not gzip) file of at most :data:`SMALL_FILE_BYTES`."""
+    if checked_size(path) > SMALL_FILE_BYTES:  # first: it refuses pipes (open would wait)
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) != GZIP_MAGIC
+    except OSError:  # reported by the reader
+        return False
 
 
 def _plain_whole(path: str | Path, format: str | None, parser: str) -> HashedBytes | None:

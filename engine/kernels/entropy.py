@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.sorting import stable_order
 from engine.kernels.threads import for_each_span
 
 __all__ = [
@@ -55,7 +56,7 @@ QUICKSORT_LIMIT = 4096
 @njit(cache=True)
 def _by_mz_drop_zero(mz, intensity, n):  # pragma: no cover - numba
     """Sort the first ``n`` peaks by m/z, dropping zero intensities; returns the new length."""
-    order = np.argsort(mz[:n], kind="mergesort")
+    order = stable_order(mz[:n])
     m = 0
     new_mz = mz[:n][order]
     new_int = intensity[:n][order]
@@ -73,7 +74,7 @@ def _intensity_order(intensity, n, order, stack):  # pragma: no cover - numba
     for k in range(n):
         order[k] = k
     if n > QUICKSORT_LIMIT:
-        by_intensity = np.argsort(-intensity[:n], kind="mergesort")
+        by_intensity = stable_order(-intensity[:n])
         for k in range(n):  # not a slice assignment (see rows.sort_row)
             order[k] = by_intensity[k]
         return
@@ -189,21 +190,16 @@ def _clean_span(
         )
 
 
-@njit(cache=True)
-def _packed(out_mz, out_int, offsets, counts):  # pragma: no cover - numba
-    ns = counts.shape[0]
-    new_offsets = np.zeros(ns + 1, dtype=np.int64)
-    for s in range(ns):
-        new_offsets[s + 1] = new_offsets[s] + counts[s]
-    mz_c = np.empty(new_offsets[ns], dtype=np.float64)
-    int_c = np.empty(new_offsets[ns], dtype=np.float64)
-    for s in range(ns):
-        a = offsets[s]
-        c = new_offsets[s]
-        for k in range(counts[s]):
-            mz_c[c + k] = out_mz[a + k]
-            int_c[c + k] = out_int[a + k]
-    return mz_c, int_c, new_offsets
+def _packed(
+    out_mz: np.ndarray, out_int: np.ndarray, offsets: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first ``counts[s]`` peaks of each spectrum's slice, packed (numpy: no compile)."""
+    new_offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_offsets[1:])
+    # each kept peak's position in the input: its spectrum's start plus its rank
+    within = np.arange(new_offsets[-1], dtype=np.int64) - np.repeat(new_offsets[:-1], counts)
+    take = np.repeat(offsets[:-1], counts) + within
+    return out_mz[take].astype(np.float64), out_int[take].astype(np.float64), new_offsets
 
 
 def clean_spectra(

@@ -14,8 +14,11 @@ tolerance of ``mz_q - prec_q``), searched with the query's own keys.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.entropy import pair_entropy
@@ -25,7 +28,10 @@ __all__ = [
     "DENSE_ROW",
     "INDEX_EPS",
     "LIST_SHARE",
+    "DENSE_ROWS",
+    "NO_DENSE_ROWS",
     "accumulate_bounds",
+    "dense_rows",
     "list_touched",
 ]
 
@@ -87,6 +93,77 @@ LIST_SHARE = 0.5
 DENSE_ROW = 8
 
 
+class DenseRows(NamedTuple):
+    """Marker: some query row may take :func:`_dense_bounds` (compiled only for it)."""
+
+    dense: bool = True
+
+
+class NoDenseRows(NamedTuple):
+    """Marker: no query row can take :func:`_dense_bounds` (:func:`dense_rows`)."""
+
+    dense: bool = False
+
+
+DENSE_ROWS = DenseRows()
+NO_DENSE_ROWS = NoDenseRows()
+
+
+def dense_rows(queries, q_start: int, q_stop: int, tolerance: float) -> NamedTuple:
+    """:data:`NO_DENSE_ROWS` when no row of queries ``[q_start, q_stop)`` can be a dense row.
+
+    A row is dense when its candidates outnumber ``DENSE_ROW`` × (the library
+    peaks they reach + its peaks).  A library key lies in the windows of at most
+    ``DENSE_ROW`` query peaks when, in every spectrum (m/z ascending), peaks
+    ``DENSE_ROW`` positions apart are more than two windows apart; then no row
+    is dense (for the modified cosine's shifted keys ``mz - precursor_mz`` too:
+    the same differences).  Centroided spectra always pass, so their searches
+    never compile :func:`_dense_bounds`.  Any doubt (unsorted or NaN peaks):
+    :data:`DENSE_ROWS`.  Either way the bounds are exact bounds: the dense path
+    only makes profile-mode rows fast.
+    """
+    offsets = queries.offsets
+    a = int(offsets[q_start])
+    mz = queries.mz[a : int(offsets[q_stop])]
+    if mz.shape[0] <= DENSE_ROW:
+        return NO_DENSE_ROWS
+    starts = np.asarray(offsets[q_start : q_stop + 1]) - a
+
+    def within(pos: np.ndarray, lag: int) -> bool:  # t and t + lag in one spectrum
+        first = np.searchsorted(starts, pos, side="right")
+        return bool(np.any(first == np.searchsorted(starts, pos + lag, side="right")))
+
+    if within(np.flatnonzero(mz[1:] < mz[:-1]), 1):
+        return DENSE_ROWS
+    precursor = np.asarray(queries.precursor_mz[q_start:q_stop])
+    precursor = np.abs(precursor[np.isfinite(precursor)])
+    top = float(np.abs(mz).max()) + (float(precursor.max()) if precursor.size else 0.0)
+    reach = 2.0 * (tolerance + INDEX_EPS + (top + tolerance) * KEY_ROUNDING) * (1 + 1e-9) + 1e-9
+    close = np.flatnonzero(~(mz[DENSE_ROW:] - mz[:-DENSE_ROW] > reach))  # NaN: close
+    return DENSE_ROWS if within(close, DENSE_ROW) else NO_DENSE_ROWS
+
+
+def _dense_if_marked(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt,
+                     touched, nt, listing, stop):  # fmt: skip
+    """:func:`_dense_bounds` for :data:`DENSE_ROWS`; -2 (not taken) for the other marker,
+    whose kernels compile none of it."""
+
+
+@overload(_dense_if_marked, jit_options={"cache": True})
+def _dense_if_marked_kind(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, bound,
+                          cnt, touched, nt, listing, stop):  # fmt: skip
+    if getattr(dense, "instance_class", None) is not DenseRows:
+        return lambda dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, \
+            touched, nt, listing, stop: -2  # fmt: skip
+
+    def impl(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, touched,
+             nt, listing, stop):  # fmt: skip  # pragma: no cover - numba
+        return _dense_bounds(qw, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt,
+                             touched, nt, listing, stop)  # fmt: skip
+
+    return impl
+
+
 @njit(cache=True, inline="always")
 def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
     """List column ``c`` the first time it gets a candidate; returns the new length.
@@ -98,9 +175,27 @@ def _touch(c, cnt, touched, nt):  # pragma: no cover - numba
     return nt + (cnt[c] == 0)
 
 
+@njit(cache=True, inline="always")
+def _first_index(keys, value, above):  # pragma: no cover - numba
+    """``np.searchsorted(keys, value, side="right" if above else "left")`` for keys and
+    a value without NaN (index keys are finite m/z): the first key ``> value`` (``above``)
+    or ``>= value``.  A binary search by hand: numba's ``searchsorted`` compiles its
+    NaN-aware comparisons for every key and value type (~1 s of a first search).
+    """
+    lo = 0
+    hi = keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < value or (above and keys[mid] == value):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True)
 def accumulate_bounds(
-    qmz, qw, imz, ispec, iw, tolerance, entropy, counting, bound, cnt, touched, nt, stop
+    qmz, qw, imz, ispec, iw, tolerance, entropy, counting, bound, cnt, touched, nt, stop, dense
 ):  # pragma: no cover - numba
     """Add the candidates of query peaks ``(qmz, qw)`` in index ``(imz, ispec, iw)``.
 
@@ -118,14 +213,17 @@ def accumulate_bounds(
     block list none (:func:`list_touched` then lists them in one pass over the
     block); ``nt`` is -1 when ``stop`` was set (the arrays are then left dirty).
     Rows whose candidates are far more than the library peaks they reach:
-    :func:`_dense_bounds`.
+    :func:`_dense_bounds`, when ``dense`` is :data:`DENSE_ROWS` (:func:`dense_rows`).
     """
     nq = qmz.shape[0]
     widen = tolerance + INDEX_EPS + (np.abs(qmz) + tolerance) * KEY_ROUNDING
     lows = qmz - widen
     highs = qmz + widen
-    los = np.searchsorted(imz, lows, side="left")
-    his = np.searchsorted(imz, highs, side="right")
+    los = np.empty(nq, dtype=np.int64)
+    his = np.empty(nq, dtype=np.int64)
+    for t in range(nq):
+        los[t] = _first_index(imz, lows[t], False)
+        his[t] = _first_index(imz, highs[t], True)
     total = 0
     reached = 0
     top = 0
@@ -135,9 +233,10 @@ def accumulate_bounds(
         top = max(top, his[t])
     listing = total <= LIST_SHARE * bound.shape[0]
     if total > DENSE_ROW * (reached + nq):
-        nt = _dense_bounds(qw, imz, ispec, iw, entropy, lows, highs, los, his,
-                           bound, cnt, touched, nt, listing, stop)  # fmt: skip
-        return nt, listing
+        dense_nt = _dense_if_marked(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his,
+                                    bound, cnt, touched, nt, listing, stop)  # fmt: skip
+        if dense_nt != -2:
+            return dense_nt, listing
     for t in range(nq):
         if cancelled(stop):
             return -1, listing

@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.peak_window import GROUP, window_mask
+from engine.kernels.sorting import stable_order
 from engine.kernels.threads import for_each_span
 
 __all__ = [
@@ -173,7 +174,7 @@ def _top_k(mz, intensity, pos, n, k, mask, scratch):  # pragma: no cover - numba
                 need -= 1
     else:
         ties = np.flatnonzero(intensity[:n] == kth)
-        order = np.argsort(mz[:n][ties], kind="mergesort")
+        order = stable_order(mz[:n][ties])
         for j in range(need):
             mask[ties[order[j]]] = True
     return _keep_masked(mz, intensity, pos, n, mask)

@@ -22,7 +22,7 @@ from numba import njit
 from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
-from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, list_touched
+from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, dense_rows, list_touched
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.score_kinds import CosineKind, ModifiedCosineKind, kind_marker, kind_score
@@ -168,19 +168,21 @@ def _can_reach_kind(marker, q, l, queries, library, tolerance, floor, colmax):
 
 
 def _shifted_bounds(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, nt,
-                    stop):  # fmt: skip
+                    stop, dense):  # fmt: skip
     """The modified cosine's shifted candidates added to :func:`_candidate_bounds`'s;
     returns ``(nt, listed)``.  Typed by ``marker``: the other kinds compile none."""
 
 
 @overload(_shifted_bounds, jit_options={"cache": True})
 def _shifted_bounds_kind(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work,
-                         nt, stop):  # fmt: skip
+                         nt, stop, dense):  # fmt: skip
     if getattr(marker, "instance_class", None) is not ModifiedCosineKind:
         return lambda marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, \
-            nt, stop: (nt, True)  # fmt: skip
+            nt, stop, dense: (nt, True)  # fmt: skip
 
-    def impl(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, nt, stop):
+    def impl(
+        marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work, nt, stop, dense
+    ):
         prec = queries.precursor_mz[q]
         if nt < 0 or prec != prec:  # NaN: no shifted candidates
             return nt, True
@@ -189,7 +191,7 @@ def _shifted_bounds_kind(marker, q, qmz, qw, queries, index, tolerance, entropy,
         # literals), and the keys read-only as its query peaks: accumulate_bounds compiles once
         return accumulate_bounds(read_only_view(qmz - prec), qw, index.loss, index.loss_spectrum,
                                  index.loss_weight, tolerance, entropy, counting, bound, cnt,
-                                 touched, nt, stop)  # fmt: skip
+                                 touched, nt, stop, dense)  # fmt: skip
 
     return impl
 
@@ -215,7 +217,7 @@ def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numb
 
 @njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _candidate_bounds(
-    q, queries, index, tolerance, marker, counting, bound, cnt, touched, stop
+    q, queries, index, tolerance, marker, counting, bound, cnt, touched, stop, dense
 ):  # pragma: no cover
     """Bounds and candidate counts of query ``q`` with the block's spectra.
 
@@ -229,9 +231,10 @@ def _candidate_bounds(
     entropy = marker.kind == ENTROPY
     nt, listed = accumulate_bounds(qmz, qw, index.mz, index.spectrum, index.weight,
                                    tolerance, entropy, counting, bound, cnt, touched,
-                                   np.int64(0), stop)  # fmt: skip
+                                   np.int64(0), stop, dense)  # fmt: skip
     nt, shifted_listed = _shifted_bounds(marker, q, qmz, qw, queries, index, tolerance, entropy,
-                                         counting, (bound, cnt, touched), nt, stop)  # fmt: skip
+                                         counting, (bound, cnt, touched), nt, stop,
+                                         dense)  # fmt: skip
     listed = listed and shifted_listed
     if nt >= 0 and not listed:  # (re)list them all, once each
         nt = list_touched(bound, cnt, touched)
@@ -240,7 +243,7 @@ def _candidate_bounds(
 
 @njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _indexed_row(
-    q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop
+    q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop, dense
 ):  # pragma: no cover - numba
     """One query row of :func:`indexed_kernel`; returns the number of hits written.
 
@@ -251,7 +254,7 @@ def _indexed_row(
     # one matched peak is implied by a candidate: the entropy search then counts none
     counting = marker.kind != ENTROPY or options.min_matches > 1
     nt = _candidate_bounds(q, queries, index, options.tolerance, marker, counting,
-                           bound, cnt, touched, stop)  # fmt: skip
+                           bound, cnt, touched, stop, dense)  # fmt: skip
     if nt < 0:
         bound[:] = 0.0
         cnt[:] = 0
@@ -370,13 +373,16 @@ def _row_hits(
 
 @njit(cache=True, nogil=True)  # nogil: run by several threads, the GUI thread meanwhile
 def indexed_rows(
-    start, stop_row, queries, library, q_start, l_start, l_stop, options, marker, index, rows, stop
-):  # pragma: no cover - numba
+    start, stop_row, queries, library, q_start, l_start, l_stop, options, marker, index, rows,
+    stop, dense,
+):  # fmt: skip  # pragma: no cover - numba
     """Rows ``[start, stop_row)`` of :func:`indexed_kernel` into ``rows``.
 
     ``marker`` is :func:`~engine.kernels.score_kinds.kind_marker` of ``options.kind``:
-    each score kind compiles only its own scoring code.  The span's rows share one
-    set of block-wide bound arrays, each row resetting only what it touched.
+    each score kind compiles only its own scoring code; ``dense``
+    (:func:`~engine.kernels.index_bounds.dense_rows`) likewise the dense rows' bounds.
+    The span's rows share one set of block-wide bound arrays, each row resetting only
+    what it touched.
     """
     row_l, row_s, row_m, counts = rows
     nl = l_stop - l_start
@@ -396,7 +402,7 @@ def indexed_rows(
             continue
         counts[r] = _indexed_row(
             q, queries, library, l_start, options, marker, index, scratch, work,
-            row_l[r], row_s[r], row_m[r], stop,
+            row_l[r], row_s[r], row_m[r], stop, dense,
         )  # fmt: skip
 
 
@@ -410,8 +416,9 @@ def indexed_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, 
     """
     rows = row_buffers(q_stop - q_start, width)
     marker = kind_marker(options.kind)
+    dense = dense_rows(queries, q_start, q_stop, float(options.tolerance))
     for_each_span(
         indexed_rows, q_stop - q_start,
-        queries, library, q_start, l_start, l_stop, options, marker, index, rows, stop,
+        queries, library, q_start, l_start, l_stop, options, marker, index, rows, stop, dense,
     )  # fmt: skip
     return rows

@@ -176,9 +176,12 @@ def scan_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, wid
     return rows
 
 
-@njit(cache=True)
-def row_buffers(nq, width):  # pragma: no cover - numba
-    """Per-row hit buffers ``(library position, score, matches)`` and row hit counts."""
+def row_buffers(nq: int, width: int) -> tuple[np.ndarray, ...]:
+    """Per-row hit buffers ``(library position, score, matches)`` and row hit counts.
+
+    numpy, not numba: the kernels get the same C-contiguous arrays, and a first
+    search compiles nothing for them.
+    """
     return (
         np.empty((nq, width), dtype=np.int64),
         np.empty((nq, width), dtype=np.float64),
@@ -187,9 +190,25 @@ def row_buffers(nq, width):  # pragma: no cover - numba
     )
 
 
-@njit(cache=True)
-def compact_rows(q_start, row_l, row_s, row_m, counts):  # pragma: no cover - numba
+#: Rows at most this wide (top-N searches) are compacted by numpy; wider ones (every
+#: hit kept: a library block wide) by :func:`_compact_wide`, which reads only the hits.
+NUMPY_COMPACT_WIDTH = 256
+
+
+def compact_rows(
+    q_start: int, row_l: np.ndarray, row_s: np.ndarray, row_m: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-row hit buffers as flat ``(query, library, score, matches)`` arrays, in row order."""
+    if row_l.shape[1] > NUMPY_COMPACT_WIDTH:
+        return _compact_wide(q_start, row_l, row_s, row_m, counts)
+    filled = np.arange(row_l.shape[1]) < counts[:, None]  # row-major: row order, then column
+    qi = np.repeat(np.arange(q_start, q_start + counts.shape[0], dtype=np.int64), counts)
+    return qi, row_l[filled], row_s[filled], row_m[filled]
+
+
+@njit(cache=True)
+def _compact_wide(q_start, row_l, row_s, row_m, counts):  # pragma: no cover - numba
+    """:func:`compact_rows` of wide rows."""
     total = 0
     for r in range(counts.shape[0]):
         total += counts[r]
