@@ -120,27 +120,55 @@ def dense_rows(queries, q_start: int, q_stop: int, tolerance: float) -> NamedTup
     the same differences).  Centroided spectra always pass, so their searches
     never compile :func:`_dense_bounds`.  Any doubt (unsorted or NaN peaks):
     :data:`DENSE_ROWS`.  Either way the bounds are exact bounds: the dense path
-    only makes profile-mode rows fast.
+    only makes profile-mode rows fast.  The flags of the whole set are computed
+    once (numpy) and kept for the set last asked about.
     """
-    offsets = queries.offsets
-    a = int(offsets[q_start])
-    mz = queries.mz[a : int(offsets[q_stop])]
+    global _last_flags
+    key = (_memory(queries.mz), _memory(queries.offsets), tolerance)
+    last = _last_flags  # one read: other threads may replace it
+    if last is not None and last[0] == key:
+        flags = last[1]
+    else:
+        flags = _dense_flags(queries, tolerance)
+        _last_flags = (key, flags)
+    return DENSE_ROWS if flags[q_start:q_stop].any() else NO_DENSE_ROWS
+
+
+#: ``(key of the query set last asked about, its per-spectrum flags)``.  The sets are
+#: read-only views made anew for each block, so the key is their memory; a stale entry
+#: could only cost speed (the bounds are exact with either marker).
+_last_flags = None
+
+
+def _memory(a: np.ndarray) -> tuple[int, int, int]:
+    """Where an array's data lies and its first and last values' bits (a cheap identity)."""
+    a = np.asarray(a)
+    if a.shape[0] == 0:
+        return (a.__array_interface__["data"][0], 0, 0)
+    ends = np.array([a[0], a[-1]], dtype=np.float64).view(np.int64)
+    return (a.__array_interface__["data"][0], a.shape[0], hash((int(ends[0]), int(ends[1]))))
+
+
+def _dense_flags(queries, tolerance: float) -> np.ndarray:
+    """Per spectrum of ``queries``: whether :func:`dense_rows` must allow a dense row."""
+    offsets = np.asarray(queries.offsets)
+    mz = np.asarray(queries.mz)
+    flags = np.zeros(offsets.shape[0] - 1, dtype=bool)
     if mz.shape[0] <= DENSE_ROW:
-        return NO_DENSE_ROWS
-    starts = np.asarray(offsets[q_start : q_stop + 1]) - a
+        return flags
 
-    def within(pos: np.ndarray, lag: int) -> bool:  # t and t + lag in one spectrum
-        first = np.searchsorted(starts, pos, side="right")
-        return bool(np.any(first == np.searchsorted(starts, pos + lag, side="right")))
+    def mark(pos: np.ndarray, lag: int) -> None:  # spectra holding both t and t + lag
+        first = np.searchsorted(offsets, pos, side="right") - 1
+        same = first == np.searchsorted(offsets, pos + lag, side="right") - 1
+        flags[first[same]] = True
 
-    if within(np.flatnonzero(mz[1:] < mz[:-1]), 1):
-        return DENSE_ROWS
-    precursor = np.asarray(queries.precursor_mz[q_start:q_stop])
+    mark(np.flatnonzero(mz[1:] < mz[:-1]), 1)
+    precursor = np.asarray(queries.precursor_mz)
     precursor = np.abs(precursor[np.isfinite(precursor)])
     top = float(np.abs(mz).max()) + (float(precursor.max()) if precursor.size else 0.0)
     reach = 2.0 * (tolerance + INDEX_EPS + (top + tolerance) * KEY_ROUNDING) * (1 + 1e-9) + 1e-9
-    close = np.flatnonzero(~(mz[DENSE_ROW:] - mz[:-DENSE_ROW] > reach))  # NaN: close
-    return DENSE_ROWS if within(close, DENSE_ROW) else NO_DENSE_ROWS
+    mark(np.flatnonzero(~(mz[DENSE_ROW:] - mz[:-DENSE_ROW] > reach)), DENSE_ROW)  # NaN: close
+    return flags
 
 
 def _dense_if_marked(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt,
