@@ -91,7 +91,7 @@ def test_the_mona_file_is_read_in_one_batch(monkeypatch):
         real(builder, batch, *args)
 
     monkeypatch.setattr(typed, "_flush", spy)
-    library = read_library(FORMATS / "mona.json")
+    library = read_library(FORMATS / "mona.json", parser="fast")
     assert [b for b in batches if b] == [5] and len(library) == 5
 
 
