@@ -10,21 +10,17 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.backends import Backend, PreparedSpectra, cpu_fallback, get_backend
-from engine.distributed.watch import STALL_TIMEOUT
+from engine.distributed import STALL_TIMEOUT, DaskSearchJob
 from engine.hits import HitTable
 from engine.io import load_library
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters, check_keywords
 from engine.search import CancelToken, SearchContext, SearchJob, SearchProgress
 from engine.search.fdr import FdrSearchJob, inner_search
-
-if TYPE_CHECKING:
-    from engine.distributed import DaskSearchJob
 
 __all__ = ["as_library", "parameters_with", "score_matrix", "search", "search_job"]
 
@@ -126,8 +122,6 @@ def search_job(
         return FdrSearchJob(inner, queries, library, params, keep_hits=keep_hits)
     callbacks = {"on_progress": on_progress, "on_message": on_message, "cancel_token": cancel_token}
     if client is not None:
-        from engine.distributed import DaskSearchJob  # Dask's side loads when it is used
-
         return DaskSearchJob(
             queries, library, params, client=client, backend=backend, own_client=own_client,
             stall_timeout=stall_timeout, **callbacks,
