@@ -19,17 +19,6 @@ COL = {c.key: k for k, c in enumerate(COLUMNS)}
 ACIDS = ("Citraconic acid", "Itaconic acid", "Mesaconic acid")  # all C5H6O4, [M-H]- 129.0188
 
 
-@pytest.fixture
-def window(qtbot, boxes):
-    from simms_gui._qt.main_window import MainWindow
-
-    w = MainWindow(persist_settings=False)
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.shutdown()
-
-
 @pytest.fixture(scope="module")
 def demo():
     queries = engine.load_library(demo_queries_path())

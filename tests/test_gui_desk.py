@@ -35,14 +35,6 @@ def new_window(qtbot):
     return w
 
 
-@pytest.fixture
-def window(qtbot, boxes):
-    w = new_window(qtbot)
-    w.show()
-    yield w
-    w.shutdown()
-
-
 def search(qtbot, window, **params):
     p = engine.SearchParameters(**params)
     with qtbot.waitSignal(window.searchFinished, timeout=180_000):
