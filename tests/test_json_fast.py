@@ -21,11 +21,10 @@ import pytest
 
 from engine.io import SpectrumFileError, read_library
 from engine.library import SpectrumLibrary
+from tests.same_library import assert_same_library
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMATS = ROOT / "tests" / "data" / "formats"
-
-_ARRAYS = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
 
 
 def _json_files() -> list[Path]:
@@ -34,19 +33,6 @@ def _json_files() -> list[Path]:
     if testdata:
         found += Path(testdata).glob("*.json")
     return sorted(found)
-
-
-def assert_same_library(fast: SpectrumLibrary, reference: SpectrumLibrary) -> None:
-    """Equal arrays (dtype, shape, bytes), metadata columns (names, order, values), report."""
-    for name in _ARRAYS:
-        a, b = getattr(fast, name), getattr(reference, name)
-        assert a.dtype == b.dtype and a.shape == b.shape, name
-        assert a.tobytes() == b.tobytes(), name
-    assert list(fast.metadata) == list(reference.metadata)
-    for key, column in fast.metadata.items():
-        assert column.tolist() == reference.metadata[key].tolist(), key
-    assert fast.report == reference.report
-    assert fast.source == reference.source
 
 
 def _assert_same(path: Path) -> None:

@@ -26,12 +26,12 @@ from engine.io import _build as build_module
 from engine.io import reader as reader_module
 from engine.io import stream as stream_module
 from engine.library import SpectrumLibrary
+from tests.same_library import assert_same_library
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 CORPUS = Path(__file__).parent / "data" / "malformed"
 
-_ARRAYS = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
 _READ = mgf_fast._read
 
 
@@ -39,20 +39,6 @@ def _mgf_files() -> list[Path]:
     found = [*DATA.glob("*.mgf*"), *(ROOT / "resources").glob("*.mgf")]
     found += (ROOT / "tests" / "data").rglob("*.mgf*")
     return sorted(found)
-
-
-def assert_same_library(fast: SpectrumLibrary, reference: SpectrumLibrary) -> None:
-    """Equal arrays (dtype, shape, bytes), metadata columns (names, order, values), report."""
-    for name in _ARRAYS:
-        a, b = getattr(fast, name), getattr(reference, name)
-        assert a.dtype == b.dtype and a.shape == b.shape, name
-        assert a.tobytes() == b.tobytes(), name
-    assert list(fast.metadata) == list(reference.metadata)
-    for key, column in fast.metadata.items():
-        assert column.dtype == reference.metadata[key].dtype, key
-        assert column.tolist() == reference.metadata[key].tolist(), key
-    assert fast.report == reference.report
-    assert fast.source == reference.source
 
 
 def _read(path: Path, parser: str) -> object:

@@ -19,11 +19,10 @@ import pytest
 
 from engine.io import SpectrumFileError, msp_scan, read_library
 from engine.library import SpectrumLibrary
+from tests.same_library import assert_same_library
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
-
-_ARRAYS = ("mz", "intensity", "offsets", "precursor_mz", "charge", "ion_mode")
 
 
 def _msp_files() -> list[Path]:
@@ -32,19 +31,6 @@ def _msp_files() -> list[Path]:
     if testdata:
         found += [*Path(testdata).glob("*.msp"), *Path(testdata).glob("*.msl")]
     return sorted(found)
-
-
-def assert_same_library(fast: SpectrumLibrary, reference: SpectrumLibrary) -> None:
-    """Equal arrays (dtype, shape, bytes), metadata columns (names, order, values), report."""
-    for name in _ARRAYS:
-        a, b = getattr(fast, name), getattr(reference, name)
-        assert a.dtype == b.dtype and a.shape == b.shape, name
-        assert a.tobytes() == b.tobytes(), name
-    assert list(fast.metadata) == list(reference.metadata)
-    for key, column in fast.metadata.items():
-        assert column.tolist() == reference.metadata[key].tolist(), key
-    assert fast.report == reference.report
-    assert fast.source == reference.source
 
 
 def _both(path: Path) -> list[object]:
