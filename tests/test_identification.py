@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from matchms import Spectrum
-from matchms.similarity import ModifiedCosineGreedy
 
 import engine
 from engine.export import hit_columns
+from tests.references import CosineGreedy, ModifiedCosineGreedy, Spectrum
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +107,6 @@ def test_reverse_score_ignores_query_peaks_absent_from_the_library_spectrum():
 def test_reverse_cosine_equals_cosine_of_partnered_query_peaks(massbank_queries, massbank_library):
     """Independent check: the reverse score is matchms' cosine after dropping the query's
     peaks that have no library peak within the tolerance."""
-    from matchms.similarity import CosineGreedy
 
     queries = massbank_queries.subset(np.arange(15))
     params = engine.SearchParameters(mode="custom", tolerance=0.02, precursor_tolerance=0.01)

@@ -18,10 +18,7 @@ from engine.kernels import (
     search_block,
 )
 from engine.kernels.greedy import SCRATCH_SIZE
-
-matchms = pytest.importorskip("matchms")
-from matchms import Spectrum  # noqa: E402
-from matchms.similarity import CosineGreedy, ModifiedCosineGreedy  # noqa: E402
+from tests.references import CosineGreedy, ModifiedCosineGreedy, Spectrum  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

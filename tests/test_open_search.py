@@ -12,12 +12,11 @@ from __future__ import annotations
 import ms_entropy  # the entropy reference (test extra)
 import numpy as np
 import pytest
-from matchms import Spectrum
-from matchms.similarity import ModifiedCosineGreedy
 
 import engine
 from engine.backends.base import PreparedSpectra, search_options
 from engine.kernels import library_peak_index, search_block
+from tests.references import ModifiedCosineGreedy, Spectrum
 
 P = engine.SearchParameters
 
