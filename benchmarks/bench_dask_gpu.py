@@ -259,9 +259,9 @@ def timeline(job, seconds: float) -> str:
     return "; ".join(parts)
 
 
-def kill_one_worker(args, client, procs, queries, library, params, npz, ref_hits) -> dict:
-    """One more timed search in which the last worker's process is killed after
-    ``args.kill_after`` seconds: the hits must stay identical; prints the recovery."""
+def with_last_worker_killed(client, procs, after: float, run):
+    """``run()`` while the last worker (``gpu<N-1>``) and its nanny are killed ``after``
+    seconds in: ``(run's result, worker name, its pid, seconds at the kill or nan)``."""
     import signal
     import threading
 
@@ -281,14 +281,24 @@ def kill_one_worker(args, client, procs, queries, library, params, npz, ref_hits
             pass
         killed.append(time.perf_counter() - t)
 
-    timer = threading.Timer(args.kill_after, kill)
+    timer = threading.Timer(after, kill)
     timer.start()
     try:
-        sec, first, job = timed_search(client, queries, library, params, npz, args.backend)
+        result = run()
     finally:
         timer.cancel()
+    return result, name, pid, (killed[0] if killed else float("nan"))
+
+
+def kill_one_worker(args, client, procs, queries, library, params, npz, ref_hits) -> dict:
+    """One more timed search in which the last worker's process is killed after
+    ``args.kill_after`` seconds: the hits must stay identical; prints the recovery."""
+    (sec, first, job), name, pid, at = with_last_worker_killed(
+        client, procs, args.kill_after,
+        lambda: timed_search(client, queries, library, params, npz, args.backend),
+    )  # fmt: skip
+    victim = procs[-1]
     same = identical(job.hits, ref_hits)
-    at = killed[0] if killed else float("nan")
     say(
         f"\n== worker killed mid-search: worker {name} (pid {pid}, nanny {victim.pid}) killed at "
         f"{at:.2f} s; the search finished at {sec:.2f} s ({sec - at:.2f} s after the kill) "

@@ -158,32 +158,12 @@ def _gpu_workers(n: int, threads: int, tasks: int) -> tuple[object, object, list
 
 def _killed_run(repo, batch, params, a, client, procs, reference) -> tuple:
     """The batch again with the last worker killed ``a.kill_after`` s in: seconds, check."""
-    import signal
-    import threading
+    from bench_dask_gpu import with_last_worker_killed
 
-    name = f"gpu{len(procs) - 1}"
-    workers = client.scheduler_info()["workers"]
-    address = next(w for w, info in workers.items() if info.get("name") == name)
-    pid = client.run(os.getpid, workers=[address])[address]
-    killed: list[float] = []
-    start = time.perf_counter()
-
-    def kill() -> None:  # the nanny first (it would start a new worker), then the worker
-        procs[-1].kill()
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        killed.append(time.perf_counter() - start)
-
-    timer = threading.Timer(a.kill_after, kill)
-    timer.start()
-    try:
-        _, total, hits = _timed(repo, batch, params, a, client)
-    finally:
-        timer.cancel()
+    (_, total, hits), name, _, at = with_last_worker_killed(
+        client, procs, a.kill_after, lambda: _timed(repo, batch, params, a, client)
+    )
     same, diff = _same(hits, reference)
-    at = killed[0] if killed else float("nan")
     text = f"worker {name} killed at {at:.1f} s: {'identical' if same else 'DIFFERENT'} hits"
     return total, f"{text} ({len(hits)}, max|diff| {diff:.1e})"
 
