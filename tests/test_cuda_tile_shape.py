@@ -44,19 +44,18 @@ def _planner(max_rows: int = 8192, max_cols: int = 32768) -> SimpleNamespace:
     ns = SimpleNamespace(
         max_rows=max_rows, max_cols=max_cols, device_top=True,
         _k=SimpleNamespace(SORT_MAX=2048),
-        _topn_kernels=lambda: SimpleNamespace(MAX_SEGMENTS=64, MERGE_MAX=2048),
+        _topn_kernels=lambda: SimpleNamespace(TILE_SEGMENTS_MAX=32768),
     )  # fmt: skip
-    ns._merge_cols = lambda top_n: CudaBackend._merge_cols(ns, top_n)
     ns.tiles = lambda batches, params, across: CudaBackend._tiles(ns, batches, params, across)
     return ns
 
 
 @pytest.mark.parametrize(("rows", "across", "width"), [
-    (1, True, 131072), (1, False, 131072), (1000, True, 131072), (3000, True, 88064),
+    (1, True, 1_000_003), (1, False, 1_000_003), (1000, True, 268288), (3000, True, 88064),
     (8192, True, 32768), (20000, True, 32768),
 ])  # fmt: skip
 def test_few_query_rows_get_wider_tiles_of_the_same_pairs(rows, across, width) -> None:
-    """One query against a repository shard: a few wide launches, every column once."""
+    """One query against a repository shard: one launch, every column once."""
     from engine.backends.base import Batch
     from engine.params import SearchParameters
 
@@ -70,3 +69,15 @@ def test_few_query_rows_get_wider_tiles_of_the_same_pairs(rows, across, width) -
         covered[t.q0 // 8192, t.l0 : t.l1] += 1
         assert [(a, b) for a, b, _ in t.segs] == sorted((a, b) for a, b, _ in t.segs)
     assert (covered == 1).all()
+
+
+def test_a_tile_has_at_most_the_segments_one_selection_grid_takes() -> None:
+    """One query against 10^8 columns: tiles of 32,768 segments of 2,048 columns."""
+    from engine.backends.base import Batch
+    from engine.params import SearchParameters
+
+    n = 100_000_000
+    batches = [Batch(0, 1, l0, min(l0 + (1 << 22), n)) for l0 in range(0, n, 1 << 22)]
+    tiles = _planner().tiles(batches, SearchParameters(precursor_tolerance=None), True)
+    assert max(len(t.segs) for t in tiles) == 32768
+    assert sum(t.l1 - t.l0 for t in tiles) == n and len(tiles) == 2

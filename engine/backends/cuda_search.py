@@ -132,14 +132,12 @@ class TileSearch:
         sort_max = self._k.SORT_MAX
         max_cols = self.max_cols if params.top_n > 0 else sort_max
         if params.top_n > 0:
-            # few query rows: wider tiles of the same pairs (fewer launches, e.g. one
-            # query against a repository shard), up to what one selection takes
+            # few query rows: wider tiles of the same pairs (fewer launches; one query
+            # against a repository shard is one tile), up to what one selection takes
             rows = min(max((b.q_stop - b.q_start for b in batches), default=1), self.max_rows)
-            widest = self._topn_kernels().MAX_SEGMENTS * sort_max
+            widest = self._topn_kernels().TILE_SEGMENTS_MAX * sort_max
             wide = self.max_rows * self.max_cols // max(rows, 1) // sort_max * sort_max
             max_cols = max(max_cols, min(wide, widest))
-        if across and self.device_top and params.top_n > 0:
-            max_cols = min(max_cols, self._merge_cols(params.top_n))
         return plan_tiles(batches, self.max_rows, max_cols, sort_max)
 
     def make_resident(
@@ -159,19 +157,6 @@ class TileSearch:
                 self._device_index(dl, l0, l1, False)
                 if shifted:
                     self._device_index(dl, l0, l1, True)
-
-    def _merge_cols(self, top_n: int) -> int:
-        """Most columns per tile whose selected hits one device top-N merge takes.
-
-        A power of two of ``SORT_MAX``-wide segments (so the library's batches cut
-        into equal tiles), at least one.
-        """
-        k = self._topn_kernels()
-        segs = min(k.MAX_SEGMENTS, k.MERGE_MAX // max(int(top_n), 1) - 1)
-        pow2 = 1
-        while pow2 * 2 <= segs:
-            pow2 *= 2
-        return pow2 * self._k.SORT_MAX
 
     def _topn_kernels(self) -> Any:
         from engine.kernels import cuda_topn  # device code: after the numpy shim

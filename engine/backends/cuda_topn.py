@@ -72,14 +72,14 @@ class DeviceTop:
     def usable(kernels: Any, tiles: list[Tile], batches: list[Batch], top_n: int) -> bool:
         """Whether a run can keep its top-N on the device.
 
-        Needs ``0 < top_n <= MERGE_THREADS``, tiles whose segments fit one merge,
-        and batches whose query ranges are equal or disjoint (so each query's
-        last batch is known).
+        Needs ``0 < top_n <= MERGE_THREADS`` (a merge pass then takes at least one
+        segment), tiles of at most ``TILE_SEGMENTS_MAX`` segments, and batches
+        whose query ranges are equal or disjoint (so each query's last batch is
+        known).
         """
-        if not 0 < top_n <= kernels.MERGE_THREADS:
+        if not 0 < top_n <= kernels.MERGE_THREADS or 2 * top_n > kernels.MERGE_MAX:
             return False
-        segs = max(len(t.segs) for t in tiles)
-        if segs > kernels.MAX_SEGMENTS or top_n * (segs + 1) > kernels.MERGE_MAX:
+        if max(len(t.segs) for t in tiles) > kernels.TILE_SEGMENTS_MAX:
             return False
         ranges = sorted({(b.q_start, b.q_stop) for b in batches})
         return all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False))

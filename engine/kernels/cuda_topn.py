@@ -22,6 +22,7 @@ from numba import cuda, float64, int32, int64
 __all__ = [
     "MAX_SEGMENTS",
     "MERGE_THREADS",
+    "TILE_SEGMENTS_MAX",
     "Accumulator",
     "RunningTop",
     "merge_top_kernel",
@@ -30,10 +31,14 @@ __all__ = [
 
 #: Threads per block of :func:`merge_top_kernel`; ``top_n`` may not exceed it.
 MERGE_THREADS = 256
-#: Most column segments per tile row that :func:`merge_top_kernel` merges.
-MAX_SEGMENTS = 64
-#: Entries one merge sorts (``top_n * (segments + 1)`` must fit).
+#: Most column segments :func:`merge_top_kernel` merges in one pass (a tile's
+#: segments are merged in passes of at most this many).
+MAX_SEGMENTS = 128
+#: Entries one pass sorts (``top_n * (segments of the pass + 1)`` must fit).
 MERGE_MAX = 2048
+#: Most column segments of one tile: the selection's grid has a block per (row,
+#: segment), and a grid's y dimension holds at most 65,535.
+TILE_SEGMENTS_MAX = 32768
 #: Shared-memory slots of the segment starts (a compile-time constant for numba).
 _STARTS = MAX_SEGMENTS + 1
 
@@ -95,11 +100,13 @@ def merge_top_kernel(
     Grid ``(rows,)``, :data:`MERGE_THREADS` threads.  Row ``r`` (query
     ``q_first + r``) has ``seg_n[r * segments + g]`` hits of segment ``g`` at
     ``(r * segments + g) * top_n + i`` of ``hit_*`` (``hit_c``: tile columns,
-    library position ``l_first + column``).  They and the query's entries of
-    ``acc`` (an :class:`Accumulator`) are sorted in shared memory by score
-    (descending) and original library index ``index[position]`` (ascending) and
-    the first ``top_n`` become the new entries; with ``top_n`` entries the floor
-    rises to the last one's score.
+    library position ``l_first + column``).  In passes over consecutive segments
+    (as many as ``top_n * (segments + 1) <= MERGE_MAX`` allows, at most
+    :data:`MAX_SEGMENTS`), they and the query's entries of ``acc`` (an
+    :class:`Accumulator`) are sorted in shared memory by score (descending) and
+    original library index ``index[position]`` (ascending) and the first
+    ``top_n`` become the new entries; with ``top_n`` entries the floor rises to
+    the last one's score.
     """
     keys = cuda.shared.array(MERGE_MAX, float64)
     rank = cuda.shared.array(MERGE_MAX, int64)
@@ -108,16 +115,30 @@ def merge_top_kernel(
     r = cuda.blockIdx.x
     q = q_first + r
     tid = cuda.threadIdx.x
+    per_pass = min(MAX_SEGMENTS, MERGE_MAX // top_n - 1)
+    for g0 in range(0, segments, per_pass):
+        n_seg = min(per_pass, segments - g0)
+        if tid == 0:
+            start[0] = acc.count[q]
+            for g in range(n_seg):
+                start[g + 1] = start[g] + seg_n[r * segments + g0 + g]
+        cuda.syncthreads()
+        if start[n_seg] > start[0]:  # new hits for this query (the same for every thread)
+            _merge_pass(hit_c, hit_s, hit_m, g0, n_seg, segments, top_n, l_first, index, acc,
+                        r, q, keys, rank, slot, start)  # fmt: skip
+        cuda.syncthreads()  # acc and start are read by the next pass
+
+
+@cuda.jit(device=True)
+def _merge_pass(
+    hit_c, hit_s, hit_m, g0, n_seg, segments, top_n, l_first, index, acc, r, q, keys, rank,
+    slot, start,
+):  # pragma: no cover - device code  # fmt: skip
+    """One pass of :func:`merge_top_kernel`: segments ``g0:g0 + n_seg`` of row ``r``."""
+    tid = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    if tid == 0:
-        start[0] = acc.count[q]
-        for g in range(segments):
-            start[g + 1] = start[g] + seg_n[r * segments + g]
-    cuda.syncthreads()
     n_acc = start[0]
-    total = start[segments]
-    if total == n_acc:  # nothing new for this query
-        return
+    total = start[n_seg]
     size = 1
     while size < total:
         size *= 2
@@ -130,7 +151,7 @@ def merge_top_kernel(
             g = 0
             while start[g + 1] <= t:
                 g += 1
-            pos = (r * segments + g) * top_n + (t - start[g])
+            pos = (r * segments + g0 + g) * top_n + (t - start[g])
             keys[t] = hit_s[pos]
             rank[t] = index[l_first + hit_c[pos]]
             slot[t] = pos
