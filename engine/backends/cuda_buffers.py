@@ -31,7 +31,7 @@ class Resident:
     host: PreparedSpectra | None = None
     heavy: dict | None = None  # threshold -> (device heavy, device counts)
     bound: dict | None = None  # bound pruning: weight check, eps, device peak indexes
-    orders: dict | None = None  # tile columns -> their order by peak count (host)
+    orders: dict | None = None  # tile columns -> their order (device arrays)
 
     @property
     def spectrum_set(self) -> SpectrumSet:
@@ -82,8 +82,7 @@ class TileSlot:
         self.seg_n = cuda.device_array(max(rows * segs, 1), dtype=np.int32)
         self.merged = None  # event: the running top-N merged this slot's hits
         self.done = None  # event: the GPU finished the slot's tile (counters copied)
-        self.cols_dev = cuda.device_array(cols, dtype=np.int32)
-        self.cols_host = cuda.pinned_array(cols, dtype=np.int32)
+        self.cols_dev = cuda.device_array(1, dtype=np.int32)  # a placeholder (listed pairs)
         self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)
         self.segs_host = cuda.pinned_array(segs + 1, dtype=np.int32)
         self.counts_host = cuda.pinned_array(2, dtype=np.int32)

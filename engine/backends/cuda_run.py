@@ -75,7 +75,7 @@ class TileRun:
         self.slots = backend._slots_for(self.tiles, params, self.top is not None)
         if self.dl.orders is None:  # column orders of tiles, reused by later runs
             self.dl.orders = {}
-        self.orders: dict[tuple[int, int], Any] = self.dl.orders
+        self.orders: dict[tuple[int, int, bool], Any] = self.dl.orders
         self.pending: deque[tuple[Tile, TileSlot]] = deque()
         self.queue = (
             PairQueue(backend, queries, library, self.dq, self.dl, params)

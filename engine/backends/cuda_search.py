@@ -192,7 +192,7 @@ class TileSearch:
         dq: Resident,
         dl: Resident,
         params: SearchParameters,
-        orders: dict[tuple[int, int], np.ndarray],
+        orders: dict[tuple[int, int, bool], Any],
         top: DeviceTop | None = None,
     ) -> None:
         """Queue score and select kernels of one tile and the copy of its counters."""
@@ -204,26 +204,17 @@ class TileSearch:
         self._mark(s, "start")
         bounded = self._bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
         self._mark(s, "bound")
-        if bounded == self._k.BOUNDS_LISTED:
-            pass  # the score kernel reads the listed pairs, not the columns
-        elif bounded:  # few pairs are merged; library order keeps the buffer accesses coalesced
-            slot.cols_host[:ncols] = np.arange(tile.l0, tile.l1, dtype=np.int32)
-        else:  # columns by peak count (similar work per warp), kept with the resident library
-            key = (tile.l0, tile.l1)
-            if key not in orders:
-                order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
-                orders[key] = order.astype(np.int32)
-            slot.cols_host[:ncols] = orders[key]
+        cols = slot.cols_dev  # unread with listed pairs: the kernel reads the list
+        if bounded != self._k.BOUNDS_LISTED:
+            cols = self._columns(tile, dl, orders, by_count=not bounded)
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
         slot.segs_host[len(tile.segs)] = ncols
-        if bounded != self._k.BOUNDS_LISTED:
-            slot.cols_dev.copy_to_device(slot.cols_host, stream=s)
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
         self._score(
-            slot, dq, dl, tile.q0, nrows, slot.cols_dev, ncols, tile.l0, params, prune,
+            slot, dq, dl, tile.q0, nrows, cols, ncols, tile.l0, params, prune,
             bounded=bounded, floor=floor,
         )  # fmt: skip
         self._mark(s, "score")
@@ -239,6 +230,23 @@ class TileSearch:
         slot.counts.copy_to_host(slot.counts_host, stream=s)
         slot.done = self._cuda.event()
         slot.done.record(s)
+
+    def _columns(self, tile: Tile, dl: Resident, orders: dict, by_count: bool) -> Any:
+        """The device array of a tile's library columns, kept with the resident library.
+
+        ``by_count``: ordered by peak count (similar work per warp, when every pair
+        is merged); otherwise in library order (few pairs pass the bound, and
+        library order keeps their buffer accesses coalesced).  Copied once, before
+        any stream may read it (tiles of other query rows share it).
+        """
+        key = (tile.l0, tile.l1, by_count)
+        if key not in orders:
+            if by_count:
+                order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
+            else:
+                order = np.arange(tile.l0, tile.l1)
+            orders[key] = self._cuda.to_device(order.astype(np.int32))
+        return orders[key]
 
     @staticmethod
     def _finished(slot: TileSlot) -> bool:
