@@ -13,7 +13,7 @@ the caller's thread held the GIL against the rescoring threads
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,8 +69,9 @@ class TileRun:
             for b in t.batches:
                 self.left[b] += 1
         self.parts: dict[int, list] = {}
+        # batches with more than one segment in a tile: their hits are selected again
         self.wide = {
-            b for t in self.tiles for b in t.batches if sum(1 for *_, sb in t.segs if sb == b) > 1
+            b for t in self.tiles for b, n in Counter(sb for *_, sb in t.segs).items() if n > 1
         }
         self.slots = backend._slots_for(self.tiles, params, self.top is not None)
         if self.dl.orders is None:  # column orders of tiles, reused by later runs
