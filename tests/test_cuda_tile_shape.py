@@ -42,7 +42,7 @@ def _planner(max_rows: int = 8192, max_cols: int = 32768) -> SimpleNamespace:
     from engine.backends.cuda import CudaBackend
 
     ns = SimpleNamespace(
-        max_rows=max_rows, max_cols=max_cols, device_top=True,
+        max_rows=max_rows, max_cols=max_cols, device_top=True, few_rows=16, reuse_segments=64,
         _k=SimpleNamespace(SORT_MAX=2048),
         _topn_kernels=lambda: SimpleNamespace(TILE_SEGMENTS_MAX=32768),
     )  # fmt: skip
@@ -51,11 +51,12 @@ def _planner(max_rows: int = 8192, max_cols: int = 32768) -> SimpleNamespace:
 
 
 @pytest.mark.parametrize(("rows", "across", "width"), [
-    (1, True, 1_000_003), (1, False, 1_000_003), (1000, True, 268288), (3000, True, 88064),
-    (8192, True, 32768), (20000, True, 32768),
+    (1, True, 1_000_003), (1, False, 1_000_003), (16, True, 1_000_003), (17, True, 131072),
+    (1000, True, 131072), (3000, True, 88064), (8192, True, 32768), (20000, True, 32768),
 ])  # fmt: skip
 def test_few_query_rows_get_wider_tiles_of_the_same_pairs(rows, across, width) -> None:
-    """One query against a repository shard: one launch, every column once."""
+    """One query against a repository shard: one launch; many rows: tiles whose library
+    peaks the rows share (at most 64 segments); every column once."""
     from engine.backends.base import Batch
     from engine.params import SearchParameters
 

@@ -56,6 +56,16 @@ class TileSearch:
     #: Flushes of fewer flagged pairs than this go to the host's threads instead: a
     #: launch waits for its longest merge, one GPU thread, where a CPU core is faster.
     pair_gpu_min: int = 1 << 14
+    #: Tiles of up to this many query rows may span a whole selection grid's columns
+    #: (a repository shard for one query: 0.32 s against 1.15 s for an open query
+    #: over 3e8 spectra on 4 H200s).  Tiles of more rows stay at most
+    #: ``reuse_segments`` selection segments wide: at 1,000 rows, 131,072 columns
+    #: searched faster than 268,288 (8.9 against 11.3 s, 3e7 spectra, one H200; 22.3
+    #: against 27.2 s over 3e8 on four);
+    #: the rows re-read the tile's library peaks, which then fit the GPU's L2 cache
+    #: (a likely reason, not measured; nor is the best cut between 1 and 1,000 rows).
+    few_rows: int = 16
+    reuse_segments: int = 64
     #: Diagnostics: flagged pairs scored by the pair kernel; flagged pairs the host
     #: bounded against their query's running top-N floor (above the threshold).
     gpu_scored_pairs: int = 0
@@ -132,10 +142,14 @@ class TileSearch:
         sort_max = self._k.SORT_MAX
         max_cols = self.max_cols if params.top_n > 0 else sort_max
         if params.top_n > 0:
-            # few query rows: wider tiles of the same pairs (fewer launches; one query
-            # against a repository shard is one tile), up to what one selection takes
+            # fewer query rows: wider tiles of the same pairs (fewer launches); a few
+            # rows, up to what one selection takes (one query against a repository
+            # shard is one tile)
             rows = min(max((b.q_stop - b.q_start for b in batches), default=1), self.max_rows)
-            widest = self._topn_kernels().TILE_SEGMENTS_MAX * sort_max
+            segments = self.reuse_segments
+            if rows <= self.few_rows:
+                segments = self._topn_kernels().TILE_SEGMENTS_MAX
+            widest = segments * sort_max
             wide = self.max_rows * self.max_cols // max(rows, 1) // sort_max * sort_max
             max_cols = max(max_cols, min(wide, widest))
         return plan_tiles(batches, self.max_rows, max_cols, sort_max)
