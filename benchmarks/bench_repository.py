@@ -124,6 +124,22 @@ def _brute_force(repo, queries, params) -> engine.HitTable:
     return engine.HitTable.from_arrays(q[top], l[top], s[top], m[top])
 
 
+def _check_alone(repo, queries, params, a, client, n: int = 5) -> str:
+    """The first ``n`` queries searched one at a time (the widest tiles on a GPU)
+    against the one-process CPU search of all ``n`` at once."""
+    q = queries.subset(np.arange(min(n, len(queries))))
+    alone = []
+    for k in range(len(q)):
+        hits = _timed(repo, q.subset([k]), params, a, client)[2]
+        alone.append(
+            engine.HitTable.from_arrays(
+                np.full(len(hits), k), hits.library_index, hits.score, hits.matches
+            )
+        )
+    same, diff = _same(engine.HitTable.concat(alone), repo.search(q, params, backend="cpu").run())
+    return f"{len(q)} queries alone: {'same' if same else 'DIFFERENT'} (max|diff| {diff:.1e})"
+
+
 def _check(repo, queries, params, hits) -> str:
     """The first 20 queries' hits against the one-process CPU search over the same
     shards (same pairs and match counts, scores within 1e-9) and, with a top N,
@@ -241,7 +257,10 @@ def main() -> None:
             _timed(repo, queries.subset([k + 1]), params, a, client)[:2] for k in range(a.repeat)
         ]
         batch_first, batch_total, hits = _timed(repo, batch, params, a, client)
-        check = _check(repo, batch, params, hits) if a.check else "-"
+        check = "-"
+        if a.check:
+            alone = _check_alone(repo, queries, params, a, client)
+            check = f"{_check(repo, batch, params, hits)}; {alone}"
         if procs and a.kill_after > 0 and label.endswith("open"):
             killed_s, text = _killed_run(repo, batch, params, a, client, procs, hits)
             check = f"{check}; batch again in {killed_s:.2f} s, {text}"
