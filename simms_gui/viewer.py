@@ -120,13 +120,13 @@ class Viewer:
         ValueError
             ``path`` holds no repository (the message says why).
         """
-        repository = self.session.open_repository(path)
+        repository = self.session.repositories.open(path)
         self._app.processEvents()
         return repository
 
     def close_repository(self) -> None:
         """Search the active library again."""
-        self.session.close_repository()
+        self.session.repositories.close()
 
     def repository_summary(self, by: str = "file"):
         """Per query, the repository files (``by="file"``) or datasets holding its hits.
@@ -136,7 +136,7 @@ class Viewer:
         pandas.DataFrame or None
             ``engine.Repository.summary`` of the last repository search's hits.
         """
-        return self.session.repository_summary(by)
+        return self.session.repositories.summary(by)
 
     def _open(self, path: str | Path, kind: str) -> SpectrumLibrary:
         return self.session.open(path, kind)

@@ -66,19 +66,19 @@ def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path, mo
     opened = []
     s.events.repository.connect(opened.append)
     s.open(query_file, "queries")
-    assert s.open_repository(repo.path).path == repo.path
+    assert s.repositories.open(repo.path).path == repo.path
     assert opened[0].synthetic and opened[0].spectra == 3000 and opened[0].files == 8
     assert opened[0].info.startswith("SYNTHETIC repository")
     task = s.search(PARAMS, backend="cpu")
     assert task.state == "done" and s.state == "idle" and not s.stale
     queries = s.queries.spectra
     hits, by_file, by_dataset = expected_of(repo, queries)
-    same_hits(s.repository_hits, hits)
+    same_hits(s.repositories.hits, hits)
     # the final summary event and the session's summary are the engine's own
     assert seen[-1].final and seen[-1].synthetic
     pd.testing.assert_frame_equal(seen[-1].files, by_file)
     pd.testing.assert_frame_equal(seen[-1].datasets, by_dataset)
-    pd.testing.assert_frame_equal(s.repository_summary("file"), by_file)
+    pd.testing.assert_frame_equal(s.repositories.summary("file"), by_file)
     # the summaries announced as shards finished: the final one's rows of their queries
     early = [e for e in seen if not e.final]
     assert early and len(early[0].files) < len(by_file)
@@ -91,8 +91,8 @@ def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path, mo
     assert last.shards_done == last.shards_total > 1 and last.first_hits_seconds is not None
     # each hit spectrum is the repository's stored spectrum, with its file and position
     stored = repo.library()
-    frame = s.repository_hits_frame()
-    spectra = s.hit_spectra
+    frame = s.repositories.hits_frame()
+    spectra = s.repositories.hit_spectra
     for k in range(len(spectra.index)):
         mz, intensity = s.hits_library.peaks(k)
         mz0, int0 = stored.peaks(int(spectra.index[k]))
@@ -116,17 +116,17 @@ def test_session_searches_a_repository_without_qt(repo, query_file, tmp_path, mo
 def test_stopped_repository_search_keeps_the_final_hits(repo, query_file, tmp_path):
     s = Session()
     s.open(query_file, "queries")
-    s.open_repository(repo.path)
+    s.repositories.open(repo.path)
     s.events.repository_progress.connect(lambda p: s.cancel() if p.shards_done >= 1 else None)
     task = s.search(PARAMS, backend="cpu")
     assert task.state == "cancelled" and s.cancelled
-    kept = s.repository_hits
+    kept = s.repositories.hits
     done = np.unique(kept.query_index)
     expected, _, _ = expected_of(repo, s.queries.spectra)
     assert 0 < len(done) < len(np.unique(expected.query_index))
     same_hits(kept, expected.take(np.flatnonzero(np.isin(expected.query_index, done))))
     assert len(s.incomplete) and not np.isin(s.incomplete, done).any()
-    pd.testing.assert_frame_equal(s.repository_summary(), repo.summary(kept, s.queries.spectra))
+    pd.testing.assert_frame_equal(s.repositories.summary(), repo.summary(kept, s.queries.spectra))
     # session files keep no repository hits: a one-line reason instead of a half-saved file
     from simms_gui.model.session_file import save_session
 
@@ -176,11 +176,11 @@ def check_window(window, repo, boxes):
     s = window.session
     queries = s.queries.spectra
     hits, by_file, by_dataset = expected_of(repo, queries)
-    same_hits(s.repository_hits, hits)
+    same_hits(s.repositories.hits, hits)
     # the hit table shows the session's hits, each with its source file
     model = window.results.model
     shown = model.hit_table(visible=False).sorted()
-    same_hits(s.hit_spectra.repository_hits(shown).sorted(), hits)
+    same_hits(s.repositories.hit_spectra.repository_hits(shown).sorted(), hits)
     files = set(Path(f).name for f in by_file["file"])
     assert {Path(model.row_of(r)["library"]).name for r in range(model.rowCount())} <= files
     frame = repo.hits_frame(hits, queries)
@@ -267,7 +267,7 @@ def test_viewer_opens_and_searches_a_repository(qtbot, repo, query_file):
         assert viewer.open_repository(repo.path).synthetic
         viewer.search(backend="cpu", top_n=5).wait()
         hits, by_file, by_dataset = expected_of(repo, viewer.queries)
-        same_hits(viewer.session.repository_hits, hits)
+        same_hits(viewer.session.repositories.hits, hits)
         pd.testing.assert_frame_equal(viewer.repository_summary(), by_file)
         pd.testing.assert_frame_equal(viewer.repository_summary("dataset"), by_dataset)
         assert len(viewer.hits) == len(hits)

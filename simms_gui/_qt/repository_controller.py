@@ -1,7 +1,7 @@
 """The window's repository: File → Open repository…, its info, its searches' summary.
 
 A repository (a folder with ``repository.json``, see ``docs/repository.md``)
-opened here becomes what Search searches (``session.open_repository``); the
+opened here becomes what Search searches (``session.repositories.open``); the
 search runs through the session like any other (the Search panel's backend:
 CPU, GPU, or the Dask cluster at the typed address).  This controller only
 listens: ``repository`` (the Spectra panel shows its info), ``repository_progress``
@@ -81,7 +81,7 @@ class RepositoryController:
     def open(self, path: str | Path) -> Repository | None:
         """Open the repository at ``path`` as the search target (None: an error box says why)."""
         try:
-            repository = self.session.open_repository(path)
+            repository = self.session.repositories.open(path)
         except (ValueError, RuntimeError) as exc:
             self.desk.error("Cannot open repository", str(exc))
             return None
@@ -92,12 +92,12 @@ class RepositoryController:
         if self.session.state == "running":
             self.desk.inform("Repository", "Stop the search before closing the repository.")
             return
-        self.session.close_repository()
+        self.session.repositories.close()
 
     def export(self, path: str | Path | None = None, by: str | None = None) -> Path | None:
         """Write the summary shown (or grouped ``by``) to CSV or XLSX; asks where without a path."""
         by = by or self.panel.by
-        if self.session.repository_hits is None:
+        if self.session.repositories.hits is None:
             self.desk.inform("Nothing to export", "Search a repository first.")
             return None
         if path is None:
@@ -110,7 +110,7 @@ class RepositoryController:
                 path = path.with_name(path.name + (".xlsx" if "xlsx" in chosen else ".csv"))
         return self.desk.write(
             f"the repository summary per {by}", path,
-            lambda: self.session.export_repository_summary(path, by),
+            lambda: self.session.repositories.export_summary(path, by),
         )  # fmt: skip
 
     # -- what the session announces -------------------------------------------------
@@ -174,7 +174,7 @@ class RepositoryController:
         label = self.search_panel.progress_view.label
         label.setText(text if event.outcome == "done" else f"Stopped: {text}; hits kept")
         self.desk.log(f"Repository search {event.outcome}: {text}", status=False)
-        summary = self.session.repository_summary_event
+        summary = self.session.repositories.summary_event
         if summary is not None:
             files, datasets = summary.files, summary.datasets
             self.desk.log(

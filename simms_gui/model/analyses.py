@@ -186,7 +186,7 @@ class NetworkTask(Task):
         super().__init__("network")
         self.session, self.request = session, request
         self.cpu_threads = cpu_threads if cpu_threads is not None else session.runner.cpu_threads
-        self.spectra, self.label = session.network_inputs(request)
+        self.spectra, self.label = network_inputs(session, request)
 
     @property
     def network(self) -> SpectrumNetwork | None:
@@ -263,3 +263,17 @@ class HeatmapTask(Task):
         finally:
             self.session.finish_heatmap(self.request, scores, error)
         return scores
+
+
+def network_inputs(session: Any, request: NetworkRequest) -> tuple[SpectrumLibrary, object]:
+    """The spectra a request networks, and the library that labels them (or None)."""
+    queries = session.queries
+    spectra = queries.spectra if request.source == "queries" and queries else None
+    if request.source == "library":
+        spectra = session.library
+    if spectra is None:
+        raise RuntimeError(f"open {request.source} first")
+    label = session.library if request.label_with_library and request.source == "queries" else None
+    if request.label_with_library and label is None:
+        raise RuntimeError("open a library to label the network's spectra with")
+    return spectra, label

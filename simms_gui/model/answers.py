@@ -265,7 +265,7 @@ def write_hits(
     if session.hits_queries is None or session.hits_library is None:
         raise RuntimeError("no search has been run yet")
     table = session.select_hits(hits or "all") if hits is None or isinstance(hits, str) else hits
-    spectra = getattr(session, "hit_spectra", None)
+    spectra = session.repositories.hit_spectra
     if spectra is not None and session.hits_library is spectra.library:
         # a repository's hits: each with its repository index, file, dataset and scan
         from simms_gui.model.repository import write_frame

@@ -135,7 +135,7 @@ class Restored:
 
 @dataclass(frozen=True)
 class RepositoryOpened:
-    """A repository became the search target (:meth:`Session.open_repository`).
+    """A repository became the search target (:meth:`RepositorySearches.open`).
 
     Attributes
     ----------

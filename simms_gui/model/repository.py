@@ -1,6 +1,6 @@
 """A repository of spectra (:class:`engine.Repository`) as a session's search target.
 
-While a repository is open (:meth:`RepositoryTarget.open_repository`) the
+While a repository is open (:meth:`RepositorySearches.open`) the
 session's searches run :class:`RepositorySearchTask` through the same runner:
 the engine's repository search over the shards, here (``cpu``, ``cuda``,
 ``auto``) or on a Dask cluster (``dask`` with the typed address).  Its final
@@ -36,7 +36,7 @@ __all__ = [
     "RESIDENT_BYTES",
     "HitSpectra",
     "RepositorySearchTask",
-    "RepositoryTarget",
+    "RepositorySearches",
     "write_frame",
 ]
 
@@ -231,7 +231,7 @@ class RepositorySearchTask(SearchTask):
         summary = RepositorySummary(
             by_file, by_dataset, self.repository.path.name, self.repository.synthetic, final
         )
-        s.repository_summary_event = summary
+        s.repositories.summary_event = summary
         s.events.repository_summary.emit(summary)
 
     # -- what the session reads when the search ends ------------------------------------
@@ -258,8 +258,14 @@ def _joined(frames: list) -> object:
     return joined.sort_values("query_index", kind="stable").reset_index(drop=True)
 
 
-class RepositoryTarget:
-    """The repository part of a :class:`~simms_gui.model.session.Session` (mixed in).
+class RepositorySearches:
+    """A session's repository: what it searches while one is open, and the last
+    repository search's spectra and summary (the session's ``repositories``).
+
+    Parameters
+    ----------
+    session : Session
+        The session whose searches run against the open repository.
 
     Attributes
     ----------
@@ -267,15 +273,17 @@ class RepositoryTarget:
         The open repository: searches run against it while it is open.
     hit_spectra : HitSpectra or None
         The spectra of the last repository search's hits.
-    repository_summary_event : RepositorySummary or None
+    summary_event : RepositorySummary or None
         The last summary announced.
     """
 
-    repository: Repository | None = None
-    hit_spectra: HitSpectra | None = None
-    repository_summary_event: RepositorySummary | None = None
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self.repository: Repository | None = None
+        self.hit_spectra: HitSpectra | None = None
+        self.summary_event: RepositorySummary | None = None
 
-    def open_repository(self, path: str | Path) -> Repository:
+    def open(self, path: str | Path) -> Repository:
         """Open the repository folder at ``path`` as the search target.
 
         Raises
@@ -285,62 +293,62 @@ class RepositoryTarget:
         RuntimeError
             A search is running.
         """
-        if self.state == "running":
+        s = self._session
+        if s.state == "running":
             raise RuntimeError("a search is running: stop it before opening a repository")
         repository = Repository(path)
         self.repository = repository
-        self.events.repository.emit(repository_opened(repository))
-        self._stale_changed()
+        s.events.repository.emit(repository_opened(repository))
+        s._stale_changed()
         return repository
 
-    def close_repository(self) -> None:
+    def close(self) -> None:
         """Search the active library again (the repository's hits stay shown)."""
-        if self.repository is not None and self.state != "running":
+        s = self._session
+        if self.repository is not None and s.state != "running":
             self.repository = None
-            self.events.repository.emit(None)
-            self._stale_changed()
+            s.events.repository.emit(None)
+            s._stale_changed()
 
-    @property
-    def search_target(self) -> Repository | SpectrumLibrary | None:
-        """What a search runs against: the open repository, else the active library."""
-        return self.repository if self.repository is not None else self.library
-
-    def _search_repository(self, request: SearchRequest, client: object | None):
-        if self.queries is None:
+    def search(self, request: SearchRequest, client: object | None) -> RepositorySearchTask:
+        """Run ``request`` against the open repository (the session's search task)."""
+        s = self._session
+        if s.queries is None:
             raise RuntimeError("open query spectra first")
-        task = RepositorySearchTask(self, request, client)
-        self.search_task, self.hit_spectra = task, task.spectra
-        self.repository_summary_event = None
-        self._begin_search(request, LoadedFile(self.repository.path, task.library))
-        return self.runner.submit(task)
+        task = RepositorySearchTask(s, request, client)
+        s.search_task, self.hit_spectra = task, task.spectra
+        self.summary_event = None
+        s._begin_search(request, LoadedFile(self.repository.path, task.library))
+        return s.runner.submit(task)
 
     @property
-    def repository_hits(self) -> HitTable | None:
+    def hits(self) -> HitTable | None:
         """The last repository search's hits in repository indexes (None: none ran)."""
-        if self.hit_spectra is None or self.hits_library is not self.hit_spectra.library:
+        s = self._session
+        if self.hit_spectra is None or s.hits_library is not self.hit_spectra.library:
             return None
-        return self.hit_spectra.repository_hits(self.hits).sorted()
+        return self.hit_spectra.repository_hits(s.hits).sorted()
 
-    def repository_summary(self, by: str = "file"):
+    def summary(self, by: str = "file"):
         """Per query, the files (``by="file"``) or datasets holding its hits (a DataFrame).
 
         ``Repository.summary`` of the last repository search's hits; None before one.
         """
-        hits = self.repository_hits
+        hits = self.hits
         if hits is None:
             return None
-        return self.hit_spectra.repository.summary(hits, self.hits_queries, by=by)
+        return self.hit_spectra.repository.summary(hits, self._session.hits_queries, by=by)
 
-    def repository_hits_frame(self):
+    def hits_frame(self):
         """The last repository search's hits with each spectrum's file, dataset, position."""
-        hits = self.repository_hits
+        hits = self.hits
         if hits is None:
             return None
-        return self.hit_spectra.repository.hits_frame(hits, self.hits_queries)
+        return self.hit_spectra.repository.hits_frame(hits, self._session.hits_queries)
 
-    def export_repository_summary(self, path: str | Path, by: str = "file") -> Path:
-        """Write :meth:`repository_summary` to CSV or XLSX (by suffix), atomically."""
-        frame = self.repository_summary(by)
+    def export_summary(self, path: str | Path, by: str = "file") -> Path:
+        """Write :meth:`summary` to CSV or XLSX (by suffix), atomically."""
+        frame = self.summary(by)
         if frame is None:
             raise RuntimeError("no repository search to summarise")
         return write_frame(frame, path)

@@ -17,6 +17,7 @@ from engine import (
     ClusterParameters,
     ClusterResult,
     HitTable,
+    Repository,
     SearchParameters,
     SpectrumLibrary,
     SpectrumNetwork,
@@ -44,7 +45,7 @@ from simms_gui.model.events import (
     SessionEvents,
 )
 from simms_gui.model.files import SUPPORTED_SUFFIXES, LoadedFile, LoadProgress, is_spectrum_file
-from simms_gui.model.repository import RepositoryTarget
+from simms_gui.model.repository import RepositorySearches
 from simms_gui.model.requests import HeatmapRequest, NetworkRequest, SearchRequest, TableView
 from simms_gui.model.session_file import OpenSessionTask
 from simms_gui.model.tasks import Task, TaskRunner
@@ -53,11 +54,8 @@ __all__ = ["LoadProgress", "SUPPORTED_SUFFIXES", "HitList", "LoadedFile", "Searc
 __all__ += ["Session", "is_spectrum_file"]
 
 
-class Session(RepositoryTarget):
+class Session:
     """Everything the user has loaded and searched, and the work running on it.
-
-    A repository (:meth:`open_repository`) is searched instead of the active
-    library while it is open (:class:`~simms_gui.model.repository.RepositoryTarget`).
 
     Parameters
     ----------
@@ -73,6 +71,8 @@ class Session(RepositoryTarget):
         Prepare what a window shows (table columns, network layout) in the tasks' threads.
     libraries, active, queries
         Loaded libraries (``active`` is searched) and query file (:class:`LoadedFile`).
+    repositories : RepositorySearches
+        The open repository, searched instead of the active library while open.
     params, state, backend, device, cancelled, error
         The last search: parameters, ``"idle"``/``"running"``, where it ran, stopped, why failed.
     hits_queries, hits_library, hits_files
@@ -119,6 +119,7 @@ class Session(RepositoryTarget):
         self.network_error: str | None = None
         self.search_task: SearchTask | None = None
         self.network_task: NetworkTask | None = None
+        self.repositories = RepositorySearches(self)
         self._shown_params: SearchParameters | None = None
         self._lock = threading.Lock()
         self._chunks: list[HitTable] = []
@@ -220,7 +221,7 @@ class Session(RepositoryTarget):
             dask_address = normalize_dask_address(dask_address)
         request = SearchRequest(params or SearchParameters(), backend, dask_address)
         if self.repository is not None:
-            return self._search_repository(request, client)
+            return self.repositories.search(request, client)
         task = self.search_task = SearchTask(self, request, client)
         self._begin_search(request)
         return self.runner.submit(task)
@@ -359,6 +360,16 @@ class Session(RepositoryTarget):
         self.events.stale.emit(tuple(self.stale))
 
     @property
+    def repository(self) -> Repository | None:
+        """The open repository (``repositories.open``), or None."""
+        return self.repositories.repository
+
+    @property
+    def search_target(self) -> Repository | SpectrumLibrary | None:
+        """What a search runs against: the open repository, else the active library."""
+        return self.repository if self.repository is not None else self.library
+
+    @property
     def stale(self) -> list[str]:
         """Why the hits no longer answer the loaded inputs: ``"queries"``,
         ``"library"``, ``"parameters"`` (empty when they do)."""
@@ -436,18 +447,6 @@ class Session(RepositoryTarget):
         """Keep a clustering and announce it."""
         self.clusters = result
         self.events.clusters.emit(result)
-
-    def network_inputs(self, request: NetworkRequest) -> tuple[SpectrumLibrary, object]:
-        """The spectra a request networks, and the library that labels them (or None)."""
-        spectra = self.queries.spectra if request.source == "queries" and self.queries else None
-        if request.source == "library":
-            spectra = self.library
-        if spectra is None:
-            raise RuntimeError(f"open {request.source} first")
-        label = self.library if request.label_with_library and request.source == "queries" else None
-        if request.label_with_library and label is None:
-            raise RuntimeError("open a library to label the network's spectra with")
-        return spectra, label
 
     def request_network(
         self, request: NetworkRequest | None = None, *, cpu_threads: int | None = None
