@@ -4,7 +4,8 @@ The repository path hands each shard to the engine's search with a backend
 instance; this runs that path with the CUDA backend under
 ``NUMBA_ENABLE_CUDASIM=1`` on small real files (in a subprocess, see
 :mod:`tests.simulator`), entropy identity and open search, shards kept resident,
-and on a GPU too small for more than one set (every shard spills to disk).
+and on a GPU too small for more than one set (every shard spills to disk); the
+queries' sets are not kept with the shards.
 """
 
 from __future__ import annotations
@@ -40,11 +41,14 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     spilling = CudaBackend(threads=32, select_threads=32)
     spilling.resident_budget = 1.0
     out: dict[str, object] = {"shards": len(repo.shards), "cases": []}
+    searched = set()
     for label, params in (
         ("identity", engine.SearchParameters(top_n=3)),
         ("open", engine.SearchParameters(precursor_tolerance=None, top_n=3)),
     ):
-        gpu = repo.search(queries, params, backend=backend, resident_bytes=1 << 30).run()
+        job = repo.search(queries, params, backend=backend, resident_bytes=1 << 30)
+        searched |= {shard.name for shard, _ in job.plan()}
+        gpu = job.run()
         again = repo.search(queries, params, backend=backend, resident_bytes=1 << 30).run()
         spilled = [repo.search(queries, params, backend=spilling).run() for _ in range(2)]
         cpu = repo.search(queries, params, backend="cpu").run()
@@ -59,6 +63,9 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         )
         out["cases"].append({"label": label, "hits": len(cpu), "same": same, "diff": diff})
     out["spilling_resident_sets"] = len(spilling._resident)
+    # the queries' sets (one per shard searched) are not kept with the shards
+    out["resident_sets"], out["query_sets"] = len(backend._resident), len(backend._transient)
+    out["searched_shards"] = len(searched)
     return out
 
 
@@ -68,6 +75,8 @@ def test_repository_search_on_cuda_equals_cpu_under_simulator() -> None:
     report = simulated_report(__file__)
     assert report["shards"] >= 3
     assert report["spilling_resident_sets"] == 1  # the rest spilled
+    assert report["resident_sets"] == report["searched_shards"]  # each kept, no query set
+    assert report["query_sets"] <= 2
     for case in report["cases"]:
         assert case["hits"] > 0 and case["same"], case
         assert case["diff"] <= 1e-6, case

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 #: mean fewer launches, and each launch costs the host about a millisecond of
 #: argument marshalling and bookkeeping.
 TILE_SHAPES = ((8192, 32768), (4096, 32768), (2048, 16384))
+#: Query sets kept on the GPU after their search (apart from the resident libraries).
+TRANSIENT_SETS = 2
 #: Device bytes per pair of a tile: score (8), matches (4), listed-pair slot (4).
 TILE_PAIR_BYTES = 16
 
@@ -133,12 +135,14 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         terms, :mod:`.cuda_index`) reaches it; False scores every pair.
     depth : int
         Search tiles in flight (each with its own buffers and stream).
-    max_resident : int
-        Spectrum sets kept on the GPU (least recently used ones are dropped).
+    max_resident : int, optional
+        Most libraries kept on the GPU (None: as many as ``resident_fraction``
+        allows); least recently used ones are dropped first.
     resident_fraction : float
-        Also drop the least recently used sets while the resident ones (with
+        Drop the least recently used libraries while the resident ones (with
         their peak indexes) take more than this fraction of the memory that was
-        free when the backend started.
+        free when the backend started.  Query sets are not kept: the last
+        :data:`TRANSIENT_SETS` uploaded stay apart and never push a library out.
 
     Raises
     ------
@@ -160,7 +164,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         query_prune: bool = True,
         bound_prune: bool = True,
         depth: int = 3,
-        max_resident: int = 4,
+        max_resident: int | None = None,
         resident_fraction: float = 0.6,
     ) -> None:
         ok, what = cuda_status()
@@ -180,9 +184,10 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         self.dense_chunk_bytes = int(dense_chunk_bytes)
         self.query_prune = bool(query_prune)
         self.bound_prune = bool(bound_prune)
-        self.max_resident = int(max_resident)
+        self.max_resident = math.inf if max_resident is None else int(max_resident)
         self.resident_budget = float(resident_fraction) * self.memory_free()
         self._resident: OrderedDict[str, Resident] = OrderedDict()
+        self._transient: OrderedDict[str, Resident] = OrderedDict()  # query sets
         self._by_id: dict[int, tuple[weakref.ref, str]] = {}
         self._slots: list[TileSlot] = []
         self._dense_slots: list[DenseSlot] = []
@@ -320,6 +325,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         """Drop resident spectra and tile buffers."""
         with self._lock:
             self._resident.clear()
+            self._transient.clear()
             self._by_id.clear()
             self._free_slots()
 
@@ -359,43 +365,52 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         self.warmed_up = True
 
     # -- residency ----------------------------------------------------------------
-    def _upload(self, spectra: PreparedSpectra) -> Resident:
-        """Device copy of ``spectra``: the resident one, else uploaded."""
+    def _upload(self, spectra: PreparedSpectra, keep: bool = True) -> Resident:
+        """Device copy of ``spectra``: the resident one, else uploaded.
+
+        ``keep``: a library, kept resident (within ``max_resident`` and the byte
+        budget); otherwise a query set, kept among the last :data:`TRANSIENT_SETS`
+        only (a library already resident is used as it is).
+        """
         hit = self._by_id.get(id(spectra))
-        if hit is not None and hit[0]() is spectra and hit[1] in self._resident:
-            self._resident.move_to_end(hit[1])
-            return self._resident[hit[1]]
-        key = resident_key(spectra)
+        key = hit[1] if hit is not None and hit[0]() is spectra else resident_key(spectra)
         res = self._resident.get(key)
         if res is None:
-            cuda = self._cuda
-            offsets = np.asarray(spectra.offsets)
-            if offsets[-1] >= 2**31:
-                raise CudaError("more than 2**31 peaks in one spectrum set")
-            arrays = {
-                "mz": np.ascontiguousarray(spectra.mz, np.float64),
-                "weight": np.ascontiguousarray(spectra.weight, np.float64),
-                "offsets": np.ascontiguousarray(offsets, np.int32),
-                "norm": np.ascontiguousarray(spectra.norm, np.float64),
-                "precursor_mz": np.ascontiguousarray(spectra.precursor_mz, np.float64),
-                "index": np.ascontiguousarray(spectra.ranks, np.int64),
-                "polarity": np.ascontiguousarray(spectra.polarities, np.int8),
-            }
-            nbytes = sum(a.nbytes for a in arrays.values())
-            dev = {k: cuda.to_device(a) for k, a in arrays.items()}
-            res = Resident(
-                **dev, counts=np.diff(offsets).astype(np.int64), nbytes=nbytes, host=spectra
-            )
-            self._resident[key] = res
-            while len(self._resident) > 1 and (
-                len(self._resident) > self.max_resident
-                or self.resident_bytes() > self.resident_budget
-            ):
-                self._resident.popitem(last=False)
-        self._resident.move_to_end(key)
+            res = self._transient.pop(key, None) or self._to_device(spectra)
+            if keep:
+                self._resident[key] = res
+                while len(self._resident) > 1 and (
+                    len(self._resident) > self.max_resident
+                    or self.resident_bytes() > self.resident_budget
+                ):
+                    self._resident.popitem(last=False)
+            else:
+                self._transient[key] = res
+                while len(self._transient) > TRANSIENT_SETS:
+                    self._transient.popitem(last=False)
+        (self._resident if key in self._resident else self._transient).move_to_end(key)
         self._by_id = {i: v for i, v in self._by_id.items() if v[0]() is not None}
         self._by_id[id(spectra)] = (weakref.ref(spectra), key)
         return res
+
+    def _to_device(self, spectra: PreparedSpectra) -> Resident:
+        """Upload ``spectra`` (CSR arrays as the kernels take them)."""
+        offsets = np.asarray(spectra.offsets)
+        if offsets[-1] >= 2**31:
+            raise CudaError("more than 2**31 peaks in one spectrum set")
+        arrays = {
+            "mz": np.ascontiguousarray(spectra.mz, np.float64),
+            "weight": np.ascontiguousarray(spectra.weight, np.float64),
+            "offsets": np.ascontiguousarray(offsets, np.int32),
+            "norm": np.ascontiguousarray(spectra.norm, np.float64),
+            "precursor_mz": np.ascontiguousarray(spectra.precursor_mz, np.float64),
+            "index": np.ascontiguousarray(spectra.ranks, np.int64),
+            "polarity": np.ascontiguousarray(spectra.polarities, np.int8),
+        }
+        nbytes = sum(a.nbytes for a in arrays.values())
+        dev = {k: self._cuda.to_device(a) for k, a in arrays.items()}
+        counts = np.diff(offsets).astype(np.int64)
+        return Resident(**dev, counts=counts, nbytes=nbytes, host=spectra)
 
     def _dummy_heavy(self) -> tuple[Any, Any]:
         if getattr(self, "_dummy", None) is None:

@@ -65,7 +65,7 @@ class DenseOnGpu:
         # rows by peak count, longest first: their long pairs, rescored on the host,
         # are handed off early and overlap the later chunks instead of trailing the last
         row_of, by_count = queries.derived("longest_first", lambda: _longest_first(queries))
-        dq, dl = self._upload(by_count), self._upload(library)
+        dq, dl = self._upload(by_count, keep=False), self._upload(library)
         row_bytes = nl * (np.dtype(s_dtype).itemsize + np.dtype(m_dtype).itemsize)
         rows = max(1, min(nq, 65535, chunk_bytes // row_bytes))
         slots = self._get_dense_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))

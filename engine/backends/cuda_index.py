@@ -158,7 +158,7 @@ class BoundOnGpu:
         if kind not in BOUNDED_KINDS:
             raise ValueError(f"no exact bound for score {params.score!r}")
         nq, nl = len(queries), len(library)
-        dq, dl = self._upload(queries), self._upload(library)
+        dq, dl = self._upload(queries, keep=False), self._upload(library)
         out = self._cuda.device_array((max(nq, 1), max(nl, 1)), dtype=np.float64)
         stream = self._cuda.stream()
         tol = float(score_tolerance(params))

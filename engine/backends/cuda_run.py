@@ -56,7 +56,7 @@ class TileRun:
         self.backend, self.queries, self.library = backend, queries, library
         self.batches, self.params, self.across = batches, params, across_batches
         self.tiles = backend._tiles(batches, params, across_batches)
-        self.dq, self.dl = backend._upload(queries), backend._upload(library)
+        self.dq, self.dl = backend._upload(queries, keep=False), backend._upload(library)
         self.top: DeviceTop | None = None
         if across_batches and backend.device_top:
             topk = backend._topn_kernels()

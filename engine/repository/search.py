@@ -135,17 +135,6 @@ def _backend(name: str | Backend, cpu_threads: int | None) -> Backend:
         return _BACKENDS[key]
 
 
-def _keep_shards(backend: Backend, shards: int) -> Backend:
-    """Let a GPU backend keep ``shards`` shards resident (as its memory allows).
-
-    Each shard search also uploads its query subset (least recently used
-    first out), so twice the shards and a margin keep every shard.
-    """
-    if hasattr(backend, "max_resident"):
-        backend.max_resident = max(backend.max_resident, 4 * shards + 8)
-    return backend
-
-
 def search_shard(
     shard: Shard,
     queries: SpectrumLibrary,
@@ -173,12 +162,12 @@ def search_shard(
     )
 
 
-def _shard_task(folder, manifest, start, queries, rows, params, backend, cpu_threads, budget, n):
+def _shard_task(folder, manifest, start, queries, rows, params, backend, cpu_threads, budget):
     """A Dask task: :func:`search_shard` on a worker, the shard opened from disk there
-    (``n``: shards of the search, which a GPU worker may keep resident)."""
+    (a GPU worker keeps it resident as its memory allows)."""
     return search_shard(
         Shard(folder, manifest, start), queries, rows, params,
-        _keep_shards(_backend(backend, cpu_threads), n), resident_bytes=budget,
+        _backend(backend, cpu_threads), resident_bytes=budget,
     )  # fmt: skip
 
 
@@ -314,7 +303,7 @@ class RepositorySearchJob:
 
     def _shard_results(self, plan) -> Iterator[tuple[Shard, np.ndarray, HitTable]]:
         if self.client is None:
-            backend = _keep_shards(_backend(self.backend, self.cpu_threads), len(plan))
+            backend = _backend(self.backend, self.cpu_threads)
             for shard, rows in plan:
                 if self.cancel_token.cancelled:
                     return
@@ -364,7 +353,7 @@ class RepositorySearchJob:
             home = workers[_shard_number(shard) % len(workers)] if workers else None
             future = self.client.submit(
                 _shard_task, shard.folder, shard.manifest, shard.start, queries, rows,
-                self.params, self.backend, self.cpu_threads, self.resident_bytes, len(plan),
+                self.params, self.backend, self.cpu_threads, self.resident_bytes,
                 key=f"simms-repository-{token}-{shard.name}", pure=False,
                 workers=None if home is None else [home], allow_other_workers=True,
             )  # fmt: skip
