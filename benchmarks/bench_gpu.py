@@ -168,7 +168,7 @@ def diagnose_a(be, lib, params) -> None:
     nh = sum(len(h) for _, h in be.run_batches(plan.queries, plan.library, batches, params))
     t1 = time.perf_counter() - t
     tiles = plan_tiles(batches, be.max_rows, be.max_cols, be._k.SORT_MAX)
-    slots = be._slots_for(tiles, params)
+    slots = be.pipeline.slots_for(tiles, params)
     dq, dl = be._upload(plan.queries), be._upload(plan.library)
     orders: dict = {}
     gpu = {}
@@ -176,7 +176,7 @@ def diagnose_a(be, lib, params) -> None:
         be.query_prune = qprune
         t = time.perf_counter()
         for n, tile in enumerate(tiles):
-            be._launch(tile, slots[n % len(slots)], dq, dl, params, orders)
+            be.pipeline.launch(tile, slots[n % len(slots)], dq, dl, params, orders)
         for slot in slots:
             slot.stream.synchronize()
         gpu[qprune] = time.perf_counter() - t

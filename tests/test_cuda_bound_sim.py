@@ -141,7 +141,7 @@ def _running_top(gpu, spectra, nq, p, cpu) -> dict[str, object]:  # pragma: no c
     split = [Batch(q0, q1, l0, l1) for q0, q1 in ((0, nq // 2), (nq // 2, nq)) for l0, l1 in pieces]
     # the device peak indexes of every tile, built ahead (as a Dask worker does)
     gpu.make_resident(spectra, split, p)
-    index = gpu._bound_info(gpu._upload(spectra))["index"]
+    index = gpu.bounds.info(gpu._upload(spectra))["index"]
     built = len(index)
     got = [h for _, h in gpu.run_batches(spectra, spectra, split, p, across_batches=True)]
     merged = HitTable.concat(got).top_per_query(p.top_n, library_rank=spectra.ranks)

@@ -47,7 +47,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         spectra = PreparedSpectra.for_search(small, p)
         n, nq = len(spectra), 3
         batches = [Batch(0, nq, l0, min(l0 + 20, n)) for l0 in range(0, n, 20)]
-        tiles = gpu._tiles(batches, p, True)
+        tiles = gpu.pipeline.tiles(batches, p, True)
         got = [h for _, h in gpu.run_batches(spectra, spectra, batches, p, across_batches=True)]
         merged = HitTable.concat(got).top_per_query(p.top_n, library_rank=spectra.ranks)
         ref = cpu.score_batch(spectra, spectra, Batch(0, nq, 0, n), p)

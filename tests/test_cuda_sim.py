@@ -113,13 +113,13 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         )
     # row chunks (3 rows each, the last one shorter) reuse the buffers of the larger
     # matrices above: viewed per chunk shape and dtype, not allocated again
-    slot = backend._dense_slots[0]
+    slot = backend.matrices.slots[0]
     backend.dense_chunk_bytes = 3 * len(spectra) * 12
     cs, cm = cpu.dense(spectra, spectra, p)
     gs, gm = backend.dense(spectra, spectra, p)
     fs, fm = backend.dense(spectra.reordered(np.arange(5)), spectra, p, compact=True)
     out["chunked"] = {
-        "same_slots": backend._dense_slots[0] is slot,
+        "same_slots": backend.matrices.slots[0] is slot,
         "diff": float(np.abs(gs - cs).max()),
         "matches_equal": bool(np.array_equal(gm, cm)),
         "compact_diff": float(np.abs(fs.astype(np.float64) - cs[:5]).max()),

@@ -37,17 +37,20 @@ def test_simulator_or_no_context_take_the_smallest_shape() -> None:
     assert default_tile_shape(SimpleNamespace(current_context=broken), 3) == TILE_SHAPES[-1]
 
 
-def _planner(max_rows: int = 8192, max_cols: int = 32768) -> SimpleNamespace:
-    """Stands for a CudaBackend in its tile planning (no GPU): the real ``_tiles``."""
+def _planner(max_rows: int = 8192, max_cols: int = 32768):
+    """The real tile planning of a CUDA backend's pipeline, its backend (settings as the
+    backend's defaults) and the kernels' constants stood in for (no GPU)."""
     from engine.backends.cuda import CudaBackend
+    from engine.backends.cuda_search import TilePipeline
 
-    ns = SimpleNamespace(
-        max_rows=max_rows, max_cols=max_cols, device_top=True, few_rows=16, reuse_segments=64,
+    backend = SimpleNamespace(
+        max_rows=max_rows, max_cols=max_cols, device_top=True,
+        few_rows=CudaBackend.few_rows, reuse_segments=CudaBackend.reuse_segments,
         _k=SimpleNamespace(SORT_MAX=2048),
-        _topn_kernels=lambda: SimpleNamespace(TILE_SEGMENTS_MAX=32768),
     )  # fmt: skip
-    ns.tiles = lambda batches, params, across: CudaBackend._tiles(ns, batches, params, across)
-    return ns
+    pipeline = TilePipeline(backend)
+    pipeline.topn_kernels = lambda: SimpleNamespace(TILE_SEGMENTS_MAX=32768)
+    return pipeline
 
 
 @pytest.mark.parametrize(("rows", "across", "width"), [

@@ -39,7 +39,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
     # a GPU that holds one spectrum set at a time and no host cache: every shard
     # spills to disk and is read, prepared and uploaded again each search
     spilling = CudaBackend(threads=32, select_threads=32)
-    spilling.resident_budget = 1.0
+    spilling.sets.budget = 1.0
     out: dict[str, object] = {"shards": len(repo.shards), "cases": []}
     searched = set()
     for label, params in (
@@ -62,9 +62,9 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
             for g in (gpu, *spilled)
         )
         out["cases"].append({"label": label, "hits": len(cpu), "same": same, "diff": diff})
-    out["spilling_resident_sets"] = len(spilling._resident)
+    out["spilling_resident_sets"] = len(spilling.sets.libraries)
     # the queries' sets (one per shard searched) are not kept with the shards
-    out["resident_sets"], out["query_sets"] = len(backend._resident), len(backend._transient)
+    out["resident_sets"], out["query_sets"] = len(backend.sets.libraries), len(backend.sets.queries)
     out["searched_shards"] = len(searched)
     return out
 

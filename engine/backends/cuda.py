@@ -27,20 +27,19 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from engine.backends.base import Backend, Batch, PreparedSpectra
-from engine.backends.cuda_buffers import DenseSlot, Resident, TileSlot, resident_key
-from engine.backends.cuda_dense import DenseOnGpu
-from engine.backends.cuda_index import BoundOnGpu
+from engine.backends.cuda_buffers import Resident, TileSlot
+from engine.backends.cuda_dense import DenseScores
+from engine.backends.cuda_index import BOUND_THREADS, GpuBounds
+from engine.backends.cuda_resident import ResidentSets
 from engine.backends.cuda_run import TileRun
-from engine.backends.cuda_search import TileSearch
-from engine.backends.gpu import cuda_status, numba_cuda
+from engine.backends.cuda_search import TilePipeline
+from engine.backends.gpu import CudaError, cuda_status, numba_cuda
 from engine.backends.rescore import submit_rescore
 from engine.hits import HitTable, compile_large_order
 from engine.kernels.heavy import HEAVY_MAX
@@ -55,8 +54,6 @@ log = logging.getLogger(__name__)
 #: mean fewer launches, and each launch costs the host about a millisecond of
 #: argument marshalling and bookkeeping.
 TILE_SHAPES = ((8192, 32768), (4096, 32768), (2048, 16384))
-#: Query sets kept on the GPU after their search (apart from the resident libraries).
-TRANSIENT_SETS = 2
 #: Device bytes per pair of a tile: score (8), matches (4), listed-pair slot (4).
 TILE_PAIR_BYTES = 16
 
@@ -101,11 +98,7 @@ def _tiny_spectra(readonly: bool) -> PreparedSpectra:
     )
 
 
-class CudaError(RuntimeError):
-    """A CUDA failure inside the backend (the search job falls back to the CPU)."""
-
-
-class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
+class CudaBackend(Backend):
     """Exact greedy cosine on an NVIDIA GPU with the library resident in GPU memory.
 
     Parameters
@@ -142,7 +135,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         Drop the least recently used libraries while the resident ones (with
         their peak indexes) take more than this fraction of the memory that was
         free when the backend started.  Query sets are not kept: the last
-        :data:`TRANSIENT_SETS` uploaded stay apart and never push a library out.
+        :data:`~.cuda_resident.QUERY_SETS` uploaded stay apart and never push a library out.
 
     Raises
     ------
@@ -152,6 +145,53 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
 
     name = "cuda"
     block_overhead_pairs = 1 << 18  # a tile launch, its selection and its copy back
+
+    # -- settings of the parts (pipeline, bounds), read when they run ---------------
+    #: Keep each query's top-N on the device when the caller merges across batches.
+    device_top: bool = True
+    #: Listed pairs whose peak counts multiply to more than this are flagged instead of
+    #: merged by one thread of the score kernel, which would hold up its launch (0: never).
+    pair_work_max: int = 1 << 16
+    #: Score flagged pairs on the GPU, many tiles' at once (:mod:`.cuda_pairs`), instead
+    #: of on the host's threads (:mod:`.rescore`).  Off by default: measured, it frees
+    #: the host (6x less CPU time) but is no faster on a 16-core H100 host and ~2x
+    #: slower on a 64-core H200 one (``benchmarks/GPU_NOTES.md``, v8); for hosts with
+    #: few cores per GPU.  Scores may then differ from the host's in the last bits.
+    pairs_on_gpu: bool = False
+    #: Threads of the pair kernel (each with a scratch row for components of over ``K``
+    #: candidates and up to ``big_peaks`` peaks a side, 26 bytes per peak).
+    pair_rows: int = 1 << 15
+    big_peaks: int = 1024
+    #: Flushes of fewer flagged pairs than this go to the host's threads instead: a
+    #: launch waits for its longest merge, one GPU thread, where a CPU core is faster.
+    pair_gpu_min: int = 1 << 14
+    #: Tiles of up to this many query rows may span a whole selection grid's columns
+    #: (a repository shard for one query: 0.32 s against 1.15 s for an open query
+    #: over 3e8 spectra on 4 H200s).  Tiles of more rows stay at most
+    #: ``reuse_segments`` selection segments wide: at 1,000 rows, 131,072 columns
+    #: searched faster than 268,288 (8.9 against 11.3 s, 3e7 spectra, one H200; 22.3
+    #: against 27.2 s over 3e8 on four);
+    #: the rows re-read the tile's library peaks, which then fit the GPU's L2 cache
+    #: (a likely reason, not measured; nor is the best cut between 1 and 1,000 rows).
+    few_rows: int = 16
+    reuse_segments: int = 64
+    #: Diagnostics: flagged pairs scored by the pair kernel; flagged pairs the host
+    #: bounded against their query's running top-N floor (above the threshold).
+    gpu_scored_pairs: int = 0
+    floored_pairs: int = 0
+    #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
+    #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each)
+    #: and the pairs each tile listed (``"listed"``); tiles then run one at a time.
+    kernel_events: dict | None = None
+
+    #: Count the pairs that pass the bound (one more small kernel per tile).
+    count_bound_survivors: bool = False
+    #: Threads per block of the bound kernels (a multiple of 32).
+    bound_threads: int = BOUND_THREADS
+    #: Library columns per block of the bound kernel (at most ``BOUND_CHUNK``).
+    bound_chunk: int = 2048
+    #: The bound kernel lists the pairs that pass; the score kernel runs over the list only.
+    list_survivors: bool = True
 
     def __init__(
         self,
@@ -184,14 +224,16 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
         self.dense_chunk_bytes = int(dense_chunk_bytes)
         self.query_prune = bool(query_prune)
         self.bound_prune = bool(bound_prune)
-        self.max_resident = math.inf if max_resident is None else int(max_resident)
-        self.resident_budget = float(resident_fraction) * self.memory_free()
-        self._resident: OrderedDict[str, Resident] = OrderedDict()
-        self._transient: OrderedDict[str, Resident] = OrderedDict()  # query sets
-        self._by_id: dict[int, tuple[weakref.ref, str]] = {}
+        #: The spectrum sets on the GPU (libraries kept, query sets apart).
+        self.sets = ResidentSets(
+            self._cuda, max_resident, float(resident_fraction) * self.memory_free()
+        )
         self._slots: list[TileSlot] = []
-        self._dense_slots: list[DenseSlot] = []
         self._lock = threading.RLock()
+        #: The parts: tile searches, bound pruning, dense matrices.
+        self.pipeline = TilePipeline(self)
+        self.bounds = GpuBounds(self)
+        self.matrices = DenseScores(self)
         #: Pairs rescored on the CPU (overflowing components) since creation.
         self.rescored_pairs = 0
         #: True once :meth:`warm_up` ran.
@@ -294,7 +336,7 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             chunk = self.dense_chunk_bytes
             while True:
                 try:
-                    return self._dense(queries, library, params, chunk, compact)
+                    return self.matrices.scores(queries, library, params, chunk, compact)
                 except CudaError:
                     raise
                 except Exception as exc:
@@ -309,6 +351,32 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
                         raise CudaError(f"GPU out of memory: {exc}") from exc
                     raise CudaError(f"CUDA failure: {type(exc).__name__}: {exc}") from exc
 
+    def make_resident(
+        self, library: PreparedSpectra, batches: Iterable[Batch], params: SearchParameters
+    ) -> None:
+        """Upload ``library`` and build the device peak indexes of ``batches``' tiles
+        (:meth:`TilePipeline.make_resident <.cuda_search.TilePipeline.make_resident>`)."""
+        self.pipeline.make_resident(library, batches, params)
+
+    def bounds_apply(self, params: SearchParameters) -> bool:
+        """Whether a search with ``params`` is pruned by the bound (:class:`.GpuBounds`)."""
+        return self.bounds.applies(params)
+
+    def pair_bounds(
+        self, queries: PreparedSpectra, library: PreparedSpectra, params: SearchParameters
+    ) -> np.ndarray:
+        """Every pair's upper bound as the search compares it (:class:`.GpuBounds`)."""
+        return self.bounds.pair_bounds(queries, library, params)
+
+    @property
+    def bound_survivors(self) -> int:
+        """Pairs that passed the bound since ``count_bound_survivors`` was switched on."""
+        return self.bounds.survivors
+
+    def reset_bound_survivors(self) -> None:
+        """Set :attr:`bound_survivors` back to 0."""
+        self.bounds.reset_survivors()
+
     def memory_free(self) -> float:
         """Free bytes of the GPU's memory (inf when that cannot be asked)."""
         try:
@@ -317,16 +385,13 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
             return math.inf
 
     def resident_bytes(self) -> int:
-        """Device bytes of the resident spectrum sets and their peak indexes."""
-        sets = self._resident.values()
-        return sum(r.nbytes + (r.bound or {}).get("index_bytes", 0) for r in sets)
+        """Device bytes of the resident libraries and their peak indexes."""
+        return self.sets.resident_bytes()
 
     def close(self) -> None:
         """Drop resident spectra and tile buffers."""
         with self._lock:
-            self._resident.clear()
-            self._transient.clear()
-            self._by_id.clear()
+            self.sets.clear()
             self._free_slots()
 
     def warm_up(self) -> None:
@@ -366,51 +431,9 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
 
     # -- residency ----------------------------------------------------------------
     def _upload(self, spectra: PreparedSpectra, keep: bool = True) -> Resident:
-        """Device copy of ``spectra``: the resident one, else uploaded.
-
-        ``keep``: a library, kept resident (within ``max_resident`` and the byte
-        budget); otherwise a query set, kept among the last :data:`TRANSIENT_SETS`
-        only (a library already resident is used as it is).
-        """
-        hit = self._by_id.get(id(spectra))
-        key = hit[1] if hit is not None and hit[0]() is spectra else resident_key(spectra)
-        res = self._resident.get(key)
-        if res is None:
-            res = self._transient.pop(key, None) or self._to_device(spectra)
-            if keep:
-                self._resident[key] = res
-                while len(self._resident) > 1 and (
-                    len(self._resident) > self.max_resident
-                    or self.resident_bytes() > self.resident_budget
-                ):
-                    self._resident.popitem(last=False)
-            else:
-                self._transient[key] = res
-                while len(self._transient) > TRANSIENT_SETS:
-                    self._transient.popitem(last=False)
-        (self._resident if key in self._resident else self._transient).move_to_end(key)
-        self._by_id = {i: v for i, v in self._by_id.items() if v[0]() is not None}
-        self._by_id[id(spectra)] = (weakref.ref(spectra), key)
-        return res
-
-    def _to_device(self, spectra: PreparedSpectra) -> Resident:
-        """Upload ``spectra`` (CSR arrays as the kernels take them)."""
-        offsets = np.asarray(spectra.offsets)
-        if offsets[-1] >= 2**31:
-            raise CudaError("more than 2**31 peaks in one spectrum set")
-        arrays = {
-            "mz": np.ascontiguousarray(spectra.mz, np.float64),
-            "weight": np.ascontiguousarray(spectra.weight, np.float64),
-            "offsets": np.ascontiguousarray(offsets, np.int32),
-            "norm": np.ascontiguousarray(spectra.norm, np.float64),
-            "precursor_mz": np.ascontiguousarray(spectra.precursor_mz, np.float64),
-            "index": np.ascontiguousarray(spectra.ranks, np.int64),
-            "polarity": np.ascontiguousarray(spectra.polarities, np.int8),
-        }
-        nbytes = sum(a.nbytes for a in arrays.values())
-        dev = {k: self._cuda.to_device(a) for k, a in arrays.items()}
-        counts = np.diff(offsets).astype(np.int64)
-        return Resident(**dev, counts=counts, nbytes=nbytes, host=spectra)
+        """Device copy of ``spectra`` (:meth:`ResidentSets.upload
+        <.cuda_resident.ResidentSets.upload>`: ``keep`` for a library)."""
+        return self.sets.upload(spectra, keep)
 
     def _dummy_heavy(self) -> tuple[Any, Any]:
         if getattr(self, "_dummy", None) is None:
@@ -422,8 +445,8 @@ class CudaBackend(TileSearch, BoundOnGpu, DenseOnGpu, Backend):
 
     def _free_slots(self) -> None:
         self._slots = []
-        self._dense_slots = []
-        self._pairs_scratch = None
+        self.matrices.slots = []
+        self.pipeline.free_scratch()
 
     def _get_slots(
         self, rows: int, cols: int, segs: int, hit_cap: int, ovf_cap: int

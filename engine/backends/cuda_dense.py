@@ -13,37 +13,41 @@ from engine.kernels.heavy import copy_rows, touch_pages
 from engine.kernels.threads import parallel_region
 from engine.params import SearchParameters
 
-__all__ = ["DenseOnGpu"]
+__all__ = ["DenseScores"]
 
 #: Bytes per page of host memory, for faulting the result in (4 KiB, the smallest).
 PAGE_BYTES = 4096
 
 
-class DenseOnGpu:
-    """The dense path of :class:`~engine.backends.cuda.CudaBackend`.
+class DenseScores:
+    """The dense matrices of a :class:`~engine.backends.cuda.CudaBackend` (its
+    ``matrices``): scored by its pipeline's kernel, on two slots of its own.
 
-    Relies on the backend's ``_cuda``, ``_upload``, ``_score``, ``_dense_slots``
-    and ``rescored_pairs``.
+    Counts the backend's ``rescored_pairs``.
     """
 
-    def _get_dense_slots(
+    def __init__(self, backend: Any) -> None:
+        self.be = backend
+        self.slots: list[DenseSlot] = []
+
+    def _get_slots(
         self, rows: int, cols: int, s_dtype: Any, m_dtype: Any, ovf_cap: int
     ) -> list[DenseSlot]:
         """Two slots viewed as ``(rows, cols)`` chunks; they grow, never shrink, so that
         later matrices up to the largest chunk so far allocate nothing."""
         need = (rows * cols * np.dtype(s_dtype).itemsize, rows * cols * np.dtype(m_dtype).itemsize)
-        slots = self._dense_slots
+        slots = self.slots
         if not slots or not slots[0].fits(*need, ovf_cap):
             if slots:
                 need = (max(need[0], slots[0].score_bytes), max(need[1], slots[0].match_bytes))
                 ovf_cap = max(ovf_cap, slots[0].ovf_cap)
-            self._dense_slots = slots = []  # the old buffers go before the new come
-            self._dense_slots = slots = [DenseSlot(self._cuda, *need, ovf_cap) for _ in range(2)]
+            self.slots = slots = []  # the old buffers go before the new come
+            self.slots = slots = [DenseSlot(self.be._cuda, *need, ovf_cap) for _ in range(2)]
         for slot in slots:
             slot.shape(rows, cols, s_dtype, m_dtype)
         return slots
 
-    def _dense(
+    def scores(
         self,
         queries: PreparedSpectra,
         library: PreparedSpectra,
@@ -65,11 +69,11 @@ class DenseOnGpu:
         # rows by peak count, longest first: their long pairs, rescored on the host,
         # are handed off early and overlap the later chunks instead of trailing the last
         row_of, by_count = queries.derived("longest_first", lambda: _longest_first(queries))
-        dq, dl = self._upload(by_count, keep=False), self._upload(library)
+        dq, dl = self.be._upload(by_count, keep=False), self.be._upload(library)
         row_bytes = nl * (np.dtype(s_dtype).itemsize + np.dtype(m_dtype).itemsize)
         rows = max(1, min(nq, 65535, chunk_bytes // row_bytes))
-        slots = self._get_dense_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))
-        cols = self._cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
+        slots = self._get_slots(rows, nl, s_dtype, m_dtype, min(rows * nl, 1 << 20))
+        cols = self.be._cuda.to_device(np.argsort(dl.counts, kind="stable").astype(np.int32))
         rescoring: list[PendingScores] = []
         into = (row_of, queries, library, params, scores, matches)
         prev = None
@@ -89,7 +93,7 @@ class DenseOnGpu:
             sc, m = pend.result()
             scores[pend.q_index, pend.l_index] = sc
             matches[pend.q_index, pend.l_index] = m
-            self.rescored_pairs += len(sc)
+            self.be.rescored_pairs += len(sc)
         return scores, matches
 
     def _launch_dense(
@@ -106,7 +110,8 @@ class DenseOnGpu:
         s = slot.stream
         s.synchronize()  # staging buffers of this slot were consumed
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
-        self._score(slot, dq, dl, q0, n, cols, cols.shape[0], 0, params, False, window=False)
+        score = self.be.pipeline.score
+        score(slot, dq, dl, q0, n, cols, cols.shape[0], 0, params, False, window=False)
         slot.out_s.copy_to_host(slot.host_s, stream=s)
         slot.out_m.copy_to_host(slot.host_m, stream=s)
         slot.counts.copy_to_host(slot.counts_host, stream=s)

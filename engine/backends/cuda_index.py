@@ -23,7 +23,7 @@ from engine.kernels.bound_index import piece_bins, sort_pieces
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
 from engine.params import SearchParameters
 
-__all__ = ["LISTED_BLOCKS", "BoundOnGpu", "bound_eps", "host_peak_index"]
+__all__ = ["LISTED_BLOCKS", "GpuBounds", "bound_eps", "host_peak_index"]
 
 #: Score kinds the bound is exact for.
 BOUNDED_KINDS = (COSINE, MODIFIED_COSINE, ENTROPY)
@@ -108,32 +108,29 @@ def _bound_safe(res: Resident) -> bool:
     return bool(w.size == 0 or np.nanmin(w) >= 0.0)
 
 
-class BoundOnGpu:
-    """The bound pruning of :class:`~engine.backends.cuda.CudaBackend`.
+class GpuBounds:
+    """The bound pruning of a :class:`~engine.backends.cuda.CudaBackend` (its ``bounds``).
 
-    Relies on the backend's ``_cuda``, ``_k``, ``_upload`` and ``bound_prune``.
+    Reads the backend's device, kernels, resident sets and settings
+    (``bound_prune``, ``bound_threads``, ``bound_chunk``, ``list_survivors``,
+    ``count_bound_survivors``).
     """
 
-    #: Count the pairs that pass the bound (one more small kernel per tile).
-    count_bound_survivors: bool = False
-    #: Threads per block of the bound kernels (a multiple of 32).
-    bound_threads: int = BOUND_THREADS
-    #: Library columns per block of the bound kernel (at most ``BOUND_CHUNK``).
-    bound_chunk: int = 2048
-    #: The bound kernel lists the pairs that pass; the score kernel runs over the list only.
-    list_survivors: bool = True
-    _survivors: Any = None
-    _bound_mod: Any = None
+    def __init__(self, backend: Any) -> None:
+        self.be = backend
+        self._survivors: Any = None
+        self._bound_mod: Any = None
+        self._dummy_listing: Any = None
 
     @property
-    def bound_survivors(self) -> int:
+    def survivors(self) -> int:
         """Pairs that passed the bound since counting was switched on (with a threshold)."""
         if self._survivors is None:
             return 0
         return int(self._survivors.copy_to_host()[0])
 
-    def reset_bound_survivors(self) -> None:
-        """Set :attr:`bound_survivors` back to 0."""
+    def reset_survivors(self) -> None:
+        """Set :attr:`survivors` back to 0."""
         self._survivors = None
 
     def pair_bounds(
@@ -158,69 +155,69 @@ class BoundOnGpu:
         if kind not in BOUNDED_KINDS:
             raise ValueError(f"no exact bound for score {params.score!r}")
         nq, nl = len(queries), len(library)
-        dq, dl = self._upload(queries, keep=False), self._upload(library)
-        out = self._cuda.device_array((max(nq, 1), max(nl, 1)), dtype=np.float64)
-        stream = self._cuda.stream()
+        dq, dl = self.be._upload(queries, keep=False), self.be._upload(library)
+        out = self.be._cuda.device_array((max(nq, 1), max(nl, 1)), dtype=np.float64)
+        stream = self.be._cuda.stream()
         tol = float(score_tolerance(params))
         if nq and nl:
-            self._queue_bounds(dq, dl, 0, nq, 0, nl, kind, tol, self._no_listing(), out, stream)
+            self._queue(dq, dl, 0, nq, 0, nl, kind, tol, self.no_listing(), out, stream)
         stream.synchronize()
         raw = out.copy_to_host()[:nq, :nl]
         den = np.outer(queries.norm, library.norm)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(den > 0, raw / den, np.nan)
 
-    def _no_listing(self) -> Any:
+    def no_listing(self) -> Any:
         """A disabled :class:`~engine.kernels.cuda_bound.Listing` (raw bounds only)."""
-        if getattr(self, "_dummy_listing", None) is None:
-            cuda = self._cuda
-            self._dummy_listing = self._bound_kernels().Listing(
+        if self._dummy_listing is None:
+            cuda = self.be._cuda
+            self._dummy_listing = self.kernels().Listing(
                 False, 0.0, cuda.to_device(np.zeros(1)), 0,
                 cuda.to_device(np.zeros((1, 1), np.int32)), cuda.to_device(np.zeros(1, np.int32)),
                 cuda.to_device(np.zeros(2, np.int32)), False, cuda.to_device(np.zeros(1)),
             )  # fmt: skip
         return self._dummy_listing
 
-    def _floor_args(self, floor: Any) -> tuple[bool, Any]:
+    def floor_args(self, floor: Any) -> tuple[bool, Any]:
         """``(use_floor, floor)`` of the score kernel's ``Pruning``."""
         if floor is None:
-            return False, self._no_listing().floor
+            return False, self.no_listing().floor
         return True, floor
 
-    def _bound_args(self, slot: Any, bounded: int) -> tuple[int, Any, Any]:
+    def bound_args(self, slot: Any, bounded: int) -> tuple[int, Any, Any]:
         """``(bounded, pairs, n_pairs)`` of the score kernel's ``Pruning`` for ``slot``."""
-        if bounded == self._k.BOUNDS_LISTED:
+        if bounded == self.be._k.BOUNDS_LISTED:
             return bounded, slot.pairs, slot.n_pairs
-        dummy = self._no_listing()
+        dummy = self.no_listing()
         return int(bounded), dummy.pairs, dummy.n_pairs
 
-    def _queue_bounds(
+    def _queue(
         self, dq: Resident, dl: Resident, q0: int, q1: int, l0: int, l1: int,
         kind: int, tol: float, listing: Any, out: Any, stream: Any,
     ) -> None:  # fmt: skip
         """Queue the bound kernel: rows ``q0:q1`` × columns ``l0:l1`` into ``out``."""
-        plain = self._device_index(dl, l0, l1, False)[0]
-        shifted = self._device_index(dl, l0, l1, True)[0] if kind == MODIFIED_COSINE else plain
-        eps = max(self._bound_info(dq)["eps"], self._bound_info(dl)["eps"])
-        k = self._bound_kernels()
+        plain = self.device_index(dl, l0, l1, False)[0]
+        shifted = self.device_index(dl, l0, l1, True)[0] if kind == MODIFIED_COSINE else plain
+        eps = max(self.info(dq)["eps"], self.info(dl)["eps"])
+        k = self.kernels()
         chunk = self._chunk()
         grid = (q1 - q0, -(-(l1 - l0) // chunk))
-        k.bound_kernel[grid, self.bound_threads, stream](
+        k.bound_kernel[grid, self.be.bound_threads, stream](
             dq.spectrum_set, int(q0), int(l0), int(l1 - l0), chunk, int(kind), float(tol),
             float(eps), plain, shifted, listing, out,
         )  # fmt: skip
 
     def _chunk(self) -> int:
-        return max(1, min(int(self.bound_chunk), self._bound_kernels().BOUND_CHUNK))
+        return max(1, min(int(self.be.bound_chunk), self.kernels().BOUND_CHUNK))
 
-    def _bound_kernels(self) -> Any:
+    def kernels(self) -> Any:
         if self._bound_mod is None:
             from engine.kernels import cuda_bound  # device code: after the numpy shim
 
             self._bound_mod = cuda_bound
         return self._bound_mod
 
-    def _bound_info(self, res: Resident) -> dict:
+    def info(self, res: Resident) -> dict:
         if res.bound is None:
             res.bound = {
                 "safe": _bound_safe(res),
@@ -231,9 +228,9 @@ class BoundOnGpu:
             }
         return res.bound
 
-    def _device_index(self, res: Resident, l0: int, l1: int, shifted: bool) -> Any:
+    def device_index(self, res: Resident, l0: int, l1: int, shifted: bool) -> Any:
         """The device peak index of library columns ``[l0, l1)`` (cached on the resident set)."""
-        info = self._bound_info(res)
+        info = self.info(res)
         cache: OrderedDict = info["index"]
         chunk = self._chunk()
         key = (l0, l1, shifted, chunk)
@@ -241,13 +238,13 @@ class BoundOnGpu:
         if found is not None:
             cache.move_to_end(key)
             return found
-        h, k = res.host, self._bound_kernels()
+        h, k = res.host, self.kernels()
         arrays = host_peak_index(h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted, chunk)
         bins, key_min, inv_width = piece_bins(arrays[0], arrays[3])
         if arrays[0].size == 0:  # the kernels need arrays of at least one element
             arrays = (np.array([np.inf]), np.zeros(1, np.int32), np.zeros(1), arrays[3])
         arrays = (*arrays, bins)
-        device = [self._cuda.to_device(a) for a in arrays]
+        device = [self.be._cuda.to_device(a) for a in arrays]
         index = k.DevicePeakIndex(*device, float(key_min), float(inv_width))
         nbytes = sum(a.nbytes for a in arrays)
         cache[key] = (index, nbytes)
@@ -258,19 +255,17 @@ class BoundOnGpu:
             info["index_bytes"] -= b
         return cache[key]
 
-    def bounds_apply(self, params: SearchParameters) -> bool:
+    def applies(self, params: SearchParameters) -> bool:
         """Whether a search with ``params`` is pruned by the bound (when the weights allow).
 
         Pruning is on, the threshold is above 0 and the score is one of
         :data:`BOUNDED_KINDS`.
         """
         return bool(
-            getattr(self, "bound_prune", True)
-            and params.threshold > 0.0
-            and score_kind(params) in BOUNDED_KINDS
+            self.be.bound_prune and params.threshold > 0.0 and score_kind(params) in BOUNDED_KINDS
         )
 
-    def _bound_tile(
+    def bound_tile(
         self,
         tile: Any,
         slot: Any,
@@ -291,34 +286,32 @@ class BoundOnGpu:
         (``BOUNDS_IN_BUFFER``).
         """
         kind = score_kind(params)
-        if not self.bounds_apply(params):
+        if not self.applies(params):
             return 0
-        ql, ll = self._bound_info(dq), self._bound_info(dl)
+        ql, ll = self.info(dq), self.info(dl)
         if not (ql["safe"] and ll["safe"]):
             return 0
         tol = float(score_tolerance(params))
         s = slot.stream
-        k = self._bound_kernels()
-        listing = self._no_listing()
-        mode = self._k.BOUNDS_IN_BUFFER
-        if self.list_survivors and slot.rows * slot.cols < 2**31:
+        k = self.kernels()
+        listing = self.no_listing()
+        mode = self.be._k.BOUNDS_IN_BUFFER
+        if self.be.list_survivors and slot.rows * slot.cols < 2**31:
             if slot.pairs is None:
-                slot.pairs = self._cuda.device_array(slot.rows * slot.cols, dtype=np.int32)
-                slot.n_pairs = self._cuda.device_array(2, dtype=np.int32)
+                slot.pairs = self.be._cuda.device_array(slot.rows * slot.cols, dtype=np.int32)
+                slot.n_pairs = self.be._cuda.device_array(2, dtype=np.int32)
             slot.n_pairs.copy_to_device(slot.zeros_host, stream=s)
             listing = k.Listing(
                 True, float(params.threshold), dl.norm, ll["peaks_max"], slot.out_m, slot.pairs,
-                slot.n_pairs, *self._floor_args(floor),
+                slot.n_pairs, *self.floor_args(floor),
             )  # fmt: skip
-            mode = self._k.BOUNDS_LISTED
-        self._queue_bounds(
-            dq, dl, tile.q0, tile.q1, tile.l0, tile.l1, kind, tol, listing, slot.out_s, s
-        )
+            mode = self.be._k.BOUNDS_LISTED
+        self._queue(dq, dl, tile.q0, tile.q1, tile.l0, tile.l1, kind, tol, listing, slot.out_s, s)
         nrows, ncols = tile.q1 - tile.q0, tile.l1 - tile.l0
-        if self.count_bound_survivors:
+        if self.be.count_bound_survivors:
             if self._survivors is None:
-                self._survivors = self._cuda.to_device(np.zeros(1, np.int64))
-            self._bound_kernels().count_kernel[nrows, self.bound_threads, s](
+                self._survivors = self.be._cuda.to_device(np.zeros(1, np.int64))
+            self.kernels().count_kernel[nrows, self.be.bound_threads, s](
                 slot.out_s, int(ncols), dq.spectrum_set, int(tile.q0), dl.spectrum_set,
                 int(tile.l0), float(params.threshold), self._survivors,
             )  # fmt: skip

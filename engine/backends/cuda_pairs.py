@@ -136,8 +136,8 @@ class PairQueue:
         self.tolerance = float(score_tolerance(params))
         self.kind = int(score_kind(params))
         self.threshold = float(params.threshold)
-        self.stream = backend._pair_stream()
-        self.scratch = backend._pair_scratch()
+        self.stream = backend.pipeline.pair_stream()
+        self.scratch = backend.pipeline.pair_scratch()
         self._waiting: list[QueuedScores] = []
         self._count = 0
 

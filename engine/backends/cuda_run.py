@@ -35,8 +35,7 @@ class TileRun:
     Parameters
     ----------
     backend : CudaBackend
-        Its ``_tiles``, ``_upload``, ``_slots_for``, ``_launch``, ``_collect``,
-        ``_finished`` and ``_batch_hits`` do the work.
+        Its ``pipeline`` (:class:`~.cuda_search.TilePipeline`) does the work.
     queries, library : PreparedSpectra
     batches : list of Batch
     params : SearchParameters
@@ -55,11 +54,11 @@ class TileRun:
     ) -> None:
         self.backend, self.queries, self.library = backend, queries, library
         self.batches, self.params, self.across = batches, params, across_batches
-        self.tiles = backend._tiles(batches, params, across_batches)
+        self.tiles = backend.pipeline.tiles(batches, params, across_batches)
         self.dq, self.dl = backend._upload(queries, keep=False), backend._upload(library)
         self.top: DeviceTop | None = None
         if across_batches and backend.device_top:
-            topk = backend._topn_kernels()
+            topk = backend.pipeline.topn_kernels()
             if DeviceTop.usable(topk, self.tiles, batches, params.top_n):
                 self.top = DeviceTop(
                     backend._cuda, topk, len(queries), params, batches, self.dl.index
@@ -73,7 +72,7 @@ class TileRun:
         self.wide = {
             b for t in self.tiles for b, n in Counter(sb for *_, sb in t.segs).items() if n > 1
         }
-        self.slots = backend._slots_for(self.tiles, params, self.top is not None)
+        self.slots = backend.pipeline.slots_for(self.tiles, params, self.top is not None)
         if self.dl.orders is None:  # column orders of tiles, reused by later runs
             self.dl.orders = {}
         self.orders: dict[tuple[int, int, bool], Any] = self.dl.orders
@@ -87,7 +86,7 @@ class TileRun:
     # -- the steps ---------------------------------------------------------------
     def _collect_oldest(self) -> None:
         tile, slot = self.pending.popleft()
-        self.backend._collect(
+        self.backend.pipeline.collect(
             tile, slot, self.queries, self.library, self.params, self.parts, self.left,
             self.queue, self.top,
         )  # fmt: skip
@@ -100,7 +99,8 @@ class TileRun:
         if len(self.pending) == len(self.slots):
             self._collect_oldest()
         be = self.backend
-        be._launch(self.tiles[n], slot, self.dq, self.dl, self.params, self.orders, self.top)
+        tile = self.tiles[n]
+        be.pipeline.launch(tile, slot, self.dq, self.dl, self.params, self.orders, self.top)
         if be.kernel_events is not None:  # diagnostics: one tile at a time, timed alone
             slot.stream.synchronize()
             if slot.n_pairs is not None:
@@ -108,7 +108,7 @@ class TileRun:
                     int(slot.n_pairs.copy_to_host()[0])
                 )
         self.pending.append((self.tiles[n], slot))
-        while self.pending and be._finished(self.pending[0][1]):
+        while self.pending and be.pipeline.finished(self.pending[0][1]):
             self._collect_oldest()
 
     def _drain(self) -> None:
@@ -118,7 +118,7 @@ class TileRun:
             self.queue.flush()
 
     def _hits(self, b: int) -> HitTable:
-        return self.backend._batch_hits(
+        return self.backend.pipeline.batch_hits(
             b, self.parts, self.params, b in self.wide, self.library.ranks, self.top,
             not self.across,
         )  # fmt: skip

@@ -1,4 +1,4 @@
-"""The tile pipeline of the CUDA backend's searches (mixed into :class:`CudaBackend`).
+"""The tile pipeline of the CUDA backend's searches (its ``pipeline``).
 
 A run's batches are cut into tiles (:mod:`.cuda_tiles`); ``depth`` tiles are in
 flight, each with its own stream and buffers: the bound kernel (exact pruning,
@@ -30,59 +30,37 @@ from engine.kernels import SearchOptions
 from engine.kernels.spectrum_set import MODIFIED_COSINE
 from engine.params import SearchParameters
 
-__all__ = ["TileSearch"]
+__all__ = ["TilePipeline"]
 
 
-class TileSearch:
-    """Searches as pipelined tiles; relies on the backend's ``_cuda``, ``_k``, ``_upload``,
-    ``_get_slots``, ``_bound_tile``, ``_bound_args``, ``bounds_apply``, ``_device_index``,
-    ``_dummy_heavy`` and settings."""
+class TilePipeline:
+    """The searches of a :class:`~engine.backends.cuda.CudaBackend` as pipelined tiles
+    (its ``pipeline``).
 
-    #: Keep each query's top-N on the device when the caller merges across batches.
-    device_top: bool = True
-    #: Listed pairs whose peak counts multiply to more than this are flagged instead of
-    #: merged by one thread of the score kernel, which would hold up its launch (0: never).
-    pair_work_max: int = 1 << 16
-    #: Score flagged pairs on the GPU, many tiles' at once (:mod:`.cuda_pairs`), instead
-    #: of on the host's threads (:mod:`.rescore`).  Off by default: measured, it frees
-    #: the host (6x less CPU time) but is no faster on a 16-core H100 host and ~2x
-    #: slower on a 64-core H200 one (``benchmarks/GPU_NOTES.md``, v8); for hosts with
-    #: few cores per GPU.  Scores may then differ from the host's in the last bits.
-    pairs_on_gpu: bool = False
-    #: Threads of the pair kernel (each with a scratch row for components of over ``K``
-    #: candidates and up to ``big_peaks`` peaks a side, 26 bytes per peak).
-    pair_rows: int = 1 << 15
-    big_peaks: int = 1024
-    #: Flushes of fewer flagged pairs than this go to the host's threads instead: a
-    #: launch waits for its longest merge, one GPU thread, where a CPU core is faster.
-    pair_gpu_min: int = 1 << 14
-    #: Tiles of up to this many query rows may span a whole selection grid's columns
-    #: (a repository shard for one query: 0.32 s against 1.15 s for an open query
-    #: over 3e8 spectra on 4 H200s).  Tiles of more rows stay at most
-    #: ``reuse_segments`` selection segments wide: at 1,000 rows, 131,072 columns
-    #: searched faster than 268,288 (8.9 against 11.3 s, 3e7 spectra, one H200; 22.3
-    #: against 27.2 s over 3e8 on four);
-    #: the rows re-read the tile's library peaks, which then fit the GPU's L2 cache
-    #: (a likely reason, not measured; nor is the best cut between 1 and 1,000 rows).
-    few_rows: int = 16
-    reuse_segments: int = 64
-    #: Diagnostics: flagged pairs scored by the pair kernel; flagged pairs the host
-    #: bounded against their query's running top-N floor (above the threshold).
-    gpu_scored_pairs: int = 0
-    floored_pairs: int = 0
-    #: Diagnostics: set to a dict to collect CUDA events around each tile's kernels
-    #: (``"start"``, ``"bound"``, ``"score"``, ``"select"``: one event per tile each)
-    #: and the pairs each tile listed (``"listed"``); tiles then run one at a time.
-    kernel_events: dict | None = None
+    Reads the backend's device, kernels, resident sets, tile slots, bound pruning
+    (``bounds``) and settings, and counts its ``rescored_pairs`` and
+    ``floored_pairs``.
+    """
+
+    def __init__(self, backend: Any) -> None:
+        self.be = backend
+        self._pairs_stream: Any = None
+        self._pairs_scratch: Any = None
+        self._pairs_key: Any = None
+        self._no_running: Any = None
+
+    def free_scratch(self) -> None:
+        """Let the pair kernel's scratch go (it is allocated again when next needed)."""
+        self._pairs_scratch = None
 
     def _mark(self, stream: Any, name: str) -> None:
-        if self.kernel_events is not None:
-            event = self._cuda.event()
+        if self.be.kernel_events is not None:
+            event = self.be._cuda.event()
             event.record(stream)
-            self.kernel_events.setdefault(name, []).append(event)
+            self.be.kernel_events.setdefault(name, []).append(event)
 
     @staticmethod
-    def _batch_hits(
+    def batch_hits(
         b: int, parts: dict[int, list], params: SearchParameters, wide: bool, ranks: np.ndarray,
         top: DeviceTop | None, cut: bool = True,
     ) -> HitTable:  # fmt: skip
@@ -111,48 +89,48 @@ class TileSearch:
         slot.stream.synchronize()
         return np.maximum(threshold, floor[rows - tile.q0])
 
-    def _pair_stream(self) -> Any:
+    def pair_stream(self) -> Any:
         """The stream of the pair kernel (one per backend: launches run in turn)."""
-        if getattr(self, "_pairs_stream", None) is None:
-            self._pairs_stream = self._cuda.stream()
+        if self._pairs_stream is None:
+            self._pairs_stream = self.be._cuda.stream()
         return self._pairs_stream
 
-    def _pair_scratch(self) -> tuple:
+    def pair_scratch(self) -> tuple:
         """The pair kernel's scratch: ``pair_rows`` rows (fewer where free GPU memory is
         short, 256 under the simulator) of ``big_peaks`` peaks; allocated once."""
-        key = (self.pair_rows, self.big_peaks)
-        if getattr(self, "_pairs_scratch", None) is None or self._pairs_key != key:
-            threads, rows = self._k.PAIR_THREADS, self.pair_rows
+        key = (self.be.pair_rows, self.be.big_peaks)
+        if self._pairs_scratch is None or self._pairs_key != key:
+            threads, rows = self.be._k.PAIR_THREADS, self.be.pair_rows
             try:
-                free = float(self._cuda.current_context().get_memory_info()[0])
+                free = float(self.be._cuda.current_context().get_memory_info()[0])
             except Exception:  # no context yet: as set
                 free = float("inf")
             if np.isfinite(free):
-                rows = min(rows, int(free // 32 // (self.big_peaks * 26)))
+                rows = min(rows, int(free // 32 // (self.be.big_peaks * 26)))
             else:  # the simulator runs a Python thread per GPU thread
                 rows = min(rows, 256)
             self._pairs_scratch = None
             rows = max(threads, rows // threads * threads)
-            self._pairs_scratch = big_scratch(self._cuda, rows, self.big_peaks)
+            self._pairs_scratch = big_scratch(self.be._cuda, rows, self.be.big_peaks)
             self._pairs_key = key
         return self._pairs_scratch
 
-    def _tiles(self, batches: list[Batch], params: SearchParameters, across: bool) -> list[Tile]:
+    def tiles(self, batches: list[Batch], params: SearchParameters, across: bool) -> list[Tile]:
         """The tiles of a run over ``batches`` (``across``: a device top-N across them)."""
-        sort_max = self._k.SORT_MAX
-        max_cols = self.max_cols if params.top_n > 0 else sort_max
+        sort_max = self.be._k.SORT_MAX
+        max_cols = self.be.max_cols if params.top_n > 0 else sort_max
         if params.top_n > 0:
             # fewer query rows: wider tiles of the same pairs (fewer launches); a few
             # rows, up to what one selection takes (one query against a repository
             # shard is one tile)
-            rows = min(max((b.q_stop - b.q_start for b in batches), default=1), self.max_rows)
-            segments = self.reuse_segments
-            if rows <= self.few_rows:
-                segments = self._topn_kernels().TILE_SEGMENTS_MAX
+            rows = min(max((b.q_stop - b.q_start for b in batches), default=1), self.be.max_rows)
+            segments = self.be.reuse_segments
+            if rows <= self.be.few_rows:
+                segments = self.topn_kernels().TILE_SEGMENTS_MAX
             widest = segments * sort_max
-            wide = self.max_rows * self.max_cols // max(rows, 1) // sort_max * sort_max
+            wide = self.be.max_rows * self.be.max_cols // max(rows, 1) // sort_max * sort_max
             max_cols = max(max_cols, min(wide, widest))
-        return plan_tiles(batches, self.max_rows, max_cols, sort_max)
+        return plan_tiles(batches, self.be.max_rows, max_cols, sort_max)
 
     def make_resident(
         self, library: PreparedSpectra, batches: Iterable[Batch], params: SearchParameters
@@ -162,22 +140,22 @@ class TileSearch:
         Both stay on the GPU (keyed by the library's content) for every later search.
         """
         batches = list(batches)
-        with self._lock:
-            dl = self._upload(library)
-            if not self.bounds_apply(params):
+        with self.be._lock:
+            dl = self.be._upload(library)
+            if not self.be.bounds.applies(params):
                 return
             shifted = score_kind(params) == MODIFIED_COSINE
-            for l0, l1 in sorted({(t.l0, t.l1) for t in self._tiles(batches, params, True)}):
-                self._device_index(dl, l0, l1, False)
+            for l0, l1 in sorted({(t.l0, t.l1) for t in self.tiles(batches, params, True)}):
+                self.be.bounds.device_index(dl, l0, l1, False)
                 if shifted:
-                    self._device_index(dl, l0, l1, True)
+                    self.be.bounds.device_index(dl, l0, l1, True)
 
-    def _topn_kernels(self) -> Any:
+    def topn_kernels(self) -> Any:
         from engine.kernels import cuda_topn  # device code: after the numpy shim
 
         return cuda_topn
 
-    def _slots_for(
+    def slots_for(
         self, tiles: list[Tile], params: SearchParameters, fixed: bool = False
     ) -> list[TileSlot]:
         """Slots large enough for every tile of a run (``fixed``: hits at fixed places)."""
@@ -187,19 +165,19 @@ class TileSearch:
         per_row = cols if params.top_n <= 0 else segs * params.top_n
         if not fixed:
             per_row = min(cols, per_row)
-        return self._get_slots(rows, cols, segs, rows * per_row, min(rows * cols, 1 << 20))
+        return self.be._get_slots(rows, cols, segs, rows * per_row, min(rows * cols, 1 << 20))
 
     def _running(self, tile: Tile, slot: TileSlot, top: DeviceTop | None) -> Any:
         """The selection kernel's ``RunningTop`` (disabled without a device top-N)."""
         if top is not None:
             return top.running(tile, slot)
-        if getattr(self, "_no_running", None) is None:
-            k, cuda = self._topn_kernels(), self._cuda
+        if self._no_running is None:
+            k, cuda = self.topn_kernels(), self.be._cuda
             dummy = (cuda.to_device(np.zeros(1)), cuda.to_device(np.zeros(1, np.int32)))
             self._no_running = k.RunningTop(False, 0, *dummy)
         return self._no_running
 
-    def _launch(
+    def launch(
         self,
         tile: Tile,
         slot: TileSlot,
@@ -216,10 +194,10 @@ class TileSearch:
         DeviceTop.release(slot)
         floor = top.acc.floor if top is not None else None
         self._mark(s, "start")
-        bounded = self._bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
+        bounded = self.be.bounds.bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
         self._mark(s, "bound")
         cols = slot.cols_dev  # unread with listed pairs: the kernel reads the list
-        if bounded != self._k.BOUNDS_LISTED:
+        if bounded != self.be._k.BOUNDS_LISTED:
             cols = self._columns(tile, dl, orders, by_count=not bounded)
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
@@ -227,12 +205,12 @@ class TileSearch:
         slot.segs_dev.copy_to_device(slot.segs_host, stream=s)
         slot.counts.copy_to_device(slot.zeros_host, stream=s)
         prune = params.threshold > 0 and not params.entropy  # heavy peaks bound the cosine
-        self._score(
+        self.score(
             slot, dq, dl, tile.q0, nrows, cols, ncols, tile.l0, params, prune,
             bounded=bounded, floor=floor,
         )  # fmt: skip
         self._mark(s, "score")
-        self._k.select_kernel[(nrows, len(tile.segs)), self.select_threads, s](
+        self.be._k.select_kernel[(nrows, len(tile.segs)), self.be.select_threads, s](
             slot.out_s, slot.out_m, slot.segs_dev, int(max(1, params.min_matches)),
             float(params.threshold), int(params.top_n), dl.index, int(tile.l0),
             slot.hit_r, slot.hit_c, slot.hit_s, slot.hit_m, slot.counts,
@@ -242,7 +220,7 @@ class TileSearch:
         if top is not None:
             top.merge(tile, slot)
         slot.counts.copy_to_host(slot.counts_host, stream=s)
-        slot.done = self._cuda.event()
+        slot.done = self.be._cuda.event()
         slot.done.record(s)
 
     def _columns(self, tile: Tile, dl: Resident, orders: dict, by_count: bool) -> Any:
@@ -259,15 +237,15 @@ class TileSearch:
                 order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
             else:
                 order = np.arange(tile.l0, tile.l1)
-            orders[key] = self._cuda.to_device(order.astype(np.int32))
+            orders[key] = self.be._cuda.to_device(order.astype(np.int32))
         return orders[key]
 
     @staticmethod
-    def _finished(slot: TileSlot) -> bool:
+    def finished(slot: TileSlot) -> bool:
         """Whether the GPU is through with the slot's tile (without waiting for it)."""
         return event_done(slot.done)
 
-    def _score(
+    def score(
         self,
         slot: TileSlot | DenseSlot,
         dq: Resident,
@@ -292,9 +270,9 @@ class TileSearch:
         ``floor``: the queries' floors of a device top-N (device array), or None.
         """
         threshold = float(params.threshold)
-        heavy, hcnt = dl.heavy_for(self._cuda, threshold) if prune else self._dummy_heavy()
-        qprune = prune and self.query_prune
-        qheavy, qhcnt = dq.heavy_for(self._cuda, threshold) if qprune else self._dummy_heavy()
+        heavy, hcnt = dl.heavy_for(self.be._cuda, threshold) if prune else self.be._dummy_heavy()
+        qprune = prune and self.be.query_prune
+        qheavy, qhcnt = dq.heavy_for(self.be._cuda, threshold) if qprune else self.be._dummy_heavy()
         precursor_tolerance = float(params.precursor_tolerance or 0.0) if window else 0.0
         ppm = window and params.precursor_unit == "ppm"
         options = SearchOptions(
@@ -304,20 +282,21 @@ class TileSearch:
             ppm=bool(ppm),
             same_polarity=bool(window and params.match_ion_mode),
         )
-        pruning = self._k.Pruning(
+        pruning = self.be._k.Pruning(
             bool(prune), threshold, heavy, hcnt, bool(qprune), qheavy, qhcnt,
-            *self._bound_args(slot, bounded), *self._floor_args(floor), int(self.pair_work_max),
+            *self.be.bounds.bound_args(slot, bounded), *self.be.bounds.floor_args(floor),
+            int(self.be.pair_work_max),
         )  # fmt: skip
-        out = self._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
-        grid = ((ncols + self.threads - 1) // self.threads, nrows)
-        if bounded == self._k.BOUNDS_LISTED:  # a grid-stride loop over the few listed pairs
+        out = self.be._k.TileOutput(slot.out_s, slot.out_m, slot.ovf_r, slot.ovf_c, slot.counts)
+        grid = ((ncols + self.be.threads - 1) // self.be.threads, nrows)
+        if bounded == self.be._k.BOUNDS_LISTED:  # a grid-stride loop over the few listed pairs
             grid = (min(grid[0] * nrows, LISTED_BLOCKS), 1)
-        self._k.score_kernel[grid, self.threads, slot.stream](
+        self.be._k.score_kernel[grid, self.be.threads, slot.stream](
             dq.spectrum_set, dl.spectrum_set, int(q0), cols, int(ncols), int(l0), options,
             pruning, out,
         )  # fmt: skip
 
-    def _collect(
+    def collect(
         self,
         tile: Tile,
         slot: TileSlot,
@@ -353,9 +332,9 @@ class TileSearch:
                 parts.setdefault(b, []).append(queue.add(r[rows], c[rows]))
         elif n_ovf:
             r, c = flagged_pairs(tile, slot, n_ovf)
-            self.rescored_pairs += n_ovf
+            self.be.rescored_pairs += n_ovf
             floors = self._pair_floors(tile, slot, top, r, params)
-            self.floored_pairs += int(np.count_nonzero(floors > params.threshold))
+            self.be.floored_pairs += int(np.count_nonzero(floors > params.threshold))
             for b, rows in split_rows(tile, c):
                 parts.setdefault(b, []).append(
                     submit_rescore(

@@ -7,9 +7,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["cuda_status", "numba_cuda"]
+__all__ = ["CudaError", "cuda_status", "numba_cuda"]
 
 _IMPORT_LOCK = threading.Lock()
+
+
+class CudaError(RuntimeError):
+    """A CUDA failure inside the backend (the search job falls back to the CPU)."""
 
 
 def numba_cuda() -> Any:
