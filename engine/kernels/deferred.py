@@ -19,11 +19,12 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.greedy_large import resolve_large
 from engine.kernels.rows import better, insert_hit, sort_row
-from engine.kernels.score_kinds import kind_score
+from engine.kernels.score_kinds import EntropyKind, kind_score
 from engine.kernels.spectrum_set import new_scratch
 
 __all__ = ["defer", "deferring_span", "has_room", "new_deferred", "resolve_deferred"]
@@ -37,23 +38,47 @@ def new_deferred(block: int) -> tuple[np.ndarray, ...]:
     return empty, np.empty_like(empty), np.empty_like(empty), np.zeros(1, np.int64)
 
 
-@njit(cache=True, inline="always")
-def defer(deferred, q, l, code):  # pragma: no cover - numba
-    """Add pair ``(q, l)`` and the deferring core's ``code`` (the matches it returned:
-    ``-candidates`` of a modified-cosine pair, else -1) to ``deferred``; a row's
-    pairs always fit (:func:`has_room`)."""
-    dq, dl, dc, dn = deferred
-    k = dn[0]
-    dq[k] = q
-    dl[k] = l
-    dc[k] = code
-    dn[0] = k + 1
+def defer(marker, m, deferred, q, l):  # pragma: no cover - typed by the overload
+    """Whether the pair ``(q, l)`` was deferred (``m``, the matches the deferring core
+    returned, below 0); if so it is listed in ``deferred`` with ``m`` as its code
+    (``-candidates`` of a modified-cosine pair, else -1).  A row's pairs always fit
+    (:func:`has_room`).  Typed by the score kind's ``marker``: the entropy
+    similarity, which never defers, compiles none of it."""
 
 
-@njit(cache=True, inline="always")
-def has_room(deferred, block):  # pragma: no cover - numba
-    """Whether ``deferred`` holds ``block`` more pairs (all of one row's, at most)."""
-    return deferred[3][0] + block <= deferred[0].shape[0]
+@overload(defer, jit_options={"cache": True})
+def _defer_kind(marker, m, deferred, q, l):
+    if getattr(marker, "instance_class", None) is EntropyKind:
+        return lambda marker, m, deferred, q, l: False
+
+    def impl(marker, m, deferred, q, l):  # pragma: no cover - numba
+        if m >= 0:
+            return False
+        dq, dl, dc, dn = deferred
+        k = dn[0]
+        dq[k] = q
+        dl[k] = l
+        dc[k] = m
+        dn[0] = k + 1
+        return True
+
+    return impl
+
+
+def has_room(marker, deferred, block):  # pragma: no cover - typed by the overload
+    """Whether ``deferred`` holds ``block`` more pairs (all of one row's, at most);
+    always for the entropy similarity."""
+
+
+@overload(has_room, jit_options={"cache": True})
+def _has_room_kind(marker, deferred, block):
+    if getattr(marker, "instance_class", None) is EntropyKind:
+        return lambda marker, deferred, block: True
+
+    def impl(marker, deferred, block):  # pragma: no cover - numba
+        return deferred[3][0] + block <= deferred[0].shape[0]
+
+    return impl
 
 
 @njit(cache=True, nogil=True)

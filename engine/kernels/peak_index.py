@@ -292,8 +292,7 @@ def _scored(q, l, queries, library, options, marker, scratch, floor, colmax, def
     if not _can_reach(marker, q, l, queries, library, options.tolerance, floor, colmax):
         return False, 0.0, 0
     s, m = kind_score_deferring(marker, q, l, queries, library, options.tolerance, scratch)
-    if m < 0:
-        defer(deferred, q, l, m)
+    if defer(marker, m, deferred, q, l):
         return False, 0.0, 0
     return m >= options.min_matches and s >= options.threshold, s, m
 
@@ -419,7 +418,7 @@ def indexed_rows(
     for r in range(start, stop_row):
         if cancelled(stop):
             return stop_row
-        if not has_room(deferred, nl):
+        if not has_room(marker, deferred, nl):
             return r
         q = q_start + r
         if queries.norm[q] == 0.0:
