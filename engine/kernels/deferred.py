@@ -1,9 +1,9 @@
 """Pairs with a large greedy component, scored apart from the pruned search's rows.
 
-Centroided spectra almost never have a component of more candidates than the
-greedy cores' scratch holds, but the matchers of such components
-(:mod:`~engine.kernels.greedy_large`) are about a fifth of what a first cosine or
-analog search compiles.  So the row kernel
+Few pairs have a component of more candidates than the greedy cores' scratch
+holds (the demo's none; 1,000 MassBank queries x 54,390 in analog mode 240), but
+the matchers of such components (:mod:`~engine.kernels.greedy_large`) are about a
+fifth of what a first cosine or analog search compiles.  So the row kernel
 (:func:`~engine.kernels.peak_index.indexed_rows`) scores with cores that *defer*
 such a pair (:class:`~engine.kernels.greedy.DeferLarge`): it lists the pair here
 and goes on.  When a span of rows has listed any, :func:`resolve_deferred` --
