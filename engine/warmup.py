@@ -22,7 +22,7 @@ from collections.abc import Callable
 from engine.api import score_matrix, search
 from engine.hits import compile_large_order
 from engine.params import SearchParameters
-from engine.search.prepare import on_kernels_ready, tiny_library
+from engine.search.prepare import on_kernels_ready, tiny_large_library, tiny_library
 
 __all__ = ["stop_warm_up", "warm_up", "warm_up_in_background", "warming_up"]
 
@@ -76,6 +76,11 @@ def warm_up(
             )
             for score in ("cosine", "modified_cosine", "entropy")
         ]
+    large = tiny_large_library()  # the scoring of pairs with a large greedy component
+    steps += [
+        lambda s=score: search(large, large, SearchParameters(mode="custom", score=s))
+        for score in ("cosine", "modified_cosine")
+    ]
     steps.append(compile_large_order)
     for number, step in enumerate(steps):
         if stop is not None and stop():

@@ -26,8 +26,11 @@ sort of their candidates (:func:`~engine.kernels.greedy_large.resolve_large`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from engine.kernels.entropy import entropy_core
 from engine.kernels.greedy_large import count_candidates, resolve_large
@@ -36,13 +39,59 @@ from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE, SCRATCH_SIZE
 __all__ = [
     "SCRATCH_SIZE",
     "cosine_core",
-    "modified_core",
     "cosine_pair",
+    "cosine_pair_deferring",
     "entropy_pair",
+    "modified_core",
     "modified_pair",
+    "modified_pair_deferring",
     "score_pair",
     "weights_and_norms",
 ]
+
+
+class ResolveLarge(NamedTuple):
+    """Large components resolved in place (:func:`~engine.kernels.greedy_large.resolve_large`)."""
+
+    defer: bool = False
+
+
+class DeferLarge(NamedTuple):
+    """Large components not resolved: the core returns ``(0.0, code)`` at the first one,
+    ``code`` minus the candidates of a modified-cosine pair resolved as a whole (<= -2),
+    -1 for a cosine component.
+
+    A kernel typed with it compiles none of :mod:`~engine.kernels.greedy_large`'s
+    matchers (about 3 s of a first search); the pairs it defers are scored again
+    by a separately compiled kernel, only when there are any
+    (:mod:`~engine.kernels.deferred`).
+    """
+
+    defer: bool = True
+
+
+def _large(policy, mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candidates):
+    """:func:`~engine.kernels.greedy_large.resolve_large`, or ``(0.0, code)`` for
+    :class:`DeferLarge` (typed by ``policy``: only the resolving cores compile it)."""
+
+
+@overload(_large, jit_options={"cache": True})
+def _large_policy(policy, mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candidates):
+    if getattr(policy, "instance_class", None) is DeferLarge:
+
+        def defer(policy, mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candidates):
+            if passes == 2 and candidates > 1:  # pragma: no cover - numba
+                return 0.0, -candidates
+            return 0.0, np.int64(-1)
+
+        return defer
+
+    def resolve(policy, mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candidates):
+        return resolve_large(  # pragma: no cover - numba
+            mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candidates
+        )
+
+    return resolve
 
 
 @njit(cache=True)
@@ -170,6 +219,17 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
     candidates are resolved by :func:`~engine.kernels.greedy_large.resolve_large`.
     Returns ``(sum of taken products, matches)``.
     """
+    return _cosine_core(
+        mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, ResolveLarge(False)
+    )
+
+
+@njit(cache=True)
+def _cosine_core(
+    mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, large
+):  # pragma: no cover
+    """:func:`cosine_core`; with ``large`` a :class:`DeferLarge`, ``(0.0, -1)`` as soon as a
+    component has more candidates than the scratch holds."""
     kmax = sp.shape[0]
     score = 0.0
     nm = 0
@@ -230,7 +290,9 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
             t = _collect(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, -0.0, sp, si, sj, 0)
             score, nm = _take(sp, si, sj, ua, ub, t, k - ci0, hi - cj0, score, nm)
         else:
-            s_, n_ = resolve_large(mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, np.int64(1), cnt)
+            s_, n_ = _large(large, mzA, wA, ci0, k, mzB, wB, cj0, hi, tol, 0.0, np.int64(1), cnt)
+            if n_ < 0:
+                return 0.0, n_
             score += s_
             nm += n_
         i = k
@@ -249,9 +311,20 @@ def modified_core(
     candidates followed by the shifted ones are ordered by product (later first on
     ties) and taken greedily.
     """
+    return _modified_core(
+        mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub, ResolveLarge(False)
+    )
+
+
+@njit(cache=True)
+def _modified_core(
+    mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub, large
+):  # pragma: no cover
+    """:func:`modified_core`, large pairs resolved or deferred by ``large`` (as
+    :func:`_cosine_core`)."""
     shift = pA - pB
     if not (abs(shift) > tol):
-        return cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub)
+        return _cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, large)
     n0 = count_candidates(mzA, a0, a1, mzB, b0, b1, tol, 0.0)
     n1 = count_candidates(mzA, a0, a1, mzB, b0, b1, tol, shift)
     cnt = n0 + n1
@@ -264,7 +337,7 @@ def modified_core(
         t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, -0.0, sp, si, sj, 0)
         t = _collect(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, sp, si, sj, t)
         return _take(sp, si, sj, ua, ub, t, na, nb, 0.0, np.int64(0))
-    return resolve_large(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
+    return _large(large, mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
 
 
 @njit(cache=True)
@@ -301,19 +374,32 @@ def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cove
 @njit(cache=True)
 def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy cosine."""
-    return _greedy_pair(q, l, queries, library, tolerance, scratch, False)
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, False, ResolveLarge(False))
 
 
 @njit(cache=True)
 def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy modified cosine."""
-    return _greedy_pair(q, l, queries, library, tolerance, scratch, True)
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, True, ResolveLarge(False))
+
+
+@njit(cache=True)
+def cosine_pair_deferring(q, l, queries, library, tolerance, scratch):  # pragma: no cover
+    """:func:`cosine_pair`, or ``(0.0, -1)`` when the pair has a large component."""
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, False, DeferLarge(True))
+
+
+@njit(cache=True)
+def modified_pair_deferring(q, l, queries, library, tolerance, scratch):  # pragma: no cover
+    """:func:`modified_pair`, or ``(0.0, code < 0)`` when the pair has too many candidates
+    (:class:`DeferLarge`)."""
+    return _greedy_pair(q, l, queries, library, tolerance, scratch, True, DeferLarge(True))
 
 
 @njit(cache=True, inline="always")
-def _greedy_pair(q, l, queries, library, tolerance, scratch, shifted):  # pragma: no cover
+def _greedy_pair(q, l, queries, library, tolerance, scratch, shifted, large):  # pragma: no cover
     """Greedy cosine of the pair, or with ``shifted`` its modified cosine (a constant of
-    each caller: the other branch compiles away)."""
+    each caller: the other branch compiles away); ``large`` as :func:`_cosine_core`."""
     den = library.norm[l] * queries.norm[q]
     if den == 0.0:
         return 0.0, 0
@@ -321,16 +407,16 @@ def _greedy_pair(q, l, queries, library, tolerance, scratch, shifted):  # pragma
     la, lb = library.offsets[l], library.offsets[l + 1]
     qa, qb = queries.offsets[q], queries.offsets[q + 1]
     if shifted:
-        raw, nm = modified_core(
+        raw, nm = _modified_core(
             library.mz, library.weight, la, lb, library.precursor_mz[l],
             queries.mz, queries.weight, qa, qb, queries.precursor_mz[q],
-            tolerance, sp, si, sj, ua, ub,
+            tolerance, sp, si, sj, ua, ub, large,
         )  # fmt: skip
     else:
-        raw, nm = cosine_core(
+        raw, nm = _cosine_core(
             library.mz, library.weight, la, lb, queries.mz, queries.weight, qa, qb,
-            tolerance, sp, si, sj, ua, ub,
+            tolerance, sp, si, sj, ua, ub, large,
         )  # fmt: skip
-    if nm == 0:
-        return 0.0, 0
+    if nm <= 0:
+        return 0.0, nm
     return raw / den, nm

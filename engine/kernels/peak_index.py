@@ -22,10 +22,16 @@ from numba import njit
 from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
+from engine.kernels.deferred import defer, deferring_span, has_room
 from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, dense_rows, list_touched
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
-from engine.kernels.score_kinds import CosineKind, ModifiedCosineKind, kind_marker, kind_score
+from engine.kernels.score_kinds import (
+    CosineKind,
+    ModifiedCosineKind,
+    kind_marker,
+    kind_score_deferring,
+)
 from engine.kernels.spectrum_set import (
     COSINE,
     ENTROPY,
@@ -243,8 +249,9 @@ def _candidate_bounds(
 
 @njit(cache=True, inline="always")  # one caller: compiled into it, not apart
 def _indexed_row(
-    q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop, dense
-):  # pragma: no cover - numba
+    q, queries, library, l_start, options, marker, index, scratch, work, hl, hs, hm, stop, dense,
+    deferred,
+):  # fmt: skip  # pragma: no cover - numba
     """One query row of :func:`indexed_kernel`; returns the number of hits written.
 
     ``work`` is a thread's ``(bound, cnt, touched)``, all zero on entry and on
@@ -260,7 +267,7 @@ def _indexed_row(
         cnt[:] = 0
         return 0
     n = _row_hits(q, queries, library, l_start, options, marker, scratch, bound, cnt,
-                  counting, touched[:nt], hl, hs, hm, stop)  # fmt: skip
+                  counting, touched[:nt], hl, hs, hm, stop, deferred)  # fmt: skip
     for i in range(nt):
         c = touched[i]
         bound[c] = 0.0
@@ -275,14 +282,18 @@ def _may_score(q, l, queries, library, options):  # pragma: no cover - numba
 
 
 @njit(cache=True, inline="always")
-def _scored(q, l, queries, library, options, marker, scratch, floor, colmax):  # pragma: no cover
+def _scored(q, l, queries, library, options, marker, scratch, floor, colmax, deferred):
     """``(hit, score, matches)`` of query ``q`` x library spectrum ``l``, scored only when it
-    may score and its bound can reach ``floor`` (``hit`` False otherwise)."""
+    may score and its bound can reach ``floor`` (``hit`` False otherwise).  A pair with a
+    large component is added to ``deferred`` (:func:`~engine.kernels.deferred.defer`)
+    instead, and is no hit here."""  # pragma: no cover - numba
     if not _may_score(q, l, queries, library, options):
         return False, 0.0, 0
     if not _can_reach(marker, q, l, queries, library, options.tolerance, floor, colmax):
         return False, 0.0, 0
-    s, m = kind_score(marker, q, l, queries, library, options.tolerance, scratch)
+    s, m = kind_score_deferring(marker, q, l, queries, library, options.tolerance, scratch)
+    if defer(marker, m, deferred, q, l):
+        return False, 0.0, 0
     return m >= options.min_matches and s >= options.threshold, s, m
 
 
@@ -303,12 +314,15 @@ def _row_hits(
     hs,
     hm,
     stop,
+    deferred,
 ):  # pragma: no cover - numba
     """The hits of query ``q`` among the ``touched`` columns, scored exactly where
     their bound can reach ``threshold`` (and the running ``top_n``-th best).
 
     ``cnt`` is read only when ``counting`` (otherwise every touched column has a
-    candidate, and ``min_matches <= 1``).
+    candidate, and ``min_matches <= 1``).  Pairs with a large component go to
+    ``deferred``: the running ``top_n``-th best leaves them out, so it only prunes
+    less.
     """
     min_matches = options.min_matches
     threshold = options.threshold
@@ -323,7 +337,9 @@ def _row_hits(
             if (counting and cnt[c] < min_matches) or _bound(bound[c], qn) < threshold:
                 continue
             l = l_start + c
-            hit, s, m = _scored(q, l, queries, library, options, marker, scratch, threshold, colmax)
+            hit, s, m = _scored(
+                q, l, queries, library, options, marker, scratch, threshold, colmax, deferred
+            )
             if hit:
                 hl[n] = l
                 hs[n] = s
@@ -363,7 +379,9 @@ def _row_hits(
         if u < 0.0 or u < floor:
             continue
         l = l_start + c
-        hit, s, m = _scored(q, l, queries, library, options, marker, scratch, floor, colmax)
+        hit, s, m = _scored(
+            q, l, queries, library, options, marker, scratch, floor, colmax, deferred
+        )
         if hit:
             n = insert_hit(hs, hl, hm, n, top_n, s, l, m, library.index)
             if n == top_n and hs[n - 1] > floor:
@@ -374,15 +392,18 @@ def _row_hits(
 @njit(cache=True, nogil=True)  # nogil: run by several threads, the GUI thread meanwhile
 def indexed_rows(
     start, stop_row, queries, library, q_start, l_start, l_stop, options, marker, index, rows,
-    stop, dense,
+    stop, dense, deferred,
 ):  # fmt: skip  # pragma: no cover - numba
-    """Rows ``[start, stop_row)`` of :func:`indexed_kernel` into ``rows``.
+    """Rows ``[start, stop_row)`` of :func:`indexed_kernel` into ``rows``; returns the row
+    to go on from (``stop_row`` when done or cancelled).
 
     ``marker`` is :func:`~engine.kernels.score_kinds.kind_marker` of ``options.kind``:
     each score kind compiles only its own scoring code; ``dense``
     (:func:`~engine.kernels.index_bounds.dense_rows`) likewise the dense rows' bounds.
     The span's rows share one set of block-wide bound arrays, each row resetting only
-    what it touched.
+    what it touched.  Pairs with a large component are listed in ``deferred``
+    (:mod:`~engine.kernels.deferred`); a row starts only while ``deferred`` has room
+    for a whole block of them.
     """
     row_l, row_s, row_m, counts = rows
     nl = l_stop - l_start
@@ -396,14 +417,17 @@ def indexed_rows(
     )
     for r in range(start, stop_row):
         if cancelled(stop):
-            return
+            return stop_row
+        if not has_room(marker, deferred, nl):
+            return r
         q = q_start + r
         if queries.norm[q] == 0.0:
             continue
         counts[r] = _indexed_row(
             q, queries, library, l_start, options, marker, index, scratch, work,
-            row_l[r], row_s[r], row_m[r], stop, dense,
+            row_l[r], row_s[r], row_m[r], stop, dense, deferred,
         )  # fmt: skip
+    return stop_row
 
 
 def indexed_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, index, width, stop):
@@ -418,7 +442,8 @@ def indexed_kernel(queries, library, q_start, q_stop, l_start, l_stop, options, 
     marker = kind_marker(options.kind)
     dense = dense_rows(queries, q_start, q_stop, float(options.tolerance))
     for_each_span(
-        indexed_rows, q_stop - q_start,
-        queries, library, q_start, l_start, l_stop, options, marker, index, rows, stop, dense,
+        deferring_span, q_stop - q_start,
+        indexed_rows, queries, library, q_start, l_start, l_stop, options, marker, index, rows,
+        stop, dense,
     )  # fmt: skip
     return rows

@@ -15,10 +15,17 @@ from typing import NamedTuple
 
 from numba.extending import overload
 
-from engine.kernels.greedy import cosine_pair, entropy_pair, modified_pair, score_pair
+from engine.kernels.greedy import (
+    cosine_pair,
+    cosine_pair_deferring,
+    entropy_pair,
+    modified_pair,
+    modified_pair_deferring,
+    score_pair,
+)
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
 
-__all__ = ["kind_marker", "kind_score"]
+__all__ = ["kind_marker", "kind_score", "kind_score_deferring"]
 
 
 class CosineKind(NamedTuple):
@@ -41,6 +48,11 @@ class EntropyKind(NamedTuple):
 
 _MARKERS = {COSINE: CosineKind(), MODIFIED_COSINE: ModifiedCosineKind(), ENTROPY: EntropyKind()}
 _PAIRS = {CosineKind: cosine_pair, ModifiedCosineKind: modified_pair, EntropyKind: entropy_pair}
+_DEFERRING = {
+    CosineKind: cosine_pair_deferring,
+    ModifiedCosineKind: modified_pair_deferring,
+    EntropyKind: entropy_pair,
+}
 
 
 def kind_marker(kind: int) -> NamedTuple:
@@ -63,6 +75,27 @@ def kind_score(marker, q, l, queries, library, tolerance, scratch):
 @overload(kind_score)
 def _kind_score(marker, q, l, queries, library, tolerance, scratch):
     pair = _PAIRS.get(getattr(marker, "instance_class", None))
+    if pair is None:
+        return None
+
+    def impl(marker, q, l, queries, library, tolerance, scratch):  # pragma: no cover
+        return pair(q, l, queries, library, tolerance, scratch)
+
+    return impl
+
+
+def kind_score_deferring(marker, q, l, queries, library, tolerance, scratch):
+    """:func:`kind_score`, but ``(0.0, -1)`` for a (modified) cosine pair with a component
+    too large for ``scratch``: compiled, it includes none of the large-component
+    matchers; such pairs are scored again by :func:`kind_score`
+    (:mod:`~engine.kernels.deferred`)."""
+    s, m = score_pair(q, l, queries, library, tolerance, marker.kind, scratch)
+    return s, m
+
+
+@overload(kind_score_deferring)
+def _kind_score_deferring(marker, q, l, queries, library, tolerance, scratch):
+    pair = _DEFERRING.get(getattr(marker, "instance_class", None))
     if pair is None:
         return None
 

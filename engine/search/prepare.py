@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.library import SpectrumLibrary
 
-__all__ = ["COMPILING", "on_kernels_ready", "prepare_kernels", "tiny_library"]
+__all__ = ["COMPILING", "on_kernels_ready", "prepare_kernels", "tiny_large_library", "tiny_library"]
 
 #: What a search says when its kernels take a while to be ready.
 COMPILING = "compiling the search kernels for these settings (first run only)…"
@@ -40,6 +40,15 @@ def tiny_library() -> SpectrumLibrary:
     mz = [np.array([50.0, 80.0, 80.05, 120.0]), np.array([50.02, 80.01, 130.0]), np.array([60.0])]
     intensity = [np.array([1.0, 2.0, 2.0, 3.0]), np.array([1.0, 4.0, 2.0]), np.array([1.0])]
     return SpectrumLibrary.from_peak_lists(mz, intensity, precursor_mz=[150.0, 160.0, 100.0])
+
+
+def tiny_large_library() -> SpectrumLibrary:
+    """Three spectra of 70 peaks within 0.07 Da: one component of 4,900 candidates, too
+    large for the greedy cores' scratch, so a search defers them
+    (:mod:`~engine.kernels.deferred`); the precursors give the modified cosine a shift."""
+    mz = [80.0 + np.arange(70) * 1e-3 + k * 1e-4 for k in range(3)]
+    intensity = [np.linspace(1.0, 2.0, 70) + k for k in range(3)]
+    return SpectrumLibrary.from_peak_lists(mz, intensity, precursor_mz=[150.0, 160.0, 150.01])
 
 
 def prepare_kernels(
