@@ -137,6 +137,17 @@ class CudaBackend(Backend):
         free when the backend started.  Query sets are not kept: the last
         :data:`~.cuda_resident.QUERY_SETS` uploaded stay apart and never push a library out.
 
+    Attributes
+    ----------
+    pipeline : TilePipeline
+        The searches as pipelined tiles (:mod:`.cuda_search`).
+    bounds : GpuBounds
+        The exact bound pruning (:mod:`.cuda_index`).
+    matrices : DenseScores
+        The dense score matrices (:mod:`.cuda_dense`).
+    sets : ResidentSets
+        The spectrum sets on the GPU (:mod:`.cuda_resident`).
+
     Raises
     ------
     CudaError
