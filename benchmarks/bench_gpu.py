@@ -170,13 +170,12 @@ def diagnose_a(be, lib, params) -> None:
     tiles = plan_tiles(batches, be.max_rows, be.max_cols, be._k.SORT_MAX)
     slots = be.pipeline.slots_for(tiles, params)
     dq, dl = be._upload(plan.queries), be._upload(plan.library)
-    orders: dict = {}
     gpu = {}
     for qprune in (True, False):
         be.query_prune = qprune
         t = time.perf_counter()
         for n, tile in enumerate(tiles):
-            be.pipeline.launch(tile, slots[n % len(slots)], dq, dl, params, orders)
+            be.pipeline.launch(tile, slots[n % len(slots)], dq, dl, params)
         for slot in slots:
             slot.stream.synchronize()
         gpu[qprune] = time.perf_counter() - t

@@ -31,7 +31,7 @@ class Resident:
     host: PreparedSpectra | None = None
     heavy: dict | None = None  # threshold -> (device heavy, device counts)
     bound: dict | None = None  # bound pruning: weight check, eps, device peak indexes
-    orders: dict | None = None  # tile columns -> their order (device arrays)
+    orders: dict | None = None  # tile columns -> their order (device arrays, recent ones)
 
     @property
     def spectrum_set(self) -> SpectrumSet:
@@ -83,6 +83,7 @@ class TileSlot:
         self.merged = None  # event: the running top-N merged this slot's hits
         self.done = None  # event: the GPU finished the slot's tile (counters copied)
         self.cols_dev = cuda.device_array(1, dtype=np.int32)  # a placeholder (listed pairs)
+        self.columns: Any = None  # the device columns of the tile in flight
         self.segs_dev = cuda.device_array(segs + 1, dtype=np.int32)
         self.segs_host = cuda.pinned_array(segs + 1, dtype=np.int32)
         self.counts_host = cuda.pinned_array(2, dtype=np.int32)

@@ -58,7 +58,9 @@ class ResidentSets:
         key = hit[1] if hit is not None and hit[0]() is spectra else resident_key(spectra)
         res = self.libraries.get(key)
         if res is None:
-            res = self.queries.pop(key, None) or self._to_device(spectra)
+            res = self.queries.pop(key, None)
+            if res is None:
+                res = self._to_device(spectra)
             if keep:
                 self.libraries[key] = res
                 while len(self.libraries) > 1 and (

@@ -73,9 +73,6 @@ class TileRun:
             b for t in self.tiles for b, n in Counter(sb for *_, sb in t.segs).items() if n > 1
         }
         self.slots = backend.pipeline.slots_for(self.tiles, params, self.top is not None)
-        if self.dl.orders is None:  # column orders of tiles, reused by later runs
-            self.dl.orders = {}
-        self.orders: dict[tuple[int, int, bool], Any] = self.dl.orders
         self.pending: deque[tuple[Tile, TileSlot]] = deque()
         self.queue = (
             PairQueue(backend, queries, library, self.dq, self.dl, params)
@@ -100,7 +97,7 @@ class TileRun:
             self._collect_oldest()
         be = self.backend
         tile = self.tiles[n]
-        be.pipeline.launch(tile, slot, self.dq, self.dl, self.params, self.orders, self.top)
+        be.pipeline.launch(tile, slot, self.dq, self.dl, self.params, self.top)
         if be.kernel_events is not None:  # diagnostics: one tile at a time, timed alone
             slot.stream.synchronize()
             if slot.n_pairs is not None:

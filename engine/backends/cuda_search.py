@@ -13,6 +13,7 @@ tile and scored on the GPU in large launches of their own (:mod:`.cuda_pairs`).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,6 +32,10 @@ from engine.kernels.spectrum_set import MODIFIED_COSINE
 from engine.params import SearchParameters
 
 __all__ = ["TilePipeline"]
+
+#: Column orders of tiles kept per resident library (identity searches of other
+#: query sets cut other tiles; an order is one argsort and copy to make again).
+COLUMN_ORDERS = 32
 
 
 class TilePipeline:
@@ -184,7 +189,6 @@ class TilePipeline:
         dq: Resident,
         dl: Resident,
         params: SearchParameters,
-        orders: dict[tuple[int, int, bool], Any],
         top: DeviceTop | None = None,
     ) -> None:
         """Queue score and select kernels of one tile and the copy of its counters."""
@@ -198,7 +202,8 @@ class TilePipeline:
         self._mark(s, "bound")
         cols = slot.cols_dev  # unread with listed pairs: the kernel reads the list
         if bounded != self.be._k.BOUNDS_LISTED:
-            cols = self._columns(tile, dl, orders, by_count=not bounded)
+            cols = self._columns(tile, dl, by_count=not bounded)
+        slot.columns = cols  # held while the tile runs (an order may leave the cache)
         for g, (a, _, _) in enumerate(tile.segs):
             slot.segs_host[g] = a - tile.l0
         slot.segs_host[len(tile.segs)] = ncols
@@ -223,22 +228,29 @@ class TilePipeline:
         slot.done = self.be._cuda.event()
         slot.done.record(s)
 
-    def _columns(self, tile: Tile, dl: Resident, orders: dict, by_count: bool) -> Any:
-        """The device array of a tile's library columns, kept with the resident library.
+    def _columns(self, tile: Tile, dl: Resident, by_count: bool) -> Any:
+        """The device array of a tile's library columns, kept with the resident library
+        (the :data:`COLUMN_ORDERS` last used).
 
         ``by_count``: ordered by peak count (similar work per warp, when every pair
         is merged); otherwise in library order (few pairs pass the bound, and
         library order keeps their buffer accesses coalesced).  Copied once, before
         any stream may read it (tiles of other query rows share it).
         """
+        if dl.orders is None:
+            dl.orders = OrderedDict()
         key = (tile.l0, tile.l1, by_count)
-        if key not in orders:
-            if by_count:
-                order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
-            else:
-                order = np.arange(tile.l0, tile.l1)
-            orders[key] = self.be._cuda.to_device(order.astype(np.int32))
-        return orders[key]
+        if key in dl.orders:
+            dl.orders.move_to_end(key)
+            return dl.orders[key]
+        if by_count:
+            order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
+        else:
+            order = np.arange(tile.l0, tile.l1)
+        cols = dl.orders[key] = self.be._cuda.to_device(order.astype(np.int32))
+        while len(dl.orders) > COLUMN_ORDERS:  # tiles of other query sets: made again
+            dl.orders.popitem(last=False)
+        return cols
 
     @staticmethod
     def finished(slot: TileSlot) -> bool:
