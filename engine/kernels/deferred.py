@@ -23,6 +23,7 @@ from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.greedy_large import resolve_large
+from engine.kernels.jit import HELPER_JIT_OPTIONS
 from engine.kernels.rows import better, insert_hit, sort_row
 from engine.kernels.score_kinds import EntropyKind, kind_score
 from engine.kernels.spectrum_set import new_scratch
@@ -46,7 +47,7 @@ def defer(marker, m, deferred, q, l):  # pragma: no cover - typed by the overloa
     similarity, which never defers, compiles none of it."""
 
 
-@overload(defer, jit_options={"cache": True})
+@overload(defer, jit_options=HELPER_JIT_OPTIONS)
 def _defer_kind(marker, m, deferred, q, l):
     if getattr(marker, "instance_class", None) is EntropyKind:
         return lambda marker, m, deferred, q, l: False
@@ -70,7 +71,7 @@ def has_room(marker, deferred, block):  # pragma: no cover - typed by the overlo
     always for the entropy similarity."""
 
 
-@overload(has_room, jit_options={"cache": True})
+@overload(has_room, jit_options=HELPER_JIT_OPTIONS)
 def _has_room_kind(marker, deferred, block):
     if getattr(marker, "instance_class", None) is EntropyKind:
         return lambda marker, deferred, block: True

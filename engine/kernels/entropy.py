@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.jit import nopython_helper
 from engine.kernels.sorting import stable_order
 from engine.kernels.threads import for_each_span
 
@@ -53,7 +54,7 @@ def float32_tolerance(tolerance: float) -> float:
 QUICKSORT_LIMIT = 4096
 
 
-@njit(cache=True)
+@nopython_helper
 def _by_mz_drop_zero(mz, intensity, n):  # pragma: no cover - numba
     """Sort the first ``n`` peaks by m/z, dropping zero intensities; returns the new length."""
     order = stable_order(mz[:n])
@@ -295,7 +296,7 @@ def pair_entropy(x, y):  # pragma: no cover - numba
     return (_xlog2x(x + y) - _xlog2x(x) - _xlog2x(y)) / 2.0
 
 
-@njit(cache=True)
+@nopython_helper
 def entropy_core(mzA, pA, a0, a1, mzB, pB, b0, b1, tol):  # pragma: no cover - numba
     """Entropy similarity and matched peaks of ``A[a0:a1]`` and ``B[b0:b1]``.
 

@@ -20,6 +20,7 @@ from numba import njit
 from numba.extending import overload
 
 from engine.kernels.entropy import entropy_core
+from engine.kernels.jit import HELPER_JIT_OPTIONS, nopython_helper
 from engine.kernels.score_kinds import EntropyKind, ModifiedCosineKind, kind_marker
 from engine.kernels.spectrum_set import read_only_view
 from engine.kernels.threads import for_each_span
@@ -27,7 +28,7 @@ from engine.kernels.threads import for_each_span
 __all__ = ["hit_evidence"]
 
 
-@njit(cache=True)
+@nopython_helper
 def _partners(mzA, a0, a1, mzB, b0, b1, tol, shift, flags_a, flags_b):  # pragma: no cover
     """Mark peaks of A and B that have a partner within ``tol`` (B shifted by ``shift``)."""
     lo = b0
@@ -48,7 +49,7 @@ def _shifted_partners(marker, q, l, queries, library, tolerance, fq, fl):  # pra
     kinds compile nothing of it."""
 
 
-@overload(_shifted_partners, jit_options={"cache": True})
+@overload(_shifted_partners, jit_options=HELPER_JIT_OPTIONS)
 def _shifted_partners_kind(marker, q, l, queries, library, tolerance, fq, fl):
     if getattr(marker, "instance_class", None) is not ModifiedCosineKind:
         return lambda marker, q, l, queries, library, tolerance, fq, fl: None
@@ -68,7 +69,7 @@ def _reverse(marker, q, l, score, queries, library, tolerance, fq):  # pragma: n
     ``marker``: an entropy search compiles only the entropy's, the cosines only theirs."""
 
 
-@overload(_reverse, jit_options={"cache": True})
+@overload(_reverse, jit_options=HELPER_JIT_OPTIONS)
 def _reverse_kind(marker, q, l, score, queries, library, tolerance, fq):
     if getattr(marker, "instance_class", None) is not EntropyKind:
 

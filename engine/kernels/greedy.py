@@ -34,6 +34,7 @@ from numba.extending import overload
 
 from engine.kernels.entropy import entropy_core
 from engine.kernels.greedy_large import count_candidates, resolve_large
+from engine.kernels.jit import HELPER_JIT_OPTIONS, nopython_helper
 from engine.kernels.spectrum_set import ENTROPY, MODIFIED_COSINE, SCRATCH_SIZE
 
 __all__ = [
@@ -75,7 +76,7 @@ def _large(policy, mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candida
     :class:`DeferLarge` (typed by ``policy``: only the resolving cores compile it)."""
 
 
-@overload(_large, jit_options={"cache": True})
+@overload(_large, jit_options=HELPER_JIT_OPTIONS)
 def _large_policy(policy, mzA, wA, i0, i1, mzB, wB, j0, j1, tol, shift, passes, candidates):
     if getattr(policy, "instance_class", None) is DeferLarge:
 
@@ -210,7 +211,7 @@ def _take(sp, si, sj, ua, ub, t, na, nb, score, nm):  # pragma: no cover
     return score, nm
 
 
-@njit(cache=True)
+@nopython_helper
 def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # pragma: no cover
     """Greedy cosine numerator and match count of ``A[a0:a1]`` vs ``B[b0:b1]``.
 
@@ -224,7 +225,7 @@ def cosine_core(mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub):  # p
     )
 
 
-@njit(cache=True)
+@nopython_helper
 def _cosine_core(
     mzA, wA, a0, a1, mzB, wB, b0, b1, tol, sp, si, sj, ua, ub, large
 ):  # pragma: no cover
@@ -300,7 +301,7 @@ def _cosine_core(
     return score, nm
 
 
-@njit(cache=True)
+@nopython_helper
 def modified_core(
     mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub
 ):  # pragma: no cover
@@ -316,7 +317,7 @@ def modified_core(
     )
 
 
-@njit(cache=True)
+@nopython_helper
 def _modified_core(
     mzA, wA, a0, a1, pA, mzB, wB, b0, b1, pB, tol, sp, si, sj, ua, ub, large
 ):  # pragma: no cover
@@ -340,7 +341,7 @@ def _modified_core(
     return _large(large, mzA, wA, a0, a1, mzB, wB, b0, b1, tol, shift, np.int64(2), cnt)
 
 
-@njit(cache=True)
+@nopython_helper
 def score_pair(q, l, queries, library, tolerance, kind, scratch):  # pragma: no cover
     r"""Exact score and match count of query ``q`` against library spectrum ``l``.
 
@@ -358,7 +359,7 @@ def score_pair(q, l, queries, library, tolerance, kind, scratch):  # pragma: no 
     return cosine_pair(q, l, queries, library, tolerance, scratch)
 
 
-@njit(cache=True)
+@nopython_helper
 def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the entropy similarity (``scratch`` unused)."""
     if library.norm[l] * queries.norm[q] == 0.0:
@@ -371,25 +372,25 @@ def entropy_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cove
     return (raw, nm) if nm > 0 else (0.0, 0)
 
 
-@njit(cache=True)
+@nopython_helper
 def cosine_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy cosine."""
     return _greedy_pair(q, l, queries, library, tolerance, scratch, False, ResolveLarge(False))
 
 
-@njit(cache=True)
+@nopython_helper
 def modified_pair(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`score_pair` of the greedy modified cosine."""
     return _greedy_pair(q, l, queries, library, tolerance, scratch, True, ResolveLarge(False))
 
 
-@njit(cache=True)
+@nopython_helper
 def cosine_pair_deferring(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`cosine_pair`, or ``(0.0, -1)`` when the pair has a large component."""
     return _greedy_pair(q, l, queries, library, tolerance, scratch, False, DeferLarge(True))
 
 
-@njit(cache=True)
+@nopython_helper
 def modified_pair_deferring(q, l, queries, library, tolerance, scratch):  # pragma: no cover
     """:func:`modified_pair`, or ``(0.0, code < 0)`` when the pair has too many candidates
     (:class:`DeferLarge`)."""

@@ -22,6 +22,7 @@ from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
 from engine.kernels.entropy import pair_entropy
+from engine.kernels.jit import HELPER_JIT_OPTIONS, nopython_helper
 from engine.kernels.window_max import window_push, window_start
 
 __all__ = [
@@ -177,7 +178,7 @@ def _dense_if_marked(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, 
     whose kernels compile none of it."""
 
 
-@overload(_dense_if_marked, jit_options={"cache": True})
+@overload(_dense_if_marked, jit_options=HELPER_JIT_OPTIONS)
 def _dense_if_marked_kind(dense, qw, imz, ispec, iw, entropy, lows, highs, los, his, bound,
                           cnt, touched, nt, listing, stop):  # fmt: skip
     if getattr(dense, "instance_class", None) is not DenseRows:
@@ -221,7 +222,7 @@ def _first_index(keys, value, above):  # pragma: no cover - numba
     return lo
 
 
-@njit(cache=True)
+@nopython_helper
 def accumulate_bounds(
     qmz, qw, imz, ispec, iw, tolerance, entropy, counting, bound, cnt, touched, nt, stop, dense
 ):  # pragma: no cover - numba
@@ -298,7 +299,7 @@ def accumulate_bounds(
     return nt, listing
 
 
-@njit(cache=True)
+@nopython_helper
 def list_touched(bound, cnt, touched):  # pragma: no cover - numba
     """List every column with a candidate in ``touched`` (in column order); returns how many."""
     nt = 0
@@ -308,7 +309,7 @@ def list_touched(bound, cnt, touched):  # pragma: no cover - numba
     return nt
 
 
-@njit(cache=True)
+@nopython_helper
 def _dense_bounds(
     weight, imz, ispec, iw, entropy, lows, highs, los, his, bound, cnt, touched, nt, listing, stop
 ):  # pragma: no cover

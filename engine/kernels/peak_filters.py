@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.jit import nopython_helper
 from engine.kernels.peak_window import GROUP, window_mask
 from engine.kernels.sorting import stable_order
 from engine.kernels.threads import for_each_span
@@ -88,7 +89,7 @@ def _move(mz, intensity, pos, m, i, keep):  # pragma: no cover - numba
     return m + keep
 
 
-@njit(cache=True)
+@nopython_helper
 def _keep_masked(mz, intensity, pos, n, mask):  # pragma: no cover - numba
     """Move the peaks where ``mask[:n]`` is True, and their positions, to the front; how many."""
     m = 0
@@ -97,7 +98,7 @@ def _keep_masked(mz, intensity, pos, n, mask):  # pragma: no cover - numba
     return m
 
 
-@njit(cache=True)
+@nopython_helper
 def _mz_range(mz, intensity, pos, n, lo, hi):  # pragma: no cover - numba
     m = 0
     for i in range(n):
@@ -105,7 +106,7 @@ def _mz_range(mz, intensity, pos, n, lo, hi):  # pragma: no cover - numba
     return m
 
 
-@njit(cache=True)
+@nopython_helper
 def _precursor(mz, intensity, pos, n, precursor, tolerance):  # pragma: no cover - numba
     m = 0
     for i in range(n):  # a NaN precursor is never near
@@ -113,7 +114,7 @@ def _precursor(mz, intensity, pos, n, precursor, tolerance):  # pragma: no cover
     return m
 
 
-@njit(cache=True)
+@nopython_helper
 def _relative(mz, intensity, pos, n, min_relative):  # pragma: no cover - numba
     threshold = _max(intensity, n) * min_relative
     m = 0
@@ -122,7 +123,7 @@ def _relative(mz, intensity, pos, n, min_relative):  # pragma: no cover - numba
     return m
 
 
-@njit(cache=True)
+@nopython_helper
 def _kth_smallest(x, n, kth):  # pragma: no cover - numba
     """The value at position ``kth`` of ``sorted(x[:n])``; reorders ``x[:n]`` (Hoare's find)."""
     lo, hi = 0, n - 1
@@ -147,7 +148,7 @@ def _kth_smallest(x, n, kth):  # pragma: no cover - numba
     return x[kth]
 
 
-@njit(cache=True)
+@nopython_helper
 def _top_k(mz, intensity, pos, n, k, mask, scratch):  # pragma: no cover - numba
     """``keep_top_k``: rank by intensity descending, then m/z, then position."""
     if n <= k:
@@ -180,7 +181,7 @@ def _top_k(mz, intensity, pos, n, k, mask, scratch):  # pragma: no cover - numba
     return _keep_masked(mz, intensity, pos, n, mask)
 
 
-@njit(cache=True)
+@nopython_helper
 def _window(mz, intensity, pos, n, k, window, mask, lanes, counts):  # pragma: no cover - numba
     """``window_filter``: keep peaks with fewer than ``k`` more intense within +-window."""
     if n <= k:  # fewer than k other peaks in any window: every peak stays
@@ -189,7 +190,7 @@ def _window(mz, intensity, pos, n, k, window, mask, lanes, counts):  # pragma: n
     return _keep_masked(mz, intensity, pos, n, mask)
 
 
-@njit(cache=True)
+@nopython_helper
 def _decide(
     mz, intensity, pos, n, precursor, codes, params, stop, tops, mask, scratch, lanes, counts
 ):  # pragma: no cover - numba
@@ -225,7 +226,7 @@ def _decide(
     return n
 
 
-@njit(cache=True)
+@nopython_helper
 def _scale(intensity, n, codes, stop, tops):  # pragma: no cover - numba
     """The intensity steps of the plan on the kept peaks ``intensity[:n]``, in order.
 

@@ -24,6 +24,7 @@ from numba.extending import overload
 from engine.kernels.cancel import cancelled
 from engine.kernels.deferred import defer, deferring_span, has_room
 from engine.kernels.index_bounds import INDEX_EPS, accumulate_bounds, dense_rows, list_touched
+from engine.kernels.jit import HELPER_JIT_OPTIONS, nopython_helper
 from engine.kernels.pair_bound import pair_can_reach
 from engine.kernels.rows import better, insert_hit, row_buffers, sort_row
 from engine.kernels.score_kinds import (
@@ -140,7 +141,7 @@ def index_fits(index: PeakIndex, kind: int) -> bool:
     return int(index.kind) == int(kind)
 
 
-@njit(cache=True)
+@nopython_helper
 def _bound(u, den):  # pragma: no cover - numba
     """The relative upper bound of a pair, widened so rounding never makes it too small."""
     return (u / den) * (1.0 + 1e-9) + 1e-12
@@ -159,7 +160,7 @@ def _can_reach(marker, q, l, queries, library, tolerance, floor, colmax):  # pra
     compiles the bound."""
 
 
-@overload(_can_reach, jit_options={"cache": True})
+@overload(_can_reach, jit_options=HELPER_JIT_OPTIONS)
 def _can_reach_kind(marker, q, l, queries, library, tolerance, floor, colmax):
     if getattr(marker, "instance_class", None) is not CosineKind:
         return lambda marker, q, l, queries, library, tolerance, floor, colmax: True
@@ -179,7 +180,7 @@ def _shifted_bounds(marker, q, qmz, qw, queries, index, tolerance, entropy, coun
     returns ``(nt, listed)``.  Typed by ``marker``: the other kinds compile none."""
 
 
-@overload(_shifted_bounds, jit_options={"cache": True})
+@overload(_shifted_bounds, jit_options=HELPER_JIT_OPTIONS)
 def _shifted_bounds_kind(marker, q, qmz, qw, queries, index, tolerance, entropy, counting, work,
                          nt, stop, dense):  # fmt: skip
     if getattr(marker, "instance_class", None) is not ModifiedCosineKind:
@@ -202,7 +203,7 @@ def _shifted_bounds_kind(marker, q, qmz, qw, queries, index, tolerance, entropy,
     return impl
 
 
-@njit(cache=True)
+@nopython_helper
 def _insert_candidate(bounds, columns, n, cap, u, c):  # pragma: no cover - numba
     """Keep the ``cap`` largest bounds (ties: lower column first); returns the new length."""
     if n == cap:

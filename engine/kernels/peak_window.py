@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.jit import nopython_helper
+
 __all__ = ["BLOCK", "FIRST", "GROUP", "window_mask", "window_scan"]
 
 #: Peaks of one spectrum whose windows the window filter counts together, one lane each.
@@ -25,7 +27,7 @@ FIRST = 64
 BLOCK = 32
 
 
-@njit(cache=True)
+@nopython_helper
 def window_scan(mz, intensity, a, n, k, window, mask):  # pragma: no cover - numba
     """GNPS window filter on the peaks ``[a, a + n)``, into ``mask[:n]``: each peak's window
     scanned in turn, stopping at ``k`` peaks above (the reference, ``filters.window_filter``)."""
@@ -81,7 +83,7 @@ def _count_on(ms, ys, start, stop, p, lower, upper, level, above, k):  # pragma:
     return above
 
 
-@njit(cache=True)
+@nopython_helper
 def _window_sorted(mz, intensity, a, n, k, window, mask, lanes, counts):  # pragma: no cover - numba
     """The window mask for m/z-sorted peaks and a finite window, ``GROUP`` peaks at a time.
 
@@ -167,7 +169,7 @@ def _window_sorted(mz, intensity, a, n, k, window, mask, lanes, counts):  # prag
             mask[g + lane] = above < k
 
 
-@njit(cache=True)
+@nopython_helper
 def window_mask(mz, intensity, a, n, k, window, mask, lanes, counts):  # pragma: no cover - numba
     """Whether each of the peaks ``[a, a + n)`` stays, in ``mask[:n]``.
 

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.cancel import cancelled
+from engine.kernels.jit import nopython_helper
 from engine.kernels.score_kinds import kind_marker, kind_score
 from engine.kernels.spectrum_set import longest_in_block, new_scratch, pair_allowed
 from engine.kernels.threads import for_each_span
@@ -33,7 +34,7 @@ def better(s1, k1, s2, k2):  # pragma: no cover - numba
     return s1 > s2 or (s1 == s2 and k1 < k2)
 
 
-@njit(cache=True)
+@nopython_helper
 def insert_hit(hs, hl, hm, n, cap, s, l, m, index):  # pragma: no cover - numba
     """Insert hit ``(s, l, m)`` into a row's sorted top list of length ``n <= cap``.
 
@@ -60,7 +61,7 @@ def insert_hit(hs, hl, hm, n, cap, s, l, m, index):  # pragma: no cover - numba
     return n
 
 
-@njit(cache=True)
+@nopython_helper
 def sort_row(hs, hl, hm, n, index):  # pragma: no cover - numba
     """Sort a row's first ``n`` hits: score descending, then library ``index`` ascending.
 
@@ -107,7 +108,7 @@ def _sift_down(order, top, end, hs, hl, index):  # pragma: no cover - numba
         top = child
 
 
-@njit(cache=True)
+@nopython_helper
 def _scan_row(
     q, queries, library, l_start, l_stop, options, marker, scratch, hl, hs, hm, stop
 ):  # pragma: no cover

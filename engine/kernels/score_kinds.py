@@ -23,6 +23,7 @@ from engine.kernels.greedy import (
     modified_pair_deferring,
     score_pair,
 )
+from engine.kernels.jit import HELPER_JIT_OPTIONS
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
 
 __all__ = ["kind_marker", "kind_score", "kind_score_deferring"]
@@ -72,7 +73,7 @@ def kind_score(marker, q, l, queries, library, tolerance, scratch):
     return score_pair(q, l, queries, library, tolerance, marker.kind, scratch)
 
 
-@overload(kind_score)
+@overload(kind_score, jit_options=HELPER_JIT_OPTIONS)
 def _kind_score(marker, q, l, queries, library, tolerance, scratch):
     pair = _PAIRS.get(getattr(marker, "instance_class", None))
     if pair is None:
@@ -93,7 +94,7 @@ def kind_score_deferring(marker, q, l, queries, library, tolerance, scratch):
     return s, m
 
 
-@overload(kind_score_deferring)
+@overload(kind_score_deferring, jit_options=HELPER_JIT_OPTIONS)
 def _kind_score_deferring(marker, q, l, queries, library, tolerance, scratch):
     pair = _DEFERRING.get(getattr(marker, "instance_class", None))
     if pair is None:

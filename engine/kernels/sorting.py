@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.kernels.jit import nopython_helper
+
 __all__ = ["stable_order"]
 
 #: Runs this long are sorted by insertion before they are merged.
@@ -23,7 +25,7 @@ def _before(a, b):  # pragma: no cover - numba
     return a < b or (b != b and a == a)
 
 
-@njit(cache=True)
+@nopython_helper
 def stable_order(keys):  # pragma: no cover - numba
     """``np.argsort(keys, kind="stable")`` of a 1-D array, as int64 positions."""
     n = keys.shape[0]

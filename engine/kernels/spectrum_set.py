@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numba.core import types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
+
+from engine.kernels.jit import nopython_helper
 
 __all__ = [
     "COSINE",
@@ -122,7 +123,7 @@ class Scratch(NamedTuple):
     used_b: np.ndarray
 
 
-@njit(cache=True)
+@nopython_helper
 def new_scratch(longest):  # pragma: no cover - numba
     """Fresh :class:`Scratch` for spectra of up to ``longest`` peaks."""
     size = max(SCRATCH_SIZE, longest)
@@ -135,7 +136,7 @@ def new_scratch(longest):  # pragma: no cover - numba
     )
 
 
-@njit(cache=True)
+@nopython_helper
 def longest_spectrum(offsets, start, stop):  # pragma: no cover - numba
     """Most peaks of one spectrum among ``[start, stop)``."""
     m = 0
@@ -146,7 +147,7 @@ def longest_spectrum(offsets, start, stop):  # pragma: no cover - numba
     return m
 
 
-@njit(cache=True)
+@nopython_helper
 def longest_in_block(queries, library, q_start, q_stop, l_start, l_stop):  # pragma: no cover
     """Most peaks of one spectrum among queries ``[q_start, q_stop)`` and the library block."""
     return max(
@@ -155,7 +156,7 @@ def longest_in_block(queries, library, q_start, q_stop, l_start, l_stop):  # pra
     )
 
 
-@njit(cache=True)
+@nopython_helper
 def precursor_ok(query_precursor, library_precursor, options):  # pragma: no cover - numba
     """Whether a pair passes the precursor window of ``options`` (always, when it is off)."""
     if options.precursor_tolerance <= 0.0:
@@ -167,7 +168,7 @@ def precursor_ok(query_precursor, library_precursor, options):  # pragma: no cov
     return abs(query_precursor - library_precursor) <= t
 
 
-@njit(cache=True)
+@nopython_helper
 def pair_allowed(q, l, queries, library, options):  # pragma: no cover - numba
     """Whether query ``q`` and library spectrum ``l`` pass the precursor window and ion mode."""
     if options.same_polarity and queries.polarity[q] * library.polarity[l] < 0:

@@ -1,0 +1,63 @@
+"""Helpers compiled without Python entry points: same results, and searches never call
+them from Python (which would compile a second, uncached copy of each)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+import engine
+import engine.kernels
+from engine.kernels.jit import HelperDispatcher
+from engine.kernels.sorting import stable_order
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_QUERIES = ROOT / "resources" / "demo_queries.mgf"
+DEMO_LIBRARY = ROOT / "resources" / "demo_library.mgf"
+
+
+def _helpers() -> list[HelperDispatcher]:
+    found = []
+    for info in pkgutil.iter_modules(engine.kernels.__path__, "engine.kernels."):
+        if info.name.split(".")[-1].startswith("cuda"):
+            continue  # numba-cuda's modules: not CPU helpers
+        module = importlib.import_module(info.name)
+        found += [v for v in vars(module).values() if isinstance(v, HelperDispatcher)]
+    return found
+
+
+@njit(cache=False)
+def _order_in_compiled_code(keys):  # pragma: no cover - numba
+    return stable_order(keys)
+
+
+def test_a_helper_gives_the_same_answer_from_compiled_code_and_from_python():
+    keys = np.random.default_rng(0).integers(0, 5, 200).astype(np.float64)
+    expected = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(_order_in_compiled_code(keys), expected)
+    np.testing.assert_array_equal(stable_order(keys), expected)  # the separate Python entry
+    assert stable_order.called_from_python
+
+
+def test_helpers_are_compiled_without_python_or_c_entry_points():
+    helpers = _helpers()
+    assert len(helpers) > 30
+    for helper in helpers:
+        options = helper.targetoptions
+        assert options["no_cpython_wrapper"] and options["no_cfunc_wrapper"], helper
+        assert helper._cache is not None, helper  # noqa: SLF001 - cached like njit(cache=True)
+
+
+@pytest.mark.parametrize("mode", ["identity", "analog"])
+def test_a_search_never_calls_a_helper_from_python(mode):
+    before = {id(h) for h in _helpers() if h.called_from_python}
+    hits = engine.search(DEMO_QUERIES, DEMO_LIBRARY, mode=mode, backend="cpu")
+    assert len(hits) > 0
+    called = [h.py_func.__qualname__ for h in _helpers()
+              if h.called_from_python and id(h) not in before]  # fmt: skip
+    assert called == []
