@@ -126,7 +126,7 @@ def _same(g, c) -> tuple[bool, float | None]:  # pragma: no cover - subprocess
 def _running_top(gpu, spectra, nq, p, cpu) -> dict[str, object]:  # pragma: no cover
     """Device top-N across batches (``across_batches``) vs the CPU's top-N of one batch.
 
-    Two query blocks; the library in four batches given out of column order, so
+    Two query blocks; the library in three or four batches given out of column order, so
     that each block's batches land in separate tiles and the running top-N (and
     its floor) is merged over several tiles.
     """
@@ -136,8 +136,11 @@ def _running_top(gpu, spectra, nq, p, cpu) -> dict[str, object]:  # pragma: no c
     from engine.hits import HitTable
 
     n = len(spectra)
-    cuts = [0, n // 4, n // 2, 3 * n // 4, n]
-    pieces = [(cuts[i], cuts[i + 1]) for i in (1, 3, 0, 2)]
+    # cuts on a piece boundary of the bound (8 columns): those tiles read the whole
+    # library's peak index from a later piece; the one at 11 has an index of its own
+    assert n > 12
+    cuts = sorted({0, 8, 11, *([16] if n > 16 else []), n})
+    pieces = [(cuts[i], cuts[i + 1]) for i in (1, 3, 0, 2) if i + 1 < len(cuts)]
     split = [Batch(q0, q1, l0, l1) for q0, q1 in ((0, nq // 2), (nq // 2, nq)) for l0, l1 in pieces]
     # the device peak indexes of every tile, built ahead (as a Dask worker does)
     gpu.make_resident(spectra, split, p)
@@ -171,7 +174,7 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         gpu.pair_gpu_min = 0  # ... every flush of them on the GPU (16,384 on a GPU)
         gpus.append(gpu)
     cpu = CpuBackend()
-    out: dict[str, object] = {"cases": [], "bounds": [], "running": []}
+    out: dict[str, object] = {"cases": [], "bounds": [], "running": [], "ranges": []}
     sets = _inputs()
     out["peaks"] = {name: int(np.diff(lib.offsets).max()) for name, (lib, _) in sets.items()}
     for n, (name, score, tol, thr, top_n) in enumerate(CASES):
@@ -213,7 +216,37 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
                 "unbounded_score_zero": bool(np.all(exact[~ok] == 0.0)),
             }
         )  # fmt: skip
+    # a column range from a piece boundary on reads the whole library's index from a
+    # later piece; any other range has an index of its own: the same bounds either way
+    gpu.bound_chunk = 8
+    lib, _ = sets["pesticides"]
+    for score in ("cosine", "modified_cosine"):
+        p = SearchParameters(mode="custom", score=score, tolerance=1.0)
+        spectra = PreparedSpectra.for_search(lib, p)
+        whole = _range_bounds(gpu, spectra, p, 0)
+        for l0 in (8, 11, 16):
+            part = _range_bounds(gpu, spectra, p, l0)
+            out["ranges"].append(
+                {"score": score, "l0": l0, "nonzero": int((part > 0).sum()),
+                 "same": bool(np.allclose(part, whole[:, l0:], rtol=1e-12, atol=0.0))}
+            )  # fmt: skip
     return out
+
+
+def _range_bounds(gpu, spectra, p, l0: int):  # pragma: no cover - runs in the subprocess
+    """Raw bounds of every query × library columns ``[l0, n)`` (no listing)."""
+    import numpy as np
+
+    from engine.backends.base import score_kind, score_tolerance
+
+    n = len(spectra)
+    dq, dl = gpu._upload(spectra, keep=False), gpu._upload(spectra)
+    out = gpu._cuda.device_array((n, n - l0), dtype=np.float64)
+    stream = gpu._cuda.stream()
+    kind, tol = score_kind(p), float(score_tolerance(p))
+    gpu.bounds._queue(dq, dl, 0, n, l0, n, kind, tol, gpu.bounds.no_listing(), out, stream)
+    stream.synchronize()
+    return out.copy_to_host()
 
 
 @pytest.mark.skipif(
@@ -240,6 +273,9 @@ def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
         assert case["max_diff"] <= 1e-9, case
     # queries with a full top-N, so the floor rose above the threshold
     assert sum(c["full_queries"] for c in report["running"]) > 0, report["running"]
+    assert len(report["ranges"]) == 6
+    for r in report["ranges"]:
+        assert r["same"] and r["nonzero"] > 0, r
     for b in report["bounds"]:
         assert b["pairs"] > 0, b
         assert b["min_slack"] >= -1e-12, b  # float rounding only; the search widens by 1e-9

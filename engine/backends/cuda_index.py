@@ -196,15 +196,15 @@ class GpuBounds:
         kind: int, tol: float, listing: Any, out: Any, stream: Any,
     ) -> None:  # fmt: skip
         """Queue the bound kernel: rows ``q0:q1`` × columns ``l0:l1`` into ``out``."""
-        plain = self.device_index(dl, l0, l1, False)[0]
-        shifted = self.device_index(dl, l0, l1, True)[0] if kind == MODIFIED_COSINE else plain
+        plain, piece0 = self.range_index(dl, l0, l1, False)
+        shifted = self.range_index(dl, l0, l1, True)[0] if kind == MODIFIED_COSINE else plain
         eps = max(self.info(dq)["eps"], self.info(dl)["eps"])
         k = self.kernels()
         chunk = self._chunk()
         grid = (q1 - q0, -(-(l1 - l0) // chunk))
         k.bound_kernel[grid, self.be.bound_threads, stream](
-            dq.spectrum_set, int(q0), int(l0), int(l1 - l0), chunk, int(kind), float(tol),
-            float(eps), plain, shifted, listing, out,
+            dq.spectrum_set, int(q0), int(l0), int(l1 - l0), chunk, int(piece0), int(kind),
+            float(tol), float(eps), plain, shifted, listing, out,
         )  # fmt: skip
 
     def _chunk(self) -> int:
@@ -227,6 +227,20 @@ class GpuBounds:
                 "index_bytes": 0,
             }
         return res.bound
+
+    def range_index(self, res: Resident, l0: int, l1: int, shifted: bool) -> tuple[Any, int]:
+        """``(index, piece0)`` for the bound kernel over library columns ``[l0, l1)``.
+
+        A range that starts on a piece boundary (the column tiles of searches without
+        a precursor window) reads the index of the whole library, from its piece
+        ``piece0 = l0 // chunk``: built once, whatever the tiles of later searches
+        (their shape follows the number of query rows).  Other ranges (precursor
+        windows) get an index of their own (``piece0`` 0).
+        """
+        chunk = self._chunk()
+        if l0 % chunk == 0:
+            return self.device_index(res, 0, len(res.counts), shifted)[0], l0 // chunk
+        return self.device_index(res, l0, l1, shifted)[0], 0
 
     def device_index(self, res: Resident, l0: int, l1: int, shifted: bool) -> Any:
         """The device peak index of library columns ``[l0, l1)`` (cached on the resident set)."""

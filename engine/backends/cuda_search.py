@@ -151,9 +151,9 @@ class TilePipeline:
                 return
             shifted = score_kind(params) == MODIFIED_COSINE
             for l0, l1 in sorted({(t.l0, t.l1) for t in self.tiles(batches, params, True)}):
-                self.be.bounds.device_index(dl, l0, l1, False)
+                self.be.bounds.range_index(dl, l0, l1, False)
                 if shifted:
-                    self.be.bounds.device_index(dl, l0, l1, True)
+                    self.be.bounds.range_index(dl, l0, l1, True)
 
     def topn_kernels(self) -> Any:
         from engine.kernels import cuda_topn  # device code: after the numpy shim

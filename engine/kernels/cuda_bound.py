@@ -193,7 +193,7 @@ def _accumulate(
 
 @cuda.jit(cache=True)
 def bound_kernel(
-    queries, q_first, l_first, ncols, chunk, kind, tol, eps, plain, shifted, listing, bound
+    queries, q_first, l_first, ncols, chunk, piece0, kind, tol, eps, plain, shifted, listing, bound
 ):  # pragma: no cover
     r"""Upper bounds of query rows × one library column range.
 
@@ -201,8 +201,10 @@ def bound_kernel(
     BOUND_CHUNK`` columns, as the indexes were built), a multiple of 32 threads
     per block.  ``queries`` is a
     :class:`~engine.kernels.spectrum_set.SpectrumSet` of device arrays, ``kind``
-    the score kind, ``plain`` and ``shifted`` :class:`DevicePeakIndex`\ es of the
-    range (``shifted`` is read for the modified cosine only).  ``bound[r, c]``
+    the score kind, ``plain`` and ``shifted`` :class:`DevicePeakIndex`\ es whose piece
+    ``piece0 + g`` holds the range's piece ``g`` (``piece0`` 0: an index of the range
+    itself; else one of columns from 0, ``l_first == piece0 * chunk``, its columns
+    counted from 0 as well); ``shifted`` is read for the modified cosine only.  ``bound[r, c]``
     (query ``q_first + r``, column ``c < ncols``, library spectrum ``l_first + c``)
     receives the sum of the terms of all candidate peak pairs (the raw numerator
     bound, before the division by the norms).  With ``listing`` (a
@@ -225,10 +227,12 @@ def bound_kernel(
     qa = q_off[q]
     qb = q_off[q + 1]
     entropy = kind == ENTROPY
-    _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, 0.0, plain, tol, eps, entropy)
+    # past the range's last column a piece of a wider index may hold more columns:
+    # their slots (< chunk) are summed into but never read
+    _accumulate(acc, piece0 + g, chunk, q_mz, q_w, qa, qb, 0.0, plain, tol, eps, entropy)
     qp = q_prec[q]
     if kind == MODIFIED_COSINE and qp == qp:  # a NaN precursor: plain cosine, no shift
-        _accumulate(acc, g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
+        _accumulate(acc, piece0 + g, chunk, q_mz, q_w, qa, qb, qp, shifted, tol, eps, False)
     cuda.syncthreads()
     enabled, threshold, l_norm, peaks_max, matches, pairs, n_pairs, use_floor, floor = listing
     if use_floor and floor[q] > threshold:
