@@ -33,9 +33,13 @@ from engine.params import SearchParameters
 
 __all__ = ["TilePipeline"]
 
-#: Column orders of tiles kept per resident library (identity searches of other
-#: query sets cut other tiles; an order is one argsort and copy to make again).
+#: Column orders of tiles kept per resident library: at least this many, and as many
+#: as take up to 1 / :data:`COLUMN_ORDER_SHARE` of the library's device bytes (a
+#: batch of queries visits every column tile of a shard once per query block, so
+#: fewer than a shard's tiles would be made again in every block; identity searches
+#: of other query sets cut other tiles).
 COLUMN_ORDERS = 32
+COLUMN_ORDER_SHARE = 8
 
 
 class TilePipeline:
@@ -243,12 +247,15 @@ class TilePipeline:
         if key in dl.orders:
             dl.orders.move_to_end(key)
             return dl.orders[key]
-        if by_count:
-            order = np.argsort(dl.counts[tile.l0 : tile.l1], kind="stable") + tile.l0
+        if by_count:  # a balance of work only: counts past 65,535 may tie (radix sort)
+            counts = np.minimum(dl.counts[tile.l0 : tile.l1], 65535).astype(np.uint16)
+            order = np.argsort(counts, kind="stable") + tile.l0
         else:
             order = np.arange(tile.l0, tile.l1)
-        cols = dl.orders[key] = self.be._cuda.to_device(order.astype(np.int32))
-        while len(dl.orders) > COLUMN_ORDERS:  # tiles of other query sets: made again
+        order = order.astype(np.int32)
+        cols = dl.orders[key] = self.be._cuda.to_device(order)
+        kept = max(COLUMN_ORDERS, dl.nbytes // (COLUMN_ORDER_SHARE * max(order.nbytes, 1)))
+        while len(dl.orders) > kept:  # tiles of other query sets: made again
             dl.orders.popitem(last=False)
         return cols
 
