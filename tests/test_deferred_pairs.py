@@ -98,3 +98,38 @@ def test_deferred_pairs_scored_as_unpruned_and_as_matchms(
         assert score == pytest.approx(float(ref["score"]), abs=1e-12)
         assert matches == int(ref["matches"])
     assert len(pruned[0]) > 10
+
+
+def test_a_search_says_when_the_large_component_matcher_compiles(monkeypatch):
+    """The matcher compiles on the first search that defers a pair, in its middle: the
+    job says so (as the CLI's and the window's message) and keeps the wait out of its
+    elapsed time; the hits are those of a search after it."""
+    import time
+
+    import engine
+    from engine.search.prepare import COMPILING_LARGE, tiny_large_library
+
+    lib = tiny_large_library()
+    params = engine.SearchParameters(mode="custom", score="cosine", tolerance=0.1)
+    expected = engine.search(lib, lib, params, backend="cpu")  # the matcher compiled
+    real = deferred_module.resolve_deferred
+
+    class FirstCall:  # as numba's dispatcher before its first call: no signature yet
+        signatures: list = []
+
+        def __call__(self, *args):
+            time.sleep(0.3)  # "compiling"
+            self.signatures = ["compiled"]
+            return real(*args)
+
+    monkeypatch.setattr(deferred_module, "resolve_deferred", FirstCall())
+    monkeypatch.setattr(deferred_module, "SAY_AFTER", 0.05)
+    job = engine.SearchJob(lib, lib, params, backend="cpu")
+    hits = job.run()
+    assert COMPILING_LARGE in job.messages
+    ready = [m for m in job.messages if m.startswith("matcher of large peak groups ready")]
+    assert len(ready) == 1 and job.messages.index(COMPILING_LARGE) < job.messages.index(ready[0])
+    assert job._compile_pause >= 0.3  # noqa: SLF001 - the wait not timed
+    np.testing.assert_array_equal(hits.library_index, expected.library_index)
+    np.testing.assert_array_equal(hits.score, expected.score)
+    assert deferred_module._listeners == []  # noqa: SLF001 - the job stopped listening

@@ -11,10 +11,15 @@ compiled only on the first search that needs it -- scores them with the resolvin
 cores, exactly as the rows would have, and adds the hits to their rows (a top-N
 row by insertion: the row's pruning left the deferred pairs out of its running
 N-th best, so it only scored more, never fewer, pairs).
+
+That first compile happens in the middle of a search: :func:`on_first_resolve`
+lets a front end say so (and keep the wait out of its rates).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -28,7 +33,33 @@ from engine.kernels.rows import better, insert_hit, sort_row
 from engine.kernels.score_kinds import EntropyKind, kind_score
 from engine.kernels.spectrum_set import new_scratch
 
-__all__ = ["defer", "deferring_span", "has_room", "new_deferred", "resolve_deferred"]
+__all__ = [
+    "defer",
+    "deferring_span",
+    "has_room",
+    "new_deferred",
+    "on_first_resolve",
+    "resolve_deferred",
+]
+
+#: Seconds a first call of :func:`resolve_deferred` may take before the listeners of
+#: :func:`on_first_resolve` hear that it compiles (a load from numba's cache is quicker).
+SAY_AFTER = 1.0
+_listeners: list[Callable[[float | None], None]] = []
+_first_call = threading.Lock()
+
+
+def on_first_resolve(listener: Callable[[float | None], None]) -> Callable[[], None]:
+    """Call ``listener(None)`` when the first resolve of this process has taken
+    :data:`SAY_AFTER` seconds (it is compiling), then ``listener(seconds)`` once done.
+
+    Returns
+    -------
+    callable
+        Removes the listener.
+    """
+    _listeners.append(listener)
+    return lambda: _listeners.remove(listener) if listener in _listeners else None
 
 
 def new_deferred(block: int) -> tuple[np.ndarray, ...]:
@@ -186,4 +217,43 @@ def deferring_span(start: int, stop_row: int, kernel: Callable, *args) -> None:
     while row < stop_row:
         row = kernel(row, stop_row, *args, deferred)
         if deferred[3][0]:
-            resolve_deferred(deferred, queries, library, q_start, options, marker, rows, stop)
+            args_now = (deferred, queries, library, q_start, options, marker, rows, stop)
+            if _compiled():
+                resolve_deferred(*args_now)
+            else:
+                _first_resolve(args_now)
+
+
+def _compiled() -> bool:
+    """Whether :func:`resolve_deferred` has a compiled signature in this process (anything
+    else in its place, as a test's spy, counts as ready)."""
+    return bool(getattr(resolve_deferred, "signatures", True))
+
+
+def _first_resolve(args: tuple) -> None:
+    """:func:`resolve_deferred` of the process's first deferred pairs, with the notes of
+    :func:`on_first_resolve` when it compiles (other threads wait for it here)."""
+    with _first_call:
+        if _compiled():  # another thread compiled it meanwhile
+            resolve_deferred(*args)
+            return
+        said = threading.Event()
+
+        def say() -> None:
+            said.set()
+            for listener in list(_listeners):
+                listener(None)
+
+        timer = threading.Timer(SAY_AFTER, say)
+        timer.daemon = True
+        start = time.perf_counter()
+        timer.start()
+        try:
+            resolve_deferred(*args)
+        finally:
+            timer.cancel()
+            timer.join()  # a note already under way is out before the next one
+        if said.is_set():
+            took = time.perf_counter() - start
+            for listener in list(_listeners):
+                listener(took)

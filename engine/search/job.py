@@ -30,10 +30,11 @@ from engine.backends import (
     get_backend,
 )
 from engine.hits import HitTable
+from engine.kernels.deferred import on_first_resolve
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search.evidence import evidence
-from engine.search.prepare import prepare_kernels
+from engine.search.prepare import COMPILING_LARGE, prepare_kernels
 from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order, windowed_query_blocks
@@ -94,6 +95,7 @@ class SearchJob(StreamingJob):
             cancel_token=cancel_token, keep_hits=keep_hits,
         )  # fmt: skip
         self.cpu_threads = cpu_threads
+        self._compile_pause = 0.0  # seconds of the search spent compiling (not timed)
         self.backend = (
             backend
             if isinstance(backend, Backend)
@@ -101,9 +103,31 @@ class SearchJob(StreamingJob):
         )
 
     def __iter__(self) -> Iterator[HitTable]:
-        if isinstance(self.backend, CpuBackend):  # the wait for numba: said, and not timed
-            prepare_kernels(("cpu", self.params), self._run_tiny, self._say)
+        if not isinstance(self.backend, CpuBackend):
+            yield from self._search()
+            return
+        # the waits for numba (the kernels; the large-component matcher, compiled on
+        # the first search that needs it): said, and not timed
+        prepare_kernels(("cpu", self.params), self._run_tiny, self._say)
+        stop_listening = on_first_resolve(self._resolver_compiled)
+        try:
+            yield from self._search()
+        finally:
+            stop_listening()
+
+    def _resolver_compiled(self, seconds: float | None) -> None:
+        if seconds is None:
+            self._say(COMPILING_LARGE)
+        else:
+            self._compile_pause += seconds
+            self._say(
+                f"matcher of large peak groups ready in {seconds:.0f} s "
+                "(compiled once, cached for later runs)"
+            )
+
+    def _search(self) -> Iterator[HitTable]:
         start = time.perf_counter()
+        self._compile_pause = 0.0
         plan = self._plan()
         self.progress = SearchProgress(pairs_total=plan.pairs)
         # One stream of batches over all query blocks, so a pipelined backend
@@ -124,7 +148,7 @@ class SearchJob(StreamingJob):
                 seen = n + 1
                 left[k] -= 1
                 self.progress.pairs_done += batch.pairs
-                self.progress.elapsed = time.perf_counter() - start
+                self.progress.elapsed = time.perf_counter() - start - self._compile_pause
                 if self.params.top_n == 0:
                     if len(hits):
                         yield self._emit(plan, [hits])
@@ -156,7 +180,7 @@ class SearchJob(StreamingJob):
                 return
             self.finished = True
         finally:
-            self.progress.elapsed = time.perf_counter() - start
+            self.progress.elapsed = time.perf_counter() - start - self._compile_pause
 
     # -- internals --------------------------------------------------------------------
     def _run_tiny(self, tiny: SpectrumLibrary) -> None:

@@ -18,10 +18,19 @@ import numpy as np
 
 from engine.library import SpectrumLibrary
 
-__all__ = ["COMPILING", "on_kernels_ready", "prepare_kernels", "tiny_large_library", "tiny_library"]
+__all__ = [
+    "COMPILING",
+    "COMPILING_LARGE",
+    "on_kernels_ready",
+    "prepare_kernels",
+    "tiny_large_library",
+    "tiny_library",
+]
 
 #: What a search says when its kernels take a while to be ready.
 COMPILING = "compiling the search kernels for these settings (first run only)…"
+#: Said when the matcher of large greedy components compiles in the middle of a search.
+COMPILING_LARGE = "compiling the matcher of large peak groups (first run only)…"
 #: Seconds after which getting the kernels ready is compiling, not a cache load.
 SAY_AFTER = 1.0
 
