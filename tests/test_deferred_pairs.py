@@ -107,29 +107,39 @@ def test_a_search_says_when_the_large_component_matcher_compiles(monkeypatch):
     import time
 
     import engine
-    from engine.search.prepare import COMPILING_LARGE, tiny_large_library
+    import engine.kernels.compile_note as compile_note
+    from engine.search.prepare import COMPILING_MORE, tiny_large_library
 
     lib = tiny_large_library()
     params = engine.SearchParameters(mode="custom", score="cosine", tolerance=0.1)
     expected = engine.search(lib, lib, params, backend="cpu")  # the matcher compiled
     real = deferred_module.resolve_deferred
 
-    class FirstCall:  # as numba's dispatcher before its first call: no signature yet
-        signatures: list = []
+    class Uncompiled:  # as numba's dispatcher in a fresh process: no signature yet
+        overloads: dict = {}
+        compiled: list = []
+
+        def typeof_pyval(self, value):
+            return real.typeof_pyval(value)
+
+        def compile(self, types):
+            time.sleep(0.3)  # "compiling"
+            self.overloads[types] = real.overloads[types]
+            self.compiled.append(types)
 
         def __call__(self, *args):
-            time.sleep(0.3)  # "compiling"
-            self.signatures = ["compiled"]
             return real(*args)
 
-    monkeypatch.setattr(deferred_module, "resolve_deferred", FirstCall())
-    monkeypatch.setattr(deferred_module, "SAY_AFTER", 0.05)
+    fake = Uncompiled()
+    monkeypatch.setattr(deferred_module, "resolve_deferred", fake)
+    monkeypatch.setattr(compile_note, "SAY_AFTER", 0.05)
     job = engine.SearchJob(lib, lib, params, backend="cpu")
     hits = job.run()
-    assert COMPILING_LARGE in job.messages
-    ready = [m for m in job.messages if m.startswith("matcher of large peak groups ready")]
-    assert len(ready) == 1 and job.messages.index(COMPILING_LARGE) < job.messages.index(ready[0])
+    assert len(fake.compiled) == 1  # compiled once, apart from the calls
+    assert COMPILING_MORE in job.messages
+    ready = [m for m in job.messages if m.startswith("kernels for these spectra ready")]
+    assert len(ready) == 1 and job.messages.index(COMPILING_MORE) < job.messages.index(ready[0])
     assert job._compile_pause >= 0.3  # noqa: SLF001 - the wait not timed
     np.testing.assert_array_equal(hits.library_index, expected.library_index)
     np.testing.assert_array_equal(hits.score, expected.score)
-    assert deferred_module._listeners == []  # noqa: SLF001 - the job stopped listening
+    assert compile_note._listeners == []  # noqa: SLF001 - the job stopped listening

@@ -12,14 +12,12 @@ cores, exactly as the rows would have, and adds the hits to their rows (a top-N
 row by insertion: the row's pruning left the deferred pairs out of its running
 N-th best, so it only scored more, never fewer, pairs).
 
-That first compile happens in the middle of a search: :func:`on_first_resolve`
-lets a front end say so (and keep the wait out of its rates).
+That first compile happens in the middle of a search: it is said
+(:mod:`~engine.kernels.compile_note`).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -27,39 +25,14 @@ from numba import njit
 from numba.extending import overload
 
 from engine.kernels.cancel import cancelled
+from engine.kernels.compile_note import call_noted
 from engine.kernels.greedy_large import resolve_large
 from engine.kernels.jit import HELPER_JIT_OPTIONS
 from engine.kernels.rows import better, insert_hit, sort_row
 from engine.kernels.score_kinds import EntropyKind, kind_score
 from engine.kernels.spectrum_set import new_scratch
 
-__all__ = [
-    "defer",
-    "deferring_span",
-    "has_room",
-    "new_deferred",
-    "on_first_resolve",
-    "resolve_deferred",
-]
-
-#: Seconds a first call of :func:`resolve_deferred` may take before the listeners of
-#: :func:`on_first_resolve` hear that it compiles (a load from numba's cache is quicker).
-SAY_AFTER = 1.0
-_listeners: list[Callable[[float | None], None]] = []
-_first_call = threading.Lock()
-
-
-def on_first_resolve(listener: Callable[[float | None], None]) -> Callable[[], None]:
-    """Call ``listener(None)`` when the first resolve of this process has taken
-    :data:`SAY_AFTER` seconds (it is compiling), then ``listener(seconds)`` once done.
-
-    Returns
-    -------
-    callable
-        Removes the listener.
-    """
-    _listeners.append(listener)
-    return lambda: _listeners.remove(listener) if listener in _listeners else None
+__all__ = ["defer", "deferring_span", "has_room", "new_deferred", "resolve_deferred"]
 
 
 def new_deferred(block: int) -> tuple[np.ndarray, ...]:
@@ -214,46 +187,9 @@ def deferring_span(start: int, stop_row: int, kernel: Callable, *args) -> None:
     queries, library, q_start, l_start, l_stop, options, marker, _index, rows, stop = args[:10]
     deferred = new_deferred(l_stop - l_start)
     row = start
-    while row < stop_row:
-        row = kernel(row, stop_row, *args, deferred)
+    while row < stop_row:  # either may compile here on a first search (said)
+        row = call_noted(kernel, row, stop_row, *args, deferred)
         if deferred[3][0]:
-            args_now = (deferred, queries, library, q_start, options, marker, rows, stop)
-            if _compiled():
-                resolve_deferred(*args_now)
-            else:
-                _first_resolve(args_now)
-
-
-def _compiled() -> bool:
-    """Whether :func:`resolve_deferred` has a compiled signature in this process (anything
-    else in its place, as a test's spy, counts as ready)."""
-    return bool(getattr(resolve_deferred, "signatures", True))
-
-
-def _first_resolve(args: tuple) -> None:
-    """:func:`resolve_deferred` of the process's first deferred pairs, with the notes of
-    :func:`on_first_resolve` when it compiles (other threads wait for it here)."""
-    with _first_call:
-        if _compiled():  # another thread compiled it meanwhile
-            resolve_deferred(*args)
-            return
-        said = threading.Event()
-
-        def say() -> None:
-            said.set()
-            for listener in list(_listeners):
-                listener(None)
-
-        timer = threading.Timer(SAY_AFTER, say)
-        timer.daemon = True
-        start = time.perf_counter()
-        timer.start()
-        try:
-            resolve_deferred(*args)
-        finally:
-            timer.cancel()
-            timer.join()  # a note already under way is out before the next one
-        if said.is_set():
-            took = time.perf_counter() - start
-            for listener in list(_listeners):
-                listener(took)
+            call_noted(
+                resolve_deferred, deferred, queries, library, q_start, options, marker, rows, stop
+            )

@@ -30,11 +30,11 @@ from engine.backends import (
     get_backend,
 )
 from engine.hits import HitTable
-from engine.kernels.deferred import on_first_resolve
+from engine.kernels.compile_note import on_compile
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search.evidence import evidence
-from engine.search.prepare import COMPILING_LARGE, prepare_kernels
+from engine.search.prepare import COMPILING_MORE, prepare_kernels
 from engine.search.progress import FIRST_QUERY_BLOCK, CancelToken, SearchProgress, query_blocks
 from engine.search.streaming import StreamingJob
 from engine.search.window import library_window, precursor_order, windowed_query_blocks
@@ -106,24 +106,21 @@ class SearchJob(StreamingJob):
         if not isinstance(self.backend, CpuBackend):
             yield from self._search()
             return
-        # the waits for numba (the kernels; the large-component matcher, compiled on
-        # the first search that needs it): said, and not timed
+        # the waits for numba (the kernels for these settings; those for these spectra,
+        # compiled on the first search that needs them): said, and not timed
         prepare_kernels(("cpu", self.params), self._run_tiny, self._say)
-        stop_listening = on_first_resolve(self._resolver_compiled)
+        stop_listening = on_compile(self._compiled_midway)
         try:
             yield from self._search()
         finally:
             stop_listening()
 
-    def _resolver_compiled(self, seconds: float | None) -> None:
+    def _compiled_midway(self, seconds: float | None) -> None:
         if seconds is None:
-            self._say(COMPILING_LARGE)
+            self._say(COMPILING_MORE)
         else:
             self._compile_pause += seconds
-            self._say(
-                f"matcher of large peak groups ready in {seconds:.0f} s "
-                "(compiled once, cached for later runs)"
-            )
+            self._say(f"kernels for these spectra ready in {seconds:.0f} s (compiled once)")
 
     def _search(self) -> Iterator[HitTable]:
         start = time.perf_counter()

@@ -20,7 +20,7 @@ from engine.library import SpectrumLibrary
 
 __all__ = [
     "COMPILING",
-    "COMPILING_LARGE",
+    "COMPILING_MORE",
     "on_kernels_ready",
     "prepare_kernels",
     "tiny_large_library",
@@ -29,8 +29,9 @@ __all__ = [
 
 #: What a search says when its kernels take a while to be ready.
 COMPILING = "compiling the search kernels for these settings (first run only)…"
-#: Said when the matcher of large greedy components compiles in the middle of a search.
-COMPILING_LARGE = "compiling the matcher of large peak groups (first run only)…"
+#: Said when kernels that these spectra need compile in the middle of a search (the
+#: matcher of large peak groups, the rows of profile-like spectra).
+COMPILING_MORE = "compiling search kernels for these spectra (first run only)…"
 #: Seconds after which getting the kernels ready is compiling, not a cache load.
 SAY_AFTER = 1.0
 
