@@ -58,3 +58,25 @@ def test_queries_already_in_order_give_the_reference_order(monkeypatch, top_n):
     np.testing.assert_array_equal(
         hits.top_n_order(q, lib, s, top_n), hits._top_n_order_small(q, lib, s, top_n)
     )
+
+
+def test_a_row_is_sorted_by_score_then_library_index():
+    """The kernels' row sort: score descending, ties by the library's original index,
+    the row's tail beyond ``n`` untouched (many tied scores)."""
+    from engine.kernels.rows import sort_row
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = int(rng.integers(0, 40))
+        cap = n + int(rng.integers(0, 5))
+        hs = rng.integers(0, 5, cap).astype(np.float64) / 4
+        hl = rng.permutation(cap).astype(np.int64)
+        hm = rng.integers(0, 9, cap).astype(np.int32)
+        index = rng.permutation(cap).astype(np.int64)
+        order = np.lexsort((index[hl[:n]], -hs[:n]))
+        row = (hs, hl, hm)
+        expected = [a[:n][order].copy() for a in row] + [a[n:].copy() for a in row]
+        sort_row(hs, hl, hm, n, index)
+        got = [a[:n] for a in row] + [a[n:] for a in row]
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(g, e)
