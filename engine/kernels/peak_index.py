@@ -282,7 +282,7 @@ def _may_score(q, l, queries, library, options):  # pragma: no cover - numba
     return library.norm[l] != 0.0 and pair_allowed(q, l, queries, library, options)
 
 
-@njit(cache=True, inline="always")
+@nopython_helper
 def _scored(q, l, queries, library, options, marker, scratch, floor, colmax, deferred):
     """``(hit, score, matches)`` of query ``q`` x library spectrum ``l``, scored only when it
     may score and its bound can reach ``floor`` (``hit`` False otherwise).  A pair with a
