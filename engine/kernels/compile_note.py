@@ -24,6 +24,7 @@ __all__ = ["SAY_AFTER", "call_noted", "on_compile"]
 SAY_AFTER = 1.0
 _listeners: list[Callable[[float | None], None]] = []
 _compiling = threading.Lock()
+_settled: set = set()  # (kernel, key) whose argument types have a compiled signature
 
 
 def on_compile(listener: Callable[[float | None], None]) -> Callable[[], None]:
@@ -39,17 +40,22 @@ def on_compile(listener: Callable[[float | None], None]) -> Callable[[], None]:
     return lambda: _listeners.remove(listener) if listener in _listeners else None
 
 
-def call_noted(kernel: Any, *args: Any) -> Any:
+def call_noted(kernel: Any, *args: Any, key: Any = None) -> Any:
     """``kernel(*args)``, its compile (when these argument types have none yet) said.
 
-    Anything in the kernel's place that is not a numba dispatcher (a test's spy) is
-    just called.
+    ``key``: what varies the argument types between calls (the score kind's marker,
+    the dense-rows marker); the types are worked out once per ``(kernel, key)``, not
+    on every call (numba's ``typeof`` of spectrum sets costs ~0.3 ms, and a search
+    makes hundreds of calls).  Anything in the kernel's place that is not a numba
+    dispatcher (a test's spy) is just called.
     """
-    types = _argument_types(kernel, args)
-    if types is not None and types not in kernel.overloads:
-        with _compiling:  # one compile said at a time; other threads wait here
-            if types not in kernel.overloads:
-                _compile_said(kernel, types)
+    if (kernel, key) not in _settled:
+        types = _argument_types(kernel, args)
+        if types is not None and types not in kernel.overloads:
+            with _compiling:  # one compile said at a time; other threads wait here
+                if types not in kernel.overloads:
+                    _compile_said(kernel, types)
+        _settled.add((kernel, key))
     return kernel(*args)
 
 

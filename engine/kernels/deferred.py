@@ -187,9 +187,11 @@ def deferring_span(start: int, stop_row: int, kernel: Callable, *args) -> None:
     queries, library, q_start, l_start, l_stop, options, marker, _index, rows, stop = args[:10]
     deferred = new_deferred(l_stop - l_start)
     row = start
+    key = (type(marker), type(args[-1]))  # the score kind's and the dense rows' markers
     while row < stop_row:  # either may compile here on a first search (said)
-        row = call_noted(kernel, row, stop_row, *args, deferred)
+        row = call_noted(kernel, row, stop_row, *args, deferred, key=key)
         if deferred[3][0]:
             call_noted(
-                resolve_deferred, deferred, queries, library, q_start, options, marker, rows, stop
-            )
+                resolve_deferred, deferred, queries, library, q_start, options, marker, rows,
+                stop, key=key,
+            )  # fmt: skip
