@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from engine.kernels.compile_note import SAY_AFTER  # after it, compiling, not a cache load
 from engine.library import SpectrumLibrary
 
 __all__ = [
@@ -32,8 +33,6 @@ COMPILING = "compiling the search kernels for these settings (first run only)…
 #: Said when kernels that these spectra need compile in the middle of a search (the
 #: matcher of large peak groups, the rows of profile-like spectra).
 COMPILING_MORE = "compiling search kernels for these spectra (first run only)…"
-#: Seconds after which getting the kernels ready is compiling, not a cache load.
-SAY_AFTER = 1.0
 
 _ready: set[object] = set()
 _lock = threading.Lock()
