@@ -13,17 +13,12 @@ from pathlib import Path
 
 from PyQt6.QtCore import QCoreApplication, QThread
 from PyQt6.QtWidgets import QFileDialog, QMessageBox, QPlainTextEdit, QStatusBar, QWidget
-from superqt.utils import ensure_main_thread
 
+from simms_gui._qt.main_thread import main_thread_calls, on_main_thread
 from simms_gui._qt.settings import settings
 from simms_gui._qt.status_line import SlowSteps
 
 __all__ = ["Desk", "on_main_thread", "pump_events"]
-
-
-def on_main_thread(function: Callable) -> Callable:
-    """``function`` run on the GUI thread whoever calls it (superqt's ``ensure_main_thread``)."""
-    return ensure_main_thread(function)
 
 
 def pump_events() -> None:
@@ -58,6 +53,7 @@ class Desk:
         self.parent, self.log_view, self.status_bar = parent, log_view, status_bar
         self.slow_steps = slow_steps
         self.persist_settings = persist_settings
+        main_thread_calls()  # made here, on the GUI thread, before any task calls it
 
     def log(self, text: str, *, status: bool = True) -> None:
         """Append ``text`` to the log (and show it in the status bar)."""

@@ -14,7 +14,7 @@ checks them, so a wrong payload fails where it is sent, and a misspelt signal
 name is an ``AttributeError``, never an event nobody hears.  Bound methods are
 held weakly (a closed window's controller is not kept alive by the model).
 Listeners run in the emitting thread: a Qt listener that touches widgets runs
-through ``superqt.utils.ensure_main_thread``.
+through ``simms_gui._qt.main_thread.on_main_thread``.
 """
 
 from __future__ import annotations
