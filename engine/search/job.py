@@ -96,6 +96,7 @@ class SearchJob(StreamingJob):
         )  # fmt: skip
         self.cpu_threads = cpu_threads
         self._compile_pause = 0.0  # seconds of the search spent compiling (not timed)
+        self._prepare_seconds = 0.0  # seconds its kernels took to be ready before it
         self.backend = (
             backend
             if isinstance(backend, Backend)
@@ -108,12 +109,18 @@ class SearchJob(StreamingJob):
             return
         # the waits for numba (the kernels for these settings; those for these spectra,
         # compiled on the first search that needs them): said, and not timed
-        prepare_kernels(("cpu", self.params), self._run_tiny, self._say)
+        self._prepare_seconds = prepare_kernels(("cpu", self.params), self._run_tiny, self._say)
         stop_listening = on_compile(self._compiled_midway)
         try:
             yield from self._search()
         finally:
             stop_listening()
+
+    @property
+    def compile_seconds(self) -> float:
+        """Seconds this search waited for numba (before it and midway), left out of
+        ``progress.elapsed``; 0 once the kernels are compiled or cached."""
+        return self._prepare_seconds + self._compile_pause
 
     def _compiled_midway(self, seconds: float | None) -> None:
         if seconds is None:

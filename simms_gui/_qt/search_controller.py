@@ -209,7 +209,13 @@ class SearchController:
             self.desk.log(f"Search failed after {event.seconds:.1f} s: {event.error}")
         else:
             where = f" on {event.device}" if event.device else ""
-            self.desk.log(f"Search {state}: {event.n_hits:,} hits in {event.seconds:.1f} s{where}")
+            waited = ""
+            if event.compile_seconds >= 1.0:
+                waited = f" (and {event.compile_seconds:.0f} s compiling kernels, first run only)"
+            self.desk.log(
+                f"Search {state}: {event.n_hits:,} hits in {event.search_seconds:.1f} s{where}"
+                f"{waited}"
+            )
             if s.hits_queries is not None and s.hits_library is not None:
                 summary = query_summary(s.hits_queries, s.hits_library, s.params, s.hits)
                 self.desk.log(summary, status=False)

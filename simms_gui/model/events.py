@@ -88,7 +88,13 @@ class SearchFinished:
     n_hits: int
     cancelled: bool = False
     error: str | None = None
-    seconds: float = 0.0
+    seconds: float = 0.0  # the task's wall time, waits for numba included
+    compile_seconds: float = 0.0  # of which the search waited for numba (first runs)
+
+    @property
+    def search_seconds(self) -> float:
+        """The search's own time: :attr:`seconds` less the waits for numba."""
+        return max(self.seconds - self.compile_seconds, 0.0)
 
     @property
     def outcome(self) -> str:

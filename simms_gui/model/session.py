@@ -276,8 +276,9 @@ class Session:
         self.error = error
         self.state = "idle"
         self.unsaved = len(self.hits) > 0
+        compiling = float(getattr(job, "compile_seconds", 0.0) or 0.0)
         finished = SearchFinished(
-            self.backend, self.device, len(self.hits), self.cancelled, error, seconds
+            self.backend, self.device, len(self.hits), self.cancelled, error, seconds, compiling
         )
         self.events.search_finished.emit(finished)
         self._stale_changed()
