@@ -61,3 +61,34 @@ def test_a_search_never_calls_a_helper_from_python(mode):
     called = [h.py_func.__qualname__ for h in _helpers()
               if h.called_from_python and id(h) not in before]  # fmt: skip
     assert called == []
+
+
+def test_cleaning_compiles_one_signature_for_read_only_and_writable_peaks():
+    """The window's mirror cleans a pair's own (writable) arrays, a search a library's
+    read-only ones: one compiled signature serves both (a second cost the window's
+    first hits ~2 s of compiling on the GUI thread)."""
+    from engine.kernels.entropy import _clean_span, _weights_span, clean_spectra, entropy_weights
+
+    mz = np.array([50.0, 80.0, 80.02, 120.0, 60.0, 90.0])
+    intensity = np.array([1.0, 2.0, 2.0, 3.0, 5.0, 1.0])
+    offsets = np.array([0, 4, 6], dtype=np.int64)
+    writable = clean_spectra(mz, intensity, offsets)
+    signatures = len(_clean_span.signatures)
+    frozen = [a.copy() for a in (mz, intensity, offsets)]
+    for a in frozen:
+        a.flags.writeable = False
+    for got, want in zip(clean_spectra(*frozen), writable, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert len(_clean_span.signatures) == signatures
+    assert not any(sig[k].mutable for sig in _clean_span.signatures for k in (2, 3, 4))
+    weights = entropy_weights(writable[1], writable[2])
+    signatures = len(_weights_span.signatures)
+    again = entropy_weights(*(read_only_copy(a) for a in writable[1:]))
+    np.testing.assert_array_equal(again, weights)
+    assert len(_weights_span.signatures) == signatures
+
+
+def read_only_copy(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a.flags.writeable = False
+    return a

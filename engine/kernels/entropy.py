@@ -31,6 +31,7 @@ from numba import njit
 
 from engine.kernels.jit import nopython_helper
 from engine.kernels.sorting import stable_order
+from engine.kernels.spectrum_set import read_only
 from engine.kernels.threads import for_each_span
 
 __all__ = [
@@ -232,18 +233,20 @@ def clean_spectra(
         Cleaned peaks, m/z ascending, intensities summing to 1 per spectrum.
     offsets : ndarray of int64
     """
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    # the inputs read-only whoever owns them: one compiled signature (a library's
+    # arrays are read-only, a caller's own are not)
+    offsets = read_only(np.ascontiguousarray(offsets, dtype=np.int64))
     n = offsets.shape[0] - 1
     if max_mz is None:
         max_mz = np.zeros(n, dtype=np.float32)
     limit = np.nan_to_num(np.asarray(max_mz, dtype=np.float64), nan=0.0).astype(np.float32)
-    mz = np.ascontiguousarray(mz, dtype=np.float64)
+    mz = read_only(np.ascontiguousarray(mz, dtype=np.float64))
     out_mz = np.empty(mz.shape[0], dtype=np.float32)
     out_int = np.empty(mz.shape[0], dtype=np.float32)
     counts = np.zeros(n, dtype=np.int64)
     for_each_span(
         _clean_span, n,
-        mz, np.ascontiguousarray(intensity, dtype=np.float64), offsets, limit,
+        mz, read_only(np.ascontiguousarray(intensity, dtype=np.float64)), offsets, limit,
         np.float32(noise), np.float32(min_difference), out_mz, out_int, counts,
     )  # fmt: skip
     return _packed(out_mz, out_int, offsets, counts)
@@ -278,8 +281,8 @@ def _weights_span(start, stop, intensity, offsets, out):  # pragma: no cover - n
 
 def entropy_weights(intensity: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """ms_entropy's ``apply_weight_to_intensity`` on every spectrum of a cleaned CSR set."""
-    intensity = np.ascontiguousarray(intensity, dtype=np.float64)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    intensity = read_only(np.ascontiguousarray(intensity, dtype=np.float64))
+    offsets = read_only(np.ascontiguousarray(offsets, dtype=np.int64))
     out = np.empty(intensity.shape[0], dtype=np.float64)
     for_each_span(_weights_span, offsets.shape[0] - 1, intensity, offsets, out)
     return out
