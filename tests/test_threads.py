@@ -139,6 +139,58 @@ def test_the_compiling_note_ends_when_a_search_has_its_kernels(monkeypatch):
         busy.set()
 
 
+def test_a_search_waits_for_the_warm_up_preparing_its_kernels_and_counts_the_wait():
+    """Two threads preparing the same kernels: the tiny search runs once (its own
+    nested prepare returns at once), the second thread waits for it and counts the
+    wait as compiling; when the first fails, the second prepares them itself."""
+    import importlib
+    import threading
+    import time
+
+    prepare = importlib.import_module("engine.search.prepare")
+    key = ("a test search", object())
+    runs, started, release = [], threading.Event(), threading.Event()
+
+    def tiny_search(tiny):  # the warm-up's tiny search: its job prepares again
+        runs.append(threading.current_thread().name)
+        assert prepare.prepare_kernels(key, tiny_search, lambda _: None) == 0.0
+        started.set()
+        release.wait(10)
+
+    warm_up = threading.Thread(
+        target=prepare.prepare_kernels, args=(key, tiny_search, lambda _: None), name="warm-up"
+    )
+    warm_up.start()
+    assert started.wait(10)
+    threading.Timer(0.5, release.set).start()
+    said = []
+    waited = prepare.prepare_kernels(key, tiny_search, said.append)
+    warm_up.join(10)
+    assert runs == ["warm-up"]
+    assert waited >= 0.4
+    assert prepare.prepare_kernels(key, tiny_search, said.append) == 0.0  # ready now
+
+    other, runs, started, release = ("another search", object()), [], threading.Event(), None
+
+    def failing(tiny):
+        runs.append(threading.current_thread().name)
+        if threading.current_thread().name == "warm-up":
+            started.set()
+            time.sleep(0.3)
+            raise RuntimeError("the warm-up failed")
+
+    def warm_up_fails():
+        with pytest.raises(RuntimeError):
+            prepare.prepare_kernels(other, failing, lambda _: None)
+
+    failed = threading.Thread(target=warm_up_fails, name="warm-up")
+    failed.start()
+    assert started.wait(10)
+    assert prepare.prepare_kernels(other, failing, lambda _: None) >= 0.2
+    failed.join(10)
+    assert runs == ["warm-up", threading.current_thread().name]
+
+
 def test_compile_ahead_runs_a_job_once_per_environment(monkeypatch, tmp_path):
     """A job that ran leaves a marker: later runs start no child for it."""
     import importlib

@@ -35,6 +35,8 @@ COMPILING = "compiling the search kernels for these settings (first run only)…
 COMPILING_MORE = "compiling search kernels for these spectra (first run only)…"
 
 _ready: set[object] = set()
+#: Keys being made ready: the thread doing it and the event it sets when done.
+_preparing: dict[object, tuple[int, threading.Event]] = {}
 _lock = threading.Lock()
 _listeners: list[Callable[[], None]] = []
 
@@ -65,6 +67,10 @@ def prepare_kernels(
 ) -> float:
     """Run ``run_tiny(tiny_library())`` once per ``key`` in this process.
 
+    A search that finds another thread (the window's background warm-up) making
+    the same kernels ready waits for it, and counts the wait as its own: else it
+    would time the compile as search, or compile the same kernels beside it.
+
     Parameters
     ----------
     key : hashable
@@ -80,20 +86,38 @@ def prepare_kernels(
     float
         Seconds spent (0 when ``key`` was ready already).
     """
+    me = threading.get_ident()
     with _lock:
         if key in _ready:
             return 0.0
-        _ready.add(key)  # the tiny search itself must not prepare again
+        owner, done = _preparing.get(key, (me, None))
+        if owner == me and done is not None:
+            return 0.0  # the tiny search itself: already being prepared here
+        if done is None:
+            done = threading.Event()
+            _preparing[key] = (me, done)
     start = time.perf_counter()
     timer = threading.Timer(SAY_AFTER, say, (COMPILING,))
     timer.daemon = True
     timer.start()
     try:
-        run_tiny(tiny_library())
-    except BaseException:
-        with _lock:
-            _ready.discard(key)
-        raise
+        if owner != me:
+            done.wait()  # another thread compiles them
+            with _lock:
+                failed = key not in _ready
+            if failed:  # it failed: this one tries (and says so) itself
+                timer.cancel()
+                waited = time.perf_counter() - start
+                return waited + prepare_kernels(key, run_tiny, say)
+        else:
+            try:
+                run_tiny(tiny_library())
+                with _lock:
+                    _ready.add(key)
+            finally:
+                with _lock:
+                    _preparing.pop(key, None)
+                done.set()
     finally:
         timer.cancel()
     for listener in list(_listeners):
