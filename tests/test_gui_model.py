@@ -227,3 +227,18 @@ def test_the_window_times_the_search_without_its_wait_for_numba(qtbot, data_dir,
         assert f"(and {event.compile_seconds:.0f} s compiling kernels, first run only)" in done[-1]
     finally:
         window.shutdown()
+
+
+def test_a_search_is_settled_when_its_end_is_announced(data_dir):
+    """Listeners of ``search_finished`` read the task's final state, not "running"."""
+    session = Session()
+    session.open(data_dir / "pesticides.mgf", "library")
+    session.open(data_dir / "pesticides.mgf", "queries")
+    seen = []
+    session.events.search_finished.connect(
+        lambda event: seen.append((event.outcome, session.search_task.state))
+    )
+    task = session.search(PARAMS, "cpu")
+    task.wait()
+    assert seen == [("done", "done")]
+    assert task.state == "done" and not task.cancelled

@@ -274,6 +274,7 @@ class Session:
             self.backend, self.device = task.ran_on()
         self.cancelled = job is not None and task.stopped() and error is None
         self.error = error
+        task.settle("failed" if error else "cancelled" if task.token.cancelled else "done")
         self.state = "idle"
         self.unsaved = len(self.hits) > 0
         compiling = float(getattr(job, "compile_seconds", 0.0) or 0.0)

@@ -95,6 +95,12 @@ class Task:
         """Ask the task to stop (thread-safe); what it found so far may be kept."""
         self.token.cancel()
 
+    def settle(self, state: str) -> None:
+        """Set the state this run ends in (``"done"``, ``"cancelled"``, ``"failed"``)
+        before the task announces its end from inside :meth:`run`: listeners of that
+        announcement read the final state, not ``"running"``."""
+        self.state = state
+
     def report(self, fraction: float) -> None:
         """Announce progress (called by :meth:`run`; throttled)."""
         now = time.monotonic()
@@ -139,7 +145,8 @@ class Task:
         self.state = "running"
         try:
             self.result = self.run()
-            self.state = "cancelled" if self.token.cancelled else "done"
+            if self.state == "running":  # not settled by the run itself
+                self.state = "cancelled" if self.token.cancelled else "done"
         except (AnalysisCancelled, LoadCancelled) as exc:
             self.state, self.exception = "cancelled", exc
         except Exception as exc:  # noqa: BLE001 - reported through state and error
