@@ -183,7 +183,8 @@ class MainWindow(QMainWindow):
         self._warm_up_timer.stop()
         if seconds > 2.0:
             self.slow_steps.clear_step("kernels", "Search kernels ready")
-            self.log(f"Search kernels compiled and cached in {seconds:.0f} s", status=False)
+            if self.session.search_task is None:  # else the search said its own wait
+                self.log(f"Search kernels compiled and cached in {seconds:.0f} s", status=False)
         else:
             self.slow_steps.clear_step("kernels")
 
