@@ -92,3 +92,41 @@ def read_only_copy(a: np.ndarray) -> np.ndarray:
     a = a.copy()
     a.flags.writeable = False
     return a
+
+
+_ONE_SIGNATURE = """
+import importlib, json, pkgutil, sys
+import engine, engine.kernels
+from numba.core.registry import CPUDispatcher
+from simms_gui.pairs import compute_pair
+p = engine.SearchParameters(mode=sys.argv[1])
+queries, library = engine.load_library(sys.argv[2]), engine.load_library(sys.argv[3])
+hits = engine.search(queries, library, p, backend="cpu")
+for k in range(min(3, len(hits))):  # the window's mirror of the first hits
+    compute_pair(queries, int(hits.query_index[k]), library, int(hits.library_index[k]), p)
+multi = {}
+for info in pkgutil.iter_modules(engine.kernels.__path__, "engine.kernels."):
+    if "cuda" not in info.name:
+        for name, v in vars(importlib.import_module(info.name)).items():
+            if isinstance(v, CPUDispatcher) and len(v.signatures) > 1:
+                multi[info.name + "." + name] = [str(s) for s in v.signatures]
+print(json.dumps({"hits": len(hits), "multi": multi}))
+"""
+
+
+@pytest.mark.slow  # a fresh interpreter per mode (kernels from numba's cache)
+@pytest.mark.parametrize("mode", ["identity", "analog", "custom"])
+def test_a_search_and_its_mirrors_compile_one_signature_per_kernel(mode):
+    """A second signature of a kernel (a read-only or layout variant) is compiled
+    again on first use, on whichever thread meets it: the window's GUI thread did."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_SIGNATURE, mode, str(DEMO_QUERIES), str(DEMO_LIBRARY)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=True,
+    )  # fmt: skip
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["hits"] > 0
+    assert report["multi"] == {}
