@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["SAY_AFTER", "call_noted", "on_compile"]
+__all__ = ["SAY_AFTER", "call_noted", "on_compile", "said_if_slow"]
 
 #: Seconds a compile (or load from numba's cache) may take before it is said.
 SAY_AFTER = 1.0
@@ -65,23 +66,34 @@ def _argument_types(kernel: Any, args: tuple) -> tuple | None:
     return tuple(kernel.typeof_pyval(a) for a in args)
 
 
-def _compile_said(kernel: Any, types: tuple) -> None:
+@contextmanager
+def said_if_slow(say: Callable[[], None]) -> Iterator[threading.Event]:
+    """Run the block; call ``say()`` (from a timer thread) once it has taken
+    :data:`SAY_AFTER` seconds.  Yields an event set when it was said."""
     said = threading.Event()
 
-    def say() -> None:
+    def note() -> None:
         said.set()
+        say()
+
+    timer = threading.Timer(SAY_AFTER, note)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield said
+    finally:
+        timer.cancel()
+        timer.join()  # a note already under way is out before what follows
+
+
+def _compile_said(kernel: Any, types: tuple) -> None:
+    def say() -> None:
         for listener in list(_listeners):
             listener(None)
 
-    timer = threading.Timer(SAY_AFTER, say)
-    timer.daemon = True
     start = time.perf_counter()
-    timer.start()
-    try:
+    with said_if_slow(say) as said:
         kernel.compile(types)
-    finally:
-        timer.cancel()
-        timer.join()  # a note already under way is out before the next one
     if said.is_set():
         took = time.perf_counter() - start
         for listener in list(_listeners):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from engine.kernels.compile_note import SAY_AFTER  # after it, compiling, not a cache load
+from engine.kernels.compile_note import SAY_AFTER, said_if_slow
 from engine.library import SpectrumLibrary
 
 __all__ = [
@@ -97,18 +97,9 @@ def prepare_kernels(
             done = threading.Event()
             _preparing[key] = (me, done)
     start = time.perf_counter()
-    timer = threading.Timer(SAY_AFTER, say, (COMPILING,))
-    timer.daemon = True
-    timer.start()
-    try:
+    with said_if_slow(lambda: say(COMPILING)):
         if owner != me:
             done.wait()  # another thread compiles them
-            with _lock:
-                failed = key not in _ready
-            if failed:  # it failed: this one tries (and says so) itself
-                timer.cancel()
-                waited = time.perf_counter() - start
-                return waited + prepare_kernels(key, run_tiny, say)
         else:
             try:
                 run_tiny(tiny_library())
@@ -118,8 +109,10 @@ def prepare_kernels(
                 with _lock:
                     _preparing.pop(key, None)
                 done.set()
-    finally:
-        timer.cancel()
+    with _lock:
+        failed = key not in _ready
+    if failed:  # the thread that prepared them failed: this one tries (and says so) itself
+        return time.perf_counter() - start + prepare_kernels(key, run_tiny, say)
     for listener in list(_listeners):
         listener()
     seconds = time.perf_counter() - start
