@@ -6,7 +6,8 @@ largest and densest spectra (plus consecutive records of the same compounds, so
 that thresholds of 0.7 have hits), tolerances 0.01 to 1.0.  Checked: the hits of
 the bound-pruned GPU search equal the CPU backend's (same pairs, same match
 counts, scores within 1e-9) for cosine, modified cosine and entropy with
-thresholds 0.3 / 0.7 and top-N 0 / 10 (cases alternate between the two bound
+thresholds 0.3 / 0.7 and top-N 0 / 10, and a running top-N at threshold 0, where
+its floor alone bounds pairs (cases alternate between the two bound
 modes: surviving pairs listed, their flagged pairs scored by the GPU's pair
 kernel, or bounds left in the score buffer, flagged pairs rescored on the host), and the
 bound kernel's bound is never below the exact score of any pair; ``make_resident``
@@ -40,6 +41,10 @@ CASES = [
     ("massbank", "entropy", 0.02, 0.3, 0),
     ("pesticides", "cosine", 0.1, 0.7, 0),
     ("pesticides", "cosine", 1.0, 0.3, 10),
+    # threshold 0 (identity and open modes): only a running top-N's floor bounds pairs
+    ("massbank", "entropy", 0.02, 0.0, 10),
+    ("massbank", "cosine", 0.1, 0.0, 10),
+    ("pesticides", "modified_cosine", 0.1, 0.0, 10),
 ]
 #: (set, score, tolerance) of the direct bound >= score checks over every pair.
 BOUNDS = [
@@ -146,14 +151,17 @@ def _running_top(gpu, spectra, nq, p, cpu) -> dict[str, object]:  # pragma: no c
     gpu.make_resident(spectra, split, p)
     index = gpu.bounds.info(gpu._upload(spectra))["index"]
     built = len(index)
+    gpu.reset_bound_survivors()
     got = [h for _, h in gpu.run_batches(spectra, spectra, split, p, across_batches=True)]
     merged = HitTable.concat(got).top_per_query(p.top_n, library_rank=spectra.ranks)
     ref = cpu.score_batch(spectra, spectra, Batch(0, nq, 0, n), p)
     same, diff = _same(merged, ref)
     per_query = np.bincount(ref.query_index, minlength=nq) if len(ref) else np.zeros(nq, int)
-    return {"score": p.score, "hits": len(ref), "same_hits": same, "max_diff": diff,
-            "full_queries": int((per_query == p.top_n).sum()), "indexes": built,
-            "indexes_added_by_search": len(index) - built}  # fmt: skip
+    return {"score": p.score, "threshold": p.threshold, "hits": len(ref), "same_hits": same,
+            "max_diff": diff, "full_queries": int((per_query == p.top_n).sum()),
+            "indexes": built, "indexes_added_by_search": len(index) - built,
+            "listed": gpu.list_survivors, "survivors": gpu.bound_survivors,
+            "bounded_pairs": gpu.bounds.counted_pairs, "pairs": nq * n}  # fmt: skip
 
 
 def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subprocess
@@ -273,6 +281,12 @@ def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
         assert case["max_diff"] <= 1e-9, case
     # queries with a full top-N, so the floor rose above the threshold
     assert sum(c["full_queries"] for c in report["running"]) > 0, report["running"]
+    # at threshold 0 the floor alone bounds pairs, in both bound modes; where the
+    # survivors are listed, it removed some
+    at_zero = [c for c in report["running"] if c["threshold"] == 0.0]
+    assert {c["listed"] for c in at_zero} == {True, False}, at_zero
+    assert all(c["indexes"] > 0 and c["bounded_pairs"] > 0 for c in at_zero), at_zero
+    assert any(c["listed"] and c["survivors"] < c["bounded_pairs"] for c in at_zero), at_zero
     assert len(report["ranges"]) == 6
     for r in report["ranges"]:
         assert r["same"] and r["nonzero"] > 0, r

@@ -369,9 +369,9 @@ class CudaBackend(Backend):
         (:meth:`TilePipeline.make_resident <.cuda_search.TilePipeline.make_resident>`)."""
         self.pipeline.make_resident(library, batches, params)
 
-    def bounds_apply(self, params: SearchParameters) -> bool:
+    def bounds_apply(self, params: SearchParameters, running_top: bool = False) -> bool:
         """Whether a search with ``params`` is pruned by the bound (:class:`.GpuBounds`)."""
-        return self.bounds.applies(params)
+        return self.bounds.applies(params, running_top)
 
     def pair_bounds(
         self, queries: PreparedSpectra, library: PreparedSpectra, params: SearchParameters

@@ -19,7 +19,7 @@ import numpy as np
 
 from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import Resident
-from engine.kernels.bound_index import piece_bins, sort_pieces
+from engine.kernels.bound_index import index_pieces, piece_bins
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
 from engine.params import SearchParameters
 
@@ -67,23 +67,11 @@ def host_peak_index(
     start : ndarray of int64
         Piece ``g`` is ``start[g]:start[g + 1]``.
     """
-    p0, p1 = int(offsets[l0]), int(offsets[l1])
-    column = np.repeat(np.arange(l1 - l0, dtype=np.int32), np.diff(offsets[l0 : l1 + 1]))
-    key = np.asarray(mz[p0:p1], dtype=np.float64)
-    w = np.asarray(weight[p0:p1], dtype=np.float64)
-    if shifted:
-        key = key - np.asarray(precursor_mz[l0:l1], dtype=np.float64)[column]
-        keep = ~np.isnan(key)
-        key, column, w = key[keep], column[keep], w[keep]
-    # peaks are in column order, so each piece is one slice, sorted on its own
-    start = np.searchsorted(column, np.arange(-(-(l1 - l0) // chunk) + 1) * chunk)
-    start = start.astype(np.int64)
-    order = sort_pieces(np.ascontiguousarray(key), start)
-    return (
-        np.ascontiguousarray(key[order]),
-        np.ascontiguousarray(column[order]),
-        np.ascontiguousarray(w[order]),
-        start,
+    # one parallel pass per piece (gather, sort, write): a shard of 10^8-spectrum
+    # repositories has ~10^8 peaks, and each search of a new shard builds its index
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return index_pieces(
+        mz, weight, offsets, precursor_mz, int(l0), int(l1), bool(shifted), int(chunk)
     )
 
 
@@ -119,6 +107,7 @@ class GpuBounds:
     def __init__(self, backend: Any) -> None:
         self.be = backend
         self._survivors: Any = None
+        self.counted_pairs = 0  # pairs whose bounds were counted (``survivors``)
         self._bound_mod: Any = None
         self._dummy_listing: Any = None
 
@@ -130,8 +119,9 @@ class GpuBounds:
         return int(self._survivors.copy_to_host()[0])
 
     def reset_survivors(self) -> None:
-        """Set :attr:`survivors` back to 0."""
+        """Set :attr:`survivors` and :attr:`counted_pairs` back to 0."""
         self._survivors = None
+        self.counted_pairs = 0
 
     def pair_bounds(
         self, queries: PreparedSpectra, library: PreparedSpectra, params: SearchParameters
@@ -269,15 +259,19 @@ class GpuBounds:
             info["index_bytes"] -= b
         return cache[key]
 
-    def applies(self, params: SearchParameters) -> bool:
+    def applies(self, params: SearchParameters, running_top: bool = False) -> bool:
         """Whether a search with ``params`` is pruned by the bound (when the weights allow).
 
-        Pruning is on, the threshold is above 0 and the score is one of
-        :data:`BOUNDED_KINDS`.
+        Pruning is on, the score is one of :data:`BOUNDED_KINDS`, and a pair has
+        something to reach: a threshold above 0, or (``running_top``) the floor of
+        a device top-N, which rises to each query's N-th best score.  The floor
+        alone counts only without a precursor window: every pair of the library is
+        a candidate there, and the column tiles share one peak index; a window's
+        few candidates would each need an index of their own for little gain.
         """
-        return bool(
-            self.be.bound_prune and params.threshold > 0.0 and score_kind(params) in BOUNDED_KINDS
-        )
+        floored = running_top and params.top_n > 0 and params.precursor_tolerance is None
+        reach = params.threshold > 0.0 or floored
+        return bool(self.be.bound_prune and reach and score_kind(params) in BOUNDED_KINDS)
 
     def bound_tile(
         self,
@@ -287,20 +281,24 @@ class GpuBounds:
         dl: Resident,
         params: SearchParameters,
         floor: Any = None,
+        floor_may_prune: bool = False,
     ) -> int:
-        """Queue the bound kernel of a tile; the score kernel's ``Pruning.bounded`` mode.
+        """Queue the bound kernel of a tile; the score kernel's ``Pruning.bounded`` mode
+        (0: no bounds).
 
         ``floor``: the queries' floors of a device top-N (a pair must reach its
-        query's floor as well as the threshold), or None.
+        query's floor as well as the threshold), or None; ``floor_may_prune``:
+        whether they may be above the threshold yet (then the floor alone is
+        worth a bound, see :meth:`applies`).
 
-        Bounds apply to searches with a threshold > 0 of the kinds in
-        :data:`BOUNDED_KINDS`, with non-negative weights on both sides (else 0).
+        Bounds apply to searches of the kinds in :data:`BOUNDED_KINDS` with a
+        threshold > 0 or a ``floor``, with non-negative weights on both sides (else 0).
         With :attr:`list_survivors` the pairs that pass are listed
         (``BOUNDS_LISTED``), otherwise the bounds go into ``slot.out_s``
         (``BOUNDS_IN_BUFFER``).
         """
         kind = score_kind(params)
-        if not self.applies(params):
+        if not self.applies(params, running_top=floor is not None and floor_may_prune):
             return 0
         ql, ll = self.info(dq), self.info(dl)
         if not (ql["safe"] and ll["safe"]):
@@ -325,6 +323,7 @@ class GpuBounds:
         if self.be.count_bound_survivors:
             if self._survivors is None:
                 self._survivors = self.be._cuda.to_device(np.zeros(1, np.int64))
+            self.counted_pairs += nrows * ncols
             self.kernels().count_kernel[nrows, self.be.bound_threads, s](
                 slot.out_s, int(ncols), dq.spectrum_set, int(tile.q0), dl.spectrum_set,
                 int(tile.l0), float(params.threshold), self._survivors,

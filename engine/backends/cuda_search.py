@@ -151,7 +151,8 @@ class TilePipeline:
         batches = list(batches)
         with self.be._lock:
             dl = self.be._upload(library)
-            if not self.be.bounds.applies(params):
+            # a search across batches may keep a running top-N (its floor bounds pairs)
+            if not self.be.bounds.applies(params, running_top=self.be.device_top):
                 return
             shifted = score_kind(params) == MODIFIED_COSINE
             for l0, l1 in sorted({(t.l0, t.l1) for t in self.tiles(batches, params, True)}):
@@ -202,7 +203,9 @@ class TilePipeline:
         DeviceTop.release(slot)
         floor = top.acc.floor if top is not None else None
         self._mark(s, "start")
-        bounded = self.be.bounds.bound_tile(tile, slot, dq, dl, params, floor)  # 0: no bounds
+        # at threshold 0 the floor alone bounds pairs: not in a row's first tile
+        floored = top is not None and top.floor_may_rise(tile)
+        bounded = self.be.bounds.bound_tile(tile, slot, dq, dl, params, floor, floored)
         self._mark(s, "bound")
         cols = slot.cols_dev  # unread with listed pairs: the kernel reads the list
         if bounded != self.be._k.BOUNDS_LISTED:

@@ -60,6 +60,7 @@ class DeviceTop:
             cuda.to_device(np.full(nq, float(params.threshold), dtype=np.float64)),
         )
         self.index = index
+        self._merged_rows = np.zeros(nq, dtype=bool)  # rows with a merge queued
         self.stream = cuda.stream()
         self._copies = cuda.stream()  # final hits: waits for no later tile's merge
         self._merged: dict[int, Any] = {}  # final batch -> event after its last tile's merge
@@ -104,9 +105,15 @@ class DeviceTop:
         )  # fmt: skip
         slot.merged = self._cuda.event()
         slot.merged.record(self.stream)
+        self._merged_rows[tile.q0 : tile.q1] = True
         for b in tile.batches:
             if b in self._final:  # only final batches copy hits out
                 self._merged[b] = slot.merged
+
+    def floor_may_rise(self, tile: Tile) -> bool:
+        """Whether a merge was queued for any of the tile's query rows: until then
+        their floors are the threshold."""
+        return bool(self._merged_rows[tile.q0 : tile.q1].any())
 
     @staticmethod
     def release(slot: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["PIECE_BINS", "piece_bins", "sort_pieces"]
+__all__ = ["PIECE_BINS", "index_pieces", "piece_bins"]
 
 #: Key bins per piece of a device peak index: a window's first candidate is found from
 #: its bin's start and a short coalesced scan instead of a binary search of the piece.
@@ -13,29 +13,79 @@ PIECE_BINS = 16384
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def sort_pieces(key, start):  # pragma: no cover - numba
-    """Order that sorts ``key`` within each piece ``start[g]:start[g + 1]`` (pieces in place).
+def index_pieces(mz, weight, offsets, precursor_mz, l0, l1, shifted, chunk):  # pragma: no cover
+    """Peaks of spectra ``[l0, l1)`` as float64 keys, sorted within pieces of ``chunk`` columns.
 
     Parameters
     ----------
-    key : ndarray of float64
-        No NaN.
-    start : ndarray of int64
-        Piece boundaries, ascending, from 0 to ``len(key)``.
+    mz, weight, offsets, precursor_mz : ndarray
+        The library in CSR form (any float dtype; keys and weights become float64).
+    l0, l1 : int
+        The column range.
+    shifted : bool
+        Key ``mz - precursor_mz``, peaks whose key is NaN left out; else ``mz``.
+    chunk : int
+        Columns per piece.
 
     Returns
     -------
-    ndarray of int64
-        ``key[order]`` is sorted within each piece; equal keys keep their order.
+    key : ndarray of float64
+    column : ndarray of int32
+        ``l - l0`` of each peak; nondecreasing across pieces.
+    weight : ndarray of float64
+    start : ndarray of int64
+        Piece ``g`` is ``start[g]:start[g + 1]``; within it the keys are sorted and
+        equal keys keep column order, then peak order (a stable sort).
     """
-    order = np.empty(key.shape[0], dtype=np.int64)
-    for g in prange(start.shape[0] - 1):
+    pieces = (l1 - l0 + chunk - 1) // chunk
+    sizes = np.zeros(pieces, dtype=np.int64)
+    for g in prange(pieces):
+        c0 = l0 + g * chunk
+        c1 = min(c0 + chunk, l1)
+        if not shifted:
+            sizes[g] = offsets[c1] - offsets[c0]
+            continue
+        n = 0
+        for col in range(c0, c1):
+            p = np.float64(precursor_mz[col])
+            for j in range(offsets[col], offsets[col + 1]):
+                k = np.float64(mz[j]) - p
+                if k == k:
+                    n += 1
+        sizes[g] = n
+    start = np.zeros(pieces + 1, dtype=np.int64)
+    for g in range(pieces):
+        start[g + 1] = start[g] + sizes[g]
+    total = start[pieces]
+    key = np.empty(total, dtype=np.float64)
+    column = np.empty(total, dtype=np.int32)
+    w = np.empty(total, dtype=np.float64)
+    for g in prange(pieces):
+        c0 = l0 + g * chunk
+        c1 = min(c0 + chunk, l1)
         a = start[g]
-        b = start[g + 1]
-        local = np.argsort(key[a:b], kind="mergesort")
-        for i in range(b - a):
-            order[a + i] = a + local[i]
-    return order
+        m = start[g + 1] - a
+        k = np.empty(m, dtype=np.float64)
+        c = np.empty(m, dtype=np.int32)
+        v = np.empty(m, dtype=np.float64)
+        i = 0
+        for col in range(c0, c1):
+            p = np.float64(precursor_mz[col]) if shifted else 0.0
+            for j in range(offsets[col], offsets[col + 1]):
+                x = np.float64(mz[j]) - p if shifted else np.float64(mz[j])
+                if x != x and shifted:
+                    continue
+                k[i] = x
+                c[i] = col - l0
+                v[i] = np.float64(weight[j])
+                i += 1
+        order = np.argsort(k, kind="mergesort")
+        for i in range(m):
+            o = order[i]
+            key[a + i] = k[o]
+            column[a + i] = c[o]
+            w[a + i] = v[o]
+    return key, column, w, start
 
 
 @njit(cache=True, parallel=True, nogil=True)

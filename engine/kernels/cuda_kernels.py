@@ -89,7 +89,8 @@ class Pruning(NamedTuple):
     bounded : int
         0: no bounds.  :data:`BOUNDS_IN_BUFFER`: the score buffer holds each
         pair's upper bound (:func:`~engine.kernels.cuda_bound.bound_kernel`);
-        pairs whose bound is under ``threshold`` are not scored (any score kind).
+        pairs whose bound is under ``threshold`` (or the query's ``floor``) are
+        not scored (any score kind).
         :data:`BOUNDS_LISTED`: the bound kernel already wrote ``NOT_SCORED`` for
         those and listed the others in ``pairs``; only the listed pairs are scored.
     pairs : device array of int32
@@ -97,8 +98,9 @@ class Pruning(NamedTuple):
     n_pairs : device array of int32
         ``n_pairs[0]``: how many are listed.
     use_floor, floor : bool, device array of float64
-        Pairs flagged for the host's rescoring must also have an upper bound that
-        reaches ``floor[q]`` (a running top-N's N-th best score of query ``q``).
+        Pairs with bounds in the buffer, and pairs flagged for the host's
+        rescoring, must also have an upper bound that reaches ``floor[q]`` (a
+        running top-N's N-th best score of query ``q``).
     max_work : int
         With ``BOUNDS_LISTED``, a listed cosine pair whose peak counts multiply to
         more than this (> 0) is flagged for the host's exact rescoring at once: one
@@ -258,10 +260,14 @@ def _score_one(
         out_m[r, col] = 0
         return
     nlp = l_off[l + 1] - l_off[l]
-    if bounded == BOUNDS_IN_BUFFER and not bound_passes(out_s[r, col], den, threshold, nqp, nlp):
-        out_s[r, col] = NOT_SCORED
-        out_m[r, col] = 0
-        return
+    if bounded == BOUNDS_IN_BUFFER:
+        reach = threshold
+        if pruning.use_floor and pruning.floor[q] > reach:
+            reach = pruning.floor[q]
+        if not bound_passes(out_s[r, col], den, reach, nqp, nlp):
+            out_s[r, col] = NOT_SCORED
+            out_m[r, col] = 0
+            return
     if bounded == BOUNDS_LISTED and 0 < pruning.max_work < nqp * nlp and not entropy:
         _flag(r, col, out)  # a long merge for one thread: the host's threads take it
         return
