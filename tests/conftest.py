@@ -114,6 +114,6 @@ def cluster():
 
     with LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-        env={"NUMBA_NUM_THREADS": "1"},
+        env={"NUMBA_NUM_THREADS": "1"}, preload=["engine.distributed.worker_start"],
     ) as cluster, Client(cluster, set_as_default=False) as client:  # fmt: skip
         yield cluster, client

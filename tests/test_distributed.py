@@ -420,6 +420,47 @@ def test_watch_tells_a_frozen_worker_from_a_busy_one(monkeypatch):
     assert watch.live == set(beats) and rescued[-1] == set(beats)
 
 
+#: A program that imports numba before it starts a local cluster, as ``simms`` does:
+#: each worker process imports it again (Dask spawns them) before its nanny sets
+#: ``NUMBA_NUM_THREADS``.  Asking numba for its thread count launches its threads (the
+#: CPU backend does); the next compile re-reads numba's configuration.
+WORKER_COMPILE = """
+import os
+import numba
+from engine.distributed.cluster import local_cluster, shutdown
+
+def launch_threads_then_compile():
+    launched = numba.get_num_threads()
+    plus_one = numba.njit(lambda x: x + 1)
+    assert plus_one(1) == 2
+    return os.environ["NUMBA_NUM_THREADS"], launched, numba.config.NUMBA_NUM_THREADS
+
+if __name__ == "__main__":
+    client = local_cluster(2, gpu=False)
+    try:
+        print(sorted(client.run(launch_threads_then_compile).values()))
+    finally:
+        shutdown(client)
+"""
+
+
+@pytest.mark.slow
+def test_local_cluster_workers_compile_with_their_thread_count(tmp_path):
+    """A fresh install compiles in the workers of ``--dask-local``: each worker's numba
+    takes the thread count the cluster gives it.  Before ``worker_start``, a worker
+    whose threads were launched failed every compile ("Cannot set NUMBA_NUM_THREADS
+    to a different value once the threads have been launched")."""
+    script = tmp_path / "worker_compile.py"
+    script.write_text(WORKER_COMPILE)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    threads = str(max(1, (os.cpu_count() or 1) // 2))
+    assert proc.stdout.strip().splitlines()[-1] == str([(threads, int(threads), int(threads))] * 2)
+
+
 def test_closing_kills_stopped_worker_processes():
     """A stopped worker process must not hold up closing its local cluster."""
     from types import SimpleNamespace

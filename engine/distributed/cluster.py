@@ -170,6 +170,7 @@ def local_cluster(n_workers: int, *, threads_per_worker: int = 1, gpu: bool | No
             threads_per_worker=threads_per_worker,
             processes=True,
             env={"NUMBA_NUM_THREADS": threads, "OMP_NUM_THREADS": threads},
+            preload=["engine.distributed.worker_start"],  # numba reads that env again
             **common,
         )
     return distributed.Client(cluster, set_as_default=False)
