@@ -204,6 +204,26 @@ def test_bad_file_and_duplicate_leave_the_repository_as_it_was(tmp_path, data_di
         Repository(tmp_path)
 
 
+def test_a_file_with_broken_records_is_added_and_its_issues_said(tmp_path, data_dir):
+    """Valid records of a damaged file are stored; the message counts the others."""
+    damaged = tmp_path / "damaged.mgf"
+    damaged.write_text(
+        "BEGIN IONS\nPEPMASS=abc\n100 10\nEND IONS\n"  # no precursor m/z: kept, repaired
+        "BEGIN IONS\nPEPMASS=200.1\nCHARGE=1\n50.0 100\n60.0 20\nEND IONS\n"
+        "BEGIN IONS\nPEPMASS=300\n"  # cut off: skipped
+    )
+    notes: list[str] = []
+    repo = Repository.build(tmp_path / "repo", [data_dir / "sample.msp"])
+    repo.add([damaged], on_message=notes.append)
+    said = [n for n in notes if "damaged.mgf" in n]
+    assert len(said) == 1 and said[0].startswith(f"{damaged}: 2 spectra ("), notes
+    assert "; 1 record skipped, 1 repaired" in said[0], said
+    assert len(Repository(repo.path)) == 5 + 2
+    quiet: list[str] = []
+    Repository.build(tmp_path / "clean", [data_dir / "sample.msp"], on_message=quiet.append)
+    assert not any("skipped" in n for n in quiet), quiet
+
+
 def test_synthetic_repository_is_labelled(tmp_path, pesticides):
     repo = build_synthetic(tmp_path / "syn", pesticides, 500, shard_spectra=200, seed=3)
     add_synthetic(repo, pesticides, 100, seed=4)

@@ -171,7 +171,7 @@ class Repository:
                 library = read_library(path)
                 name = dataset if dataset is not None else Path(path).resolve().parent.name
                 if on_message is not None:
-                    on_message(f"{path}: {len(library):,} spectra ({name})")
+                    on_message(f"{path}: {len(library):,} spectra ({name})" + _issues(library))
                 yield library, str(path), name
 
         return self.add_libraries(libraries(), on_message=on_message)
@@ -462,12 +462,23 @@ def _merge_task(path: str, number: int, folders: list[str], lo, hi, last) -> lis
 
 
 def _described(s: dict) -> str:
-    return (
-        f"shard {s['name']}: {s['spectra']:,} {s['ion_mode']} spectra, "
-        f"precursor m/z {s['precursor_min']}-{s['precursor_max']}"
-    )
+    lo, hi = s["precursor_min"], s["precursor_max"]
+    reach = "no precursor m/z" if lo is None else f"precursor m/z {lo:.4f}-{hi:.4f}"
+    return f"shard {s['name']}: {s['spectra']:,} {s['ion_mode']} spectra, {reach}"
 
 
 def _write_manifest(path: Path, manifest: dict) -> None:
     with atomic_path(path / MANIFEST, fsync=True) as tmp:
         tmp.write_text(json.dumps(manifest, indent=1))
+
+
+def _issues(library: SpectrumLibrary) -> str:
+    """``"; N records skipped, M repaired …"`` of a file read with issues, else ``""``."""
+    report = library.report
+    if report is None or not report.issues:
+        return ""
+    skipped, repaired = len(report.skipped), len(report.repaired)
+    return (
+        f"; {skipped} record{'s' * (skipped != 1)} skipped, {repaired} repaired"
+        " (its import report lists them: simms info FILE)"
+    )
