@@ -208,6 +208,14 @@ def _run_checks() -> dict[str, object]:  # pragma: no cover - runs in the subpro
         p0 = SearchParameters(mode="custom", score=score, tolerance=tol, threshold=0.0, top_n=3)
         spectra = PreparedSpectra.for_search(lib, p0)
         out["running"].append(_running_top(gpus[n % 2], spectra, nq, p0, cpu))
+    # one tile per query block (one query against a repository shard): no floor to
+    # bound with before the last tile, so no peak index is built for it
+    gpu = small_backend()
+    lib, nq = sets["massbank"]
+    p0 = SearchParameters(mode="custom", score="entropy", threshold=0.0, top_n=3)
+    spectra = PreparedSpectra.for_search(lib, p0)
+    gpu.make_resident(spectra, [Batch(0, nq, 0, len(spectra))], p0)
+    out["one_tile_indexes"] = len(gpu.bounds.info(gpu._upload(spectra))["index"])
     out["rescored"] = [g.rescored_pairs for g in gpus]  # overflowing pairs, host-rescored
     out["on_gpu"] = [g.gpu_scored_pairs for g in gpus]  # flagged pairs, the pair kernel's
     # the bound of every pair in one column piece: each block of the bound kernel runs
@@ -291,6 +299,7 @@ def test_bound_pruned_gpu_hits_equal_cpu_under_simulator() -> None:
     assert {c["listed"] for c in at_zero} == {True, False}, at_zero
     assert all(c["indexes"] > 0 and c["bounded_pairs"] > 0 for c in at_zero), at_zero
     assert any(c["listed"] and c["survivors"] < c["bounded_pairs"] for c in at_zero), at_zero
+    assert report["one_tile_indexes"] == 0
     assert len(report["ranges"]) == 6
     for r in report["ranges"]:
         assert r["same"] and r["nonzero"] > 0, r

@@ -151,11 +151,14 @@ class TilePipeline:
         batches = list(batches)
         with self.be._lock:
             dl = self.be._upload(library)
-            # a search across batches may keep a running top-N (its floor bounds pairs)
-            if not self.be.bounds.applies(params, running_top=self.be.device_top):
+            tiles = self.tiles(batches, params, True)
+            # a running top-N's floor bounds the tiles after a row block's first (one
+            # query against a repository shard is one tile: no index for it)
+            later = len(tiles) > len({(t.q0, t.q1) for t in tiles})
+            if not self.be.bounds.applies(params, running_top=self.be.device_top and later):
                 return
             shifted = score_kind(params) == MODIFIED_COSINE
-            for l0, l1 in sorted({(t.l0, t.l1) for t in self.tiles(batches, params, True)}):
+            for l0, l1 in sorted({(t.l0, t.l1) for t in tiles}):
                 self.be.bounds.range_index(dl, l0, l1, False)
                 if shifted:
                     self.be.bounds.range_index(dl, l0, l1, True)
