@@ -480,5 +480,5 @@ def _issues(library: SpectrumLibrary) -> str:
     skipped, repaired = len(report.skipped), len(report.repaired)
     return (
         f"; {skipped} record{'s' * (skipped != 1)} skipped, {repaired} repaired"
-        " (its import report lists them: simms info FILE)"
+        " (the file's import report lists them)"
     )
