@@ -104,6 +104,44 @@ def test_search_equals_the_in_memory_search_of_the_stored_peaks(real_repo, real_
     assert job.progress.shards_done == job.progress.shards_total
 
 
+def test_resident_shards_keep_their_prepared_spectra_only(real_repo, real_queries):
+    """Shards kept for later searches hold the prepared peaks, not float64 raw copies;
+    searches of other modes against them still equal the in-memory search."""
+    from engine.backends import PreparedSpectra
+    from engine.backends.base import preparation_key
+    from engine.repository import search as repository_search
+
+    repo, _ = real_repo
+    cache = repository_search._CACHE
+    cache.items.clear()
+    sizes = []
+    for mode in ("identity", "cosine", "identity"):
+        hits = repo.search(real_queries, MODES[mode], backend="cpu", resident_bytes=1 << 30).run()
+        expected = engine.search(real_queries, repo.library(), MODES[mode], backend="cpu")
+        _same_hits(hits, expected)
+        sizes.append(len(cache.items))
+    kept = [prepared for prepared, _ in cache.items.values()]
+    assert sizes[0] < sizes[1] == sizes[2] <= 2 * len(repo.shards)  # the third reused them
+    assert all(isinstance(p, PreparedSpectra) for p in kept)
+    assert {p.preparation for p in kept} == {
+        preparation_key(MODES["identity"]),
+        preparation_key(MODES["cosine"]),
+    }
+    cache.items.clear()
+
+
+def test_spectra_prepared_for_other_parameters_are_refused(real_repo, real_queries):
+    from engine.api import search_job
+    from engine.backends import PreparedSpectra
+
+    library = real_repo[0].library()
+    prepared = PreparedSpectra.for_search(library, MODES["identity"])
+    hits = search_job(real_queries, prepared, MODES["identity"], backend="cpu").run()
+    _same_hits(hits, engine.search(real_queries, library, MODES["identity"], backend="cpu"))
+    with pytest.raises(ValueError, match="prepared for"):
+        search_job(real_queries, prepared, MODES["cosine"], backend="cpu").run()
+
+
 def test_cancelled_search_keeps_only_final_hits(real_repo, real_queries):
     repo, _ = real_repo
     params = MODES["identity"]  # a precursor window: many queries need one shard only

@@ -64,6 +64,9 @@ class PreparedSpectra:
         kernels rank equal scores by it.
     polarity : ndarray of int8 or None
         Ion mode of each spectrum (+1, -1, 0 unknown; None: all unknown).
+    preparation : tuple or None
+        :func:`preparation_key` of the parameters :meth:`for_search` prepared the
+        set with (None: made otherwise).
     """
 
     mz: np.ndarray
@@ -75,6 +78,7 @@ class PreparedSpectra:
     intensity_power: float
     index: np.ndarray | None = None
     polarity: np.ndarray | None = None
+    preparation: tuple | None = None
 
     @classmethod
     def from_library(
@@ -125,16 +129,35 @@ class PreparedSpectra:
         )
 
     @classmethod
-    def for_search(cls, library: SpectrumLibrary, params: SearchParameters) -> PreparedSpectra:
+    def for_search(
+        cls, library: SpectrumLibrary | PreparedSpectra, params: SearchParameters
+    ) -> PreparedSpectra:
         """``library`` preprocessed and weighted as ``params`` ask (one per search side).
 
         Built once per library object and preparation (see :func:`preparation_key`)
         and reused by later searches, which then also reuse everything derived
-        from it (precursor order, pruning indexes, GPU copies).
+        from it (precursor order, pruning indexes, GPU copies).  Spectra this
+        method prepared before for the same preparation are returned as they are
+        (a caller may keep them without the library's raw peaks).
+
+        Raises
+        ------
+        ValueError
+            ``library`` is a prepared set made for other parameters.
         """
+        key = preparation_key(params)
+        if isinstance(library, PreparedSpectra):
+            if library.preparation != key:
+                raise ValueError(
+                    f"spectra prepared for {library.preparation} cannot be searched with {key}"
+                )
+            return library
         budget = 2 * (library.mz.nbytes + library.intensity.nbytes) + (1 << 20)
         return derived(
-            library, preparation_key(params), lambda: cls._prepare(library, params), budget=budget
+            library,
+            key,
+            lambda: replace(cls._prepare(library, params), preparation=key),
+            budget=budget,
         )
 
     @classmethod

@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.api import parameters_with, search_job
-from engine.backends import Backend, get_backend
+from engine.backends import Backend, PreparedSpectra, get_backend
+from engine.backends.base import preparation_key
 from engine.hits import HitTable
 from engine.library import SpectrumLibrary
+from engine.memo import nbytes
 from engine.params import SearchParameters
 from engine.repository.store import Shard
 from engine.search import CancelToken
@@ -96,27 +98,36 @@ def shard_queries(shard: Shard, queries: SpectrumLibrary, params: SearchParamete
 
 
 class _ShardCache:
-    """Opened shards kept in memory, least recently used first out, up to a byte budget."""
+    """Shards prepared for searching, least recently used first out, up to a byte budget.
+
+    Only the prepared spectra are kept (with what searches derive from them: the
+    precursor order, pruning indexes, GPU copies), not the shard's raw peaks
+    widened to float64, which would double the host memory of a resident
+    repository.
+    """
 
     def __init__(self) -> None:
-        self.items: OrderedDict[tuple, tuple[SpectrumLibrary, int]] = OrderedDict()
+        self.items: OrderedDict[tuple, tuple[PreparedSpectra, int]] = OrderedDict()
         self.lock = threading.Lock()  # a Dask worker may run shard tasks in several threads
 
-    def get(self, shard: Shard, budget: int) -> SpectrumLibrary:
-        key = (str(shard.folder.resolve()), shard.manifest["spectra"], shard.manifest["peaks"])
+    def get(self, shard: Shard, params: SearchParameters, budget: int) -> PreparedSpectra:
+        key = (
+            str(shard.folder.resolve()), shard.manifest["spectra"], shard.manifest["peaks"],
+            preparation_key(params),
+        )  # fmt: skip
         with self.lock:
             found = self.items.get(key)
             if found is not None:
                 self.items.move_to_end(key)
                 return found[0]
-        library = shard.library()
-        size = library.n_peaks * 16 + len(library) * 24
+        prepared = PreparedSpectra.for_search(shard.library(), params)
         if budget > 0:
+            size = nbytes(prepared)
             with self.lock:
-                library = self.items.setdefault(key, (library, size))[0]
+                prepared = self.items.setdefault(key, (prepared, size))[0]
                 while sum(s for _, s in self.items.values()) > budget and len(self.items) > 1:
                     self.items.popitem(last=False)
-        return library
+        return prepared
 
 
 #: This process's opened shards (the client's, or a Dask worker's).
@@ -147,7 +158,7 @@ def search_shard(
     cancel_token: CancelToken | None = None,
 ) -> HitTable:
     """Hits of queries ``rows`` in one shard (query and repository indexes)."""
-    library = _CACHE.get(shard, resident_bytes)
+    library = _CACHE.get(shard, params, resident_bytes)
     subset = queries if len(rows) == len(queries) else queries.subset(rows)
     job = search_job(
         subset, library, params, backend=_backend(backend, cpu_threads),

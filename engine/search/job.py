@@ -68,7 +68,10 @@ class SearchJob(StreamingJob):
     ----------
     queries, library, params, on_progress, on_message, cancel_token, keep_hits
         As in :class:`~engine.search.StreamingJob` (``params`` defaults: cosine,
-        0.1 Da, top 10; progress comes after every batch).
+        0.1 Da, top 10; progress comes after every batch).  ``library`` may also
+        be spectra that :meth:`PreparedSpectra.for_search
+        <engine.backends.PreparedSpectra.for_search>` prepared for ``params``
+        (a repository keeps its shards so, without their raw peaks).
     backend : str or Backend
         ``"auto"`` (CUDA when usable, else CPU), ``"cpu"``, ``"cuda"`` or a
         backend instance (e.g. one that keeps a library resident).
@@ -80,7 +83,7 @@ class SearchJob(StreamingJob):
     def __init__(
         self,
         queries: SpectrumLibrary,
-        library: SpectrumLibrary,
+        library: SpectrumLibrary | PreparedSpectra,
         params: SearchParameters | None = None,
         *,
         backend: str | Backend = "auto",

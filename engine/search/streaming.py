@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -10,6 +11,9 @@ from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.params import SearchParameters
 from engine.search.progress import CancelToken, SearchProgress
+
+if TYPE_CHECKING:
+    from engine.backends import PreparedSpectra
 
 __all__ = ["StreamingJob"]
 
@@ -39,7 +43,7 @@ class StreamingJob:
     def __init__(
         self,
         queries: SpectrumLibrary,
-        library: SpectrumLibrary,
+        library: SpectrumLibrary | PreparedSpectra,
         params: SearchParameters | None = None,
         *,
         on_progress: Callable[[SearchProgress], None] | None = None,
