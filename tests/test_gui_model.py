@@ -9,6 +9,7 @@ the engine's own answers on real spectra.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -191,6 +192,32 @@ def test_a_failed_task_says_why(data_dir):
         task.wait(timeout=30)
     assert task.state == "failed" and "no-such-file.mgf" in task.error
     assert session.libraries == []
+
+
+def test_a_waiter_returns_after_the_finished_listeners_ran():
+    """``wait()`` returns only once ``finished``'s listeners ran (what they queue for
+    the window, e.g. an error box, is then there for its last pump): with the task
+    marked ended before them, a loaded machine let the waiter return first."""
+    from simms_gui.model import CallTask
+
+    runner = TaskRunner(1)
+    heard = []
+
+    def slow_listener(task) -> None:
+        assert task.done  # ended for its listeners already
+        time.sleep(0.2)
+        heard.append(task.state)
+
+    for function in (lambda: 1, lambda: 1 / 0):
+        task = CallTask("sum", function)
+        task.finished.connect(slow_listener)
+        runner.submit(task)
+        try:
+            task.wait(timeout=30)
+        except Exception:  # noqa: BLE001 - the failing one
+            pass
+        assert heard and heard[-1] == task.state
+    assert heard == ["done", "failed"]
 
 
 def test_the_window_times_the_search_without_its_wait_for_numba(qtbot, data_dir, monkeypatch):

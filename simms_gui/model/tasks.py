@@ -67,7 +67,8 @@ class Task:
         self.error: str | None = None
         self.exception: BaseException | None = None
         self.token = token or CancelToken()
-        self._ended = threading.Event()
+        self._ended = threading.Event()  # set after the finished listeners ran
+        self._settled = False  # ended: done, cancelled or failed
         self._last_report = 0.0
         self._pump: Callable[[], None] | None = None
 
@@ -84,7 +85,7 @@ class Task:
     @property
     def done(self) -> bool:
         """True once the task has ended (done, cancelled or failed)."""
-        return self._ended.is_set()
+        return self._settled
 
     @property
     def cancelled(self) -> bool:
@@ -154,8 +155,13 @@ class Task:
             if not getattr(exc, "expected", False):
                 traceback.print_exception(exc)
         finally:
-            self._ended.set()
-            self.finished.emit(self)
+            self._settled = True
+            # listeners first: a waiter returns only once what they queued for the
+            # window (e.g. an error box) is there for its last pump to deliver
+            try:
+                self.finished.emit(self)
+            finally:
+                self._ended.set()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.state} {100 * self.progress:.0f} %>"
