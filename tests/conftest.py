@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests import frozen_build
-
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("SIMMS_NO_COMPILE_AHEAD", "1")  # no child compiling beside the tests
 
@@ -16,19 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
-def pytest_collection_finish(session) -> None:
-    """Without test workers: start the frozen build now if it will be tested."""
-    if not hasattr(session.config, "workerinput"):  # not in an xdist worker
-        frozen_build.start(item.nodeid for item in session.items)
-
-
-def pytest_xdist_node_collection_finished(node, ids) -> None:
-    """With test workers (this runs where they are controlled): the same, once."""
-    frozen_build.start(ids)
-
-
-def pytest_unconfigure(config) -> None:
-    frozen_build.stop()
+def pytest_collection_modifyitems(config, items) -> None:
+    """The frozen build first (minutes in one test, when it runs): one test worker
+    builds while the other runs the rest, instead of building alone at the end."""
+    items.sort(key=lambda item: item.path.name != "test_frozen_build.py")
 
 
 @pytest.fixture(scope="session")
