@@ -14,12 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    """The frozen build first (minutes in one test, when it runs): one test worker
-    builds while the other runs the rest, instead of building alone at the end."""
-    items.sort(key=lambda item: item.path.name != "test_frozen_build.py")
-
-
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The real test data (``../shared/data`` beside the project)."""

@@ -1,8 +1,8 @@
 """The full frozen build (packaging/build.sh, minutes: see packaging/README.md) and the
 built app's smoke test, with no Python environment around it.
 
-It runs in CI (``CI=true``) or with ``SIMMS_TEST_FROZEN=1``.  The suite starts it
-first (``conftest.py``), so one test worker builds while the other runs the rest.
+It runs in CI (``CI=true``) or with ``SIMMS_TEST_FROZEN=1``; a file of its own, so
+one test worker builds while the other runs the rest of the suite.
 """
 
 from __future__ import annotations
