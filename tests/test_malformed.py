@@ -118,31 +118,35 @@ def _error(path: Path, **kwargs) -> SpectrumFileError:
     return info.value
 
 
+#: Unusable files: (name, content, what the one-line error says).  Fixed bytes (gzip
+#: without a time stamp), so every test worker collects the same cases.
+UNUSABLE = [
+    ("empty.mgf", b"", "empty file"),
+    ("blank.msp", b"\n \r\n\t\n", "empty file"),
+    ("empty.mgf.gz", gzip.compress(b"", mtime=0), "empty file"),
+    ("garbage.mgf", np.random.default_rng(0).bytes(5000), "binary content"),
+    ("truncated.mgf.gz", gzip.compress(GOOD_MGF * 200, mtime=0)[:-20], "truncated gzip"),
+    ("corrupt.mgf.gz", b"\x1f\x8b" + b"\x00" * 40, "gzip"),
+    ("notes.mgf", b"just some text\nno spectra here\n", "not a valid MGF file"),
+    ("notes.msp", b"just some text\n", "not a valid MSP file"),
+    ("notes.txt", b"just some text\n", "unknown format"),
+    (
+        "scan.mzXML",
+        b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n',
+        "no valid spectra (0 records",
+    ),
+    ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but neither mzML nor"),
+    (
+        "allbad.mgf",
+        b"BEGIN IONS\nTITLE=a\n1 x\nEND IONS\nBEGIN IONS\nTITLE=b\n1 0\nEND IONS\n",
+        "no valid spectra (2 records seen, 2 skipped)",
+    ),
+    ("nopeaks.msp", b"Name: a\nNum Peaks: 0\n\n", "no valid spectra (1 records seen"),
+]
+
+
 @pytest.mark.parametrize(
-    ("name", "content", "reason"),
-    [
-        ("empty.mgf", b"", "empty file"),
-        ("blank.msp", b"\n \r\n\t\n", "empty file"),
-        ("empty.mgf.gz", gzip.compress(b""), "empty file"),
-        ("garbage.mgf", np.random.default_rng(0).bytes(5000), "binary content"),
-        ("truncated.mgf.gz", gzip.compress(GOOD_MGF * 200)[:-20], "truncated gzip"),
-        ("corrupt.mgf.gz", b"\x1f\x8b" + b"\x00" * 40, "gzip"),
-        ("notes.mgf", b"just some text\nno spectra here\n", "not a valid MGF file"),
-        ("notes.msp", b"just some text\n", "not a valid MSP file"),
-        ("notes.txt", b"just some text\n", "unknown format"),
-        (
-            "scan.mzXML",
-            b'<?xml version="1.0"?>\n<mzXML>\n</mzXML>\n',
-            "no valid spectra (0 records",
-        ),
-        ("other.mzML", b'<?xml version="1.0"?>\n<html></html>\n', "XML but neither mzML nor"),
-        (
-            "allbad.mgf",
-            b"BEGIN IONS\nTITLE=a\n1 x\nEND IONS\nBEGIN IONS\nTITLE=b\n1 0\nEND IONS\n",
-            "no valid spectra (2 records seen, 2 skipped)",
-        ),
-        ("nopeaks.msp", b"Name: a\nNum Peaks: 0\n\n", "no valid spectra (1 records seen"),
-    ],
+    ("name", "content", "reason"), UNUSABLE, ids=[case[0] for case in UNUSABLE]
 )
 def test_unusable_files(tmp_path, name, content, reason):
     path = tmp_path / name
