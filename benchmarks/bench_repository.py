@@ -246,7 +246,10 @@ def main() -> None:
           f"{repo.nbytes() / 2**30:.2f} GiB on disk")  # fmt: skip
     if a.build_only:
         return
-    rows = []
+    # each row as soon as it is measured (a run cut short by its time limit keeps them)
+    print("| SYNTHETIC search | 1 q cold first / total s | 1 q warm first / total s | "
+          "queries | batch cold total s | batch warm first / total s | vs CPU |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|", flush=True)
     for label, params in SEARCHES.items():
         if label.split()[-1] not in a.searches:
             continue
@@ -261,20 +264,13 @@ def main() -> None:
         if a.check:
             alone = _check_alone(repo, queries, params, a, client)
             check = f"{_check(repo, batch, params, hits)}; {alone}"
+        wf, wt = statistics.median(w[0] for w in warm), statistics.median(w[1] for w in warm)
+        print(f"| {label} | {cold[0]:.3f} / {cold[1]:.3f} | {wf:.3f} / {wt:.3f} | {len(batch):,} "
+              f"| {first_batch[1]:.2f} | {batch_first:.2f} / {batch_total:.2f} | {check} |",
+              flush=True)  # fmt: skip
         if procs and a.kill_after > 0 and label.endswith("open"):
             killed_s, text = _killed_run(repo, batch, params, a, client, procs, hits)
-            check = f"{check}; batch again in {killed_s:.2f} s, {text}"
-        rows.append((
-            label, cold[0], cold[1], statistics.median(w[0] for w in warm),
-            statistics.median(w[1] for w in warm), len(batch), first_batch[1], batch_first,
-            batch_total, check,
-        ))  # fmt: skip
-    print("| SYNTHETIC search | 1 q cold first / total s | 1 q warm first / total s | "
-          "queries | batch cold total s | batch warm first / total s | vs CPU |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
-    for label, cf, ct, wf, wt, n, bc, bf, bt, check in rows:
-        print(f"| {label} | {cf:.3f} / {ct:.3f} | {wf:.3f} / {wt:.3f} | {n:,} | {bc:.2f} | "
-              f"{bf:.2f} / {bt:.2f} | {check} |")  # fmt: skip
+            print(f"SYNTHETIC {label} batch again in {killed_s:.2f} s, {text}", flush=True)
     if procs:
         client.close()
         cluster.close()
