@@ -42,7 +42,7 @@ from engine.library import SpectrumLibrary
 from engine.memo import nbytes
 from engine.params import SearchParameters
 from engine.repository.store import Shard
-from engine.search import CancelToken
+from engine.search import CancelToken, SearchJob
 
 __all__ = ["RepositoryProgress", "RepositorySearchJob", "shard_queries"]
 
@@ -160,7 +160,7 @@ def search_shard(
     """Hits of queries ``rows`` in one shard (query and repository indexes)."""
     library = _CACHE.get(shard, params, resident_bytes)
     subset = queries if len(rows) == len(queries) else queries.subset(rows)
-    job = search_job(
+    job = SearchJob(
         subset, library, params, backend=_backend(backend, cpu_threads),
         cancel_token=cancel_token, keep_hits=True,
     )  # fmt: skip
