@@ -66,13 +66,14 @@ def child(shots: Path | None, limit: float) -> None:
         if "Search pressed" in times and "search done" not in times and not searching:
             if now - times["Search pressed"] > 0.2:
                 times["search done"] = now
-                times["hits"] = model.rowCount()
                 QTimer.singleShot(1500, last_look)  # the window's own timers catch up
         if now > limit:
             finish()
 
     def last_look() -> None:
         poll_note()
+        # counted now: the last chunks reach the table after the search's end is announced
+        times["hits"] = model.rowCount()
         if shots:
             window.grab().save(str(shots / "3-hits.png"))
         finish()
