@@ -14,6 +14,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """The frozen build first (one test of minutes, when it runs): under two workers one
+    builds while the other runs the rest, instead of building alone at the end."""
+    items.sort(key=lambda item: item.path.name != "test_frozen_build.py")
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The real test data (``../shared/data`` beside the project)."""

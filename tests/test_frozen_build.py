@@ -1,9 +1,9 @@
 """The full frozen build (packaging/build.sh, minutes: see packaging/README.md) and the
 built app's smoke test, with no Python environment around it.
 
-It runs in CI (``CI=true``) or with ``SIMMS_TEST_FROZEN=1``.  A file of its own: one
-test worker builds while the other runs its last test files (xdist hands out the files
-with the most tests first, so this one comes near the end).
+It runs in CI (``CI=true``) or with ``SIMMS_TEST_FROZEN=1``.  A file of its own, which
+the suite hands out first (``conftest.py``): one test worker builds while the other
+runs the rest.
 """
 
 from __future__ import annotations
