@@ -157,16 +157,21 @@ def worker_info(backend: str) -> dict:
 
 
 def start_worker(
-    address: str, i: int, threads: int, log_dir: Path, task_threads: int = 2
+    address: str,
+    i: int,
+    threads: int,
+    log_dir: Path,
+    task_threads: int = 2,
+    gpu: int | None = None,
 ) -> subprocess.Popen:
-    """One ``dask worker`` process that sees only GPU ``i``.
+    """One ``dask worker`` process, ``gpu<i>``, that sees only GPU ``gpu`` (``i`` if None).
 
     ``task_threads`` tasks may run at once: one on the GPU (a process launches one
     at a time), the other merging its hits on the host meanwhile.
     """
     env = dict(os.environ)
     env.update(
-        CUDA_VISIBLE_DEVICES=str(i),
+        CUDA_VISIBLE_DEVICES=str(i if gpu is None else gpu),
         NUMBA_NUM_THREADS=str(threads),
         OMP_NUM_THREADS=str(threads),
         PYTHONUNBUFFERED="1",

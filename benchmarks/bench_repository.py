@@ -18,7 +18,8 @@ first 20 queries with the one-process CPU search over the same shards::
         --shard-spectra 5000000 --path /scratch/syn4e8 --gpu-workers 4 --kill-after 5
 
 ``--gpu-workers N`` starts a Dask scheduler here and N ``dask worker`` processes,
-one per GPU (``CUDA_VISIBLE_DEVICES``); each opens its shards from the folder
+one per GPU (``CUDA_VISIBLE_DEVICES``; ``--gpus K`` puts them on K GPUs, worker
+i on GPU i mod K); each opens its shards from the folder
 and keeps them resident.  ``--kill-after S`` adds one more open-search batch in
 which the last worker (and its nanny) is killed S seconds in: its shards go to
 the workers left, and the hits must equal the batch's without the kill.
@@ -154,9 +155,12 @@ def _check(repo, queries, params, hits) -> str:
     return text
 
 
-def _gpu_workers(n: int, threads: int, tasks: int) -> tuple[object, object, list]:
-    """A scheduler here and ``n`` worker processes, one per GPU (bench_dask_gpu's), each
-    running ``tasks`` shard tasks at once (one on the GPU, the others preparing)."""
+def _gpu_workers(
+    n: int, threads: int, tasks: int, gpus: int | None = None
+) -> tuple[object, object, list]:
+    """A scheduler here and ``n`` worker processes (bench_dask_gpu's), worker ``i`` on GPU
+    ``i % gpus`` (one per GPU when ``gpus`` is None), each running ``tasks`` shard tasks
+    at once (one on the GPU, the others preparing)."""
     import logging
 
     import distributed
@@ -167,7 +171,10 @@ def _gpu_workers(n: int, threads: int, tasks: int) -> tuple[object, object, list
     )
     client = distributed.Client(cluster, set_as_default=False)
     log_dir = Path(tempfile.mkdtemp(prefix="simms-repo-workers-"))
-    procs = [start_worker(cluster.scheduler_address, i, threads, log_dir, tasks) for i in range(n)]
+    procs = [
+        start_worker(cluster.scheduler_address, i, threads, log_dir, tasks, i % (gpus or n))
+        for i in range(n)
+    ]
     client.wait_for_workers(n, timeout=300)
     return cluster, client, procs
 
@@ -212,6 +219,10 @@ def main() -> None:
     ap.add_argument("--dask-local", type=int, metavar="N")
     ap.add_argument("--via", choices=["tasks", "job"], default="tasks")
     ap.add_argument("--gpu-workers", type=int, metavar="N", help="N local workers, one per GPU")
+    ap.add_argument(
+        "--gpus", type=int, metavar="K",
+        help="with --gpu-workers: K GPUs shared by the workers (worker i on GPU i mod K)",
+    )  # fmt: skip
     ap.add_argument("--worker-threads", type=int, default=16, help="numba threads per worker")
     ap.add_argument("--worker-tasks", type=int, default=2, help="shard tasks at once per worker")
     ap.add_argument(
@@ -228,14 +239,17 @@ def main() -> None:
     client = cluster = None
     procs: list = []
     if a.gpu_workers and not a.build_only:
-        cluster, client, procs = _gpu_workers(a.gpu_workers, a.worker_threads, a.worker_tasks)
+        cluster, client, procs = _gpu_workers(
+            a.gpu_workers, a.worker_threads, a.worker_tasks, a.gpus
+        )
     elif (a.dask or a.dask_local) and not a.build_only:
         from engine.distributed import open_client
 
         client = open_client(a.dask, n_local=a.dask_local)
     where = "one process"
     if procs:
-        where = f"Dask, {len(procs)} worker processes, one per GPU ({a.via})"
+        gpus = a.gpus or len(procs)
+        where = f"Dask, {len(procs)} worker processes on {gpus} GPU(s) ({a.via})"
     elif client:
         where = f"Dask {a.dask or f'local x{a.dask_local}'} ({a.via})"
     print(f"SYNTHETIC repository benchmark: {repo}")
