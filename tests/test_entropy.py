@@ -175,3 +175,17 @@ def test_entropy_search_equals_flash_entropy_scores(massbank_library, massbank_q
             assert score == pytest.approx(expected[lib_index], abs=1e-5)
             checked += 1
     assert checked > 100
+
+
+def test_cleaning_packs_large_sets_on_threads_as_numpy_does(massbank_library, monkeypatch):
+    """Big sets are packed by a threaded kernel: the same peaks as numpy's packing."""
+    from engine.kernels import entropy
+
+    lib = massbank_library
+    args = (lib.mz, lib.intensity, lib.offsets, np.asarray(lib.precursor_mz) - 1.6)
+    by_numpy = entropy.clean_spectra(*args)
+    monkeypatch.setattr(entropy, "PARALLEL_PACK_PEAKS", 0)
+    threaded = entropy.clean_spectra(*args)
+    assert len(by_numpy[0]) > 800_000  # MassBank after cleaning
+    for a, b in zip(by_numpy, threaded, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -88,6 +88,25 @@ def test_build_and_add_store_the_files_peaks(real_repo, data_dir):
             assert records["id"][row] == original.ids[records["file_index"][row]]
 
 
+def test_stored_peaks_widen_as_numpy_widens_them(real_repo, massbank_library):
+    """The threaded widening of stored peaks equals numpy's, bit for bit."""
+    from engine.kernels.stored_peaks import widen_stored_peaks
+    from engine.repository.store import quantize_intensity
+
+    repo, _ = real_repo
+    stored = [
+        (s.array("mz"), s.array("intensity"), s.array("scale"), s.array("offsets"))
+        for s in repo.shards
+    ]
+    codes, scale = quantize_intensity(massbank_library.intensity, massbank_library.offsets)
+    stored.append((massbank_library.mz.astype(np.float32), codes, scale, massbank_library.offsets))
+    for mz, codes, scale, offsets in stored:
+        wide_mz, wide_intensity = widen_stored_peaks(mz, codes, scale, offsets)
+        np.testing.assert_array_equal(wide_mz, np.asarray(mz, dtype=np.float64))
+        per_peak = np.repeat(np.asarray(scale, dtype=np.float64), np.diff(offsets))
+        np.testing.assert_array_equal(wide_intensity, codes.astype(np.float64) * per_peak)
+
+
 @pytest.mark.parametrize("mode", list(MODES))
 def test_search_equals_the_in_memory_search_of_the_stored_peaks(real_repo, real_queries, mode):
     repo, _ = real_repo

@@ -192,12 +192,37 @@ def _clean_span(
         )
 
 
+#: Rows of one call for the per-spectrum kernels (a spectrum is a few dozen peaks).
+SPECTRA_PER_SPAN = 2048
+#: From this many kept peaks on, packing runs on several threads (a compiled kernel;
+#: below it numpy, which compiles nothing, is as fast).
+PARALLEL_PACK_PEAKS = 1 << 22
+
+
+@njit(cache=True, nogil=True)
+def _pack_span(
+    start, stop, out_mz, out_int, offsets, new_offsets, mz, intensity
+):  # pragma: no cover - numba
+    for s in range(start, stop):
+        a, c = offsets[s], new_offsets[s]
+        for k in range(new_offsets[s + 1] - c):
+            mz[c + k] = out_mz[a + k]
+            intensity[c + k] = out_int[a + k]
+
+
 def _packed(
     out_mz: np.ndarray, out_int: np.ndarray, offsets: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The first ``counts[s]`` peaks of each spectrum's slice, packed (numpy: no compile)."""
+    """The first ``counts[s]`` peaks of each spectrum's slice, packed, as float64."""
     new_offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=new_offsets[1:])
+    if new_offsets[-1] >= PARALLEL_PACK_PEAKS:
+        out = np.empty((2, int(new_offsets[-1])), dtype=np.float64)
+        for_each_span(
+            _pack_span, counts.shape[0], out_mz, out_int, offsets, new_offsets, out[0], out[1],
+            max_span=SPECTRA_PER_SPAN,
+        )  # fmt: skip
+        return out[0], out[1], new_offsets
     # each kept peak's position in the input: its spectrum's start plus its rank
     within = np.arange(new_offsets[-1], dtype=np.int64) - np.repeat(new_offsets[:-1], counts)
     take = np.repeat(offsets[:-1], counts) + within
@@ -248,6 +273,7 @@ def clean_spectra(
         _clean_span, n,
         mz, read_only(np.ascontiguousarray(intensity, dtype=np.float64)), offsets, limit,
         np.float32(noise), np.float32(min_difference), out_mz, out_int, counts,
+        max_span=SPECTRA_PER_SPAN,
     )  # fmt: skip
     return _packed(out_mz, out_int, offsets, counts)
 
@@ -284,7 +310,9 @@ def entropy_weights(intensity: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     intensity = read_only(np.ascontiguousarray(intensity, dtype=np.float64))
     offsets = read_only(np.ascontiguousarray(offsets, dtype=np.int64))
     out = np.empty(intensity.shape[0], dtype=np.float64)
-    for_each_span(_weights_span, offsets.shape[0] - 1, intensity, offsets, out)
+    for_each_span(
+        _weights_span, offsets.shape[0] - 1, intensity, offsets, out, max_span=SPECTRA_PER_SPAN
+    )
     return out
 
 

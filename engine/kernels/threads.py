@@ -73,7 +73,9 @@ def parallel_region() -> Iterator[None]:
         yield
 
 
-def for_each_span(kernel: Callable, n: int, *args, threads: int | None = None) -> None:
+def for_each_span(
+    kernel: Callable, n: int, *args, threads: int | None = None, max_span: int = 64
+) -> None:
     """Call ``kernel(start, stop, *args)`` over spans covering ``[0, n)``, on several threads.
 
     The parallel kernels of a search are plain ``nogil`` numba functions over a
@@ -93,6 +95,9 @@ def for_each_span(kernel: Callable, n: int, *args, threads: int | None = None) -
     threads : int, optional
         Threads to use (default: numba's setting for the calling thread, which
         the CPU backend sets per search).
+    max_span : int, default 64
+        Most rows per call.  Each call takes the GIL to start; rows as light as
+        one spectrum's peaks need longer spans, or the threads queue on the GIL.
     """
     if n <= 0:
         return
@@ -104,7 +109,7 @@ def for_each_span(kernel: Callable, n: int, *args, threads: int | None = None) -
     if threads == 1:
         kernel(0, n, *args)
         return
-    span = max(1, min(64, n // (threads * 8)))
+    span = max(1, min(max_span, n // (threads * 8)))
     starts = itertools.count(0, span)  # next() is atomic under the GIL
     failures: list[BaseException] = []
 

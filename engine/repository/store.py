@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.kernels.stored_peaks import widen_stored_peaks
 from engine.library import SpectrumLibrary
 
 __all__ = ["INTENSITY_LEVELS", "Shard", "quantize_intensity", "write_shard"]
@@ -71,11 +72,6 @@ def quantize_intensity(intensity: np.ndarray, offsets: np.ndarray) -> tuple[np.n
     relative = intensity / np.repeat(peak_max, counts)
     codes = np.clip(np.rint(relative * INTENSITY_LEVELS), 1, INTENSITY_LEVELS).astype(np.uint16)
     return codes, scale
-
-
-def stored_intensity(codes: np.ndarray, scale: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The float64 intensities a search reads: ``codes * scale`` of each spectrum."""
-    return codes.astype(np.float64) * np.repeat(scale.astype(np.float64), np.diff(offsets))
 
 
 def _text_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -203,7 +199,8 @@ class Shard:
         """The shard as a :class:`~engine.library.SpectrumLibrary` over its stored peaks.
 
         Per-spectrum arrays stay memory maps; peaks are widened to float64 (m/z
-        exactly, intensities as ``codes * scale``), the only copy made.
+        exactly, intensities as ``codes * scale``) on several threads, the only
+        copy made.
 
         Parameters
         ----------
@@ -212,8 +209,9 @@ class Shard:
         """
         offsets = self.array("offsets")
         self._check(offsets)
-        mz = np.asarray(self.array("mz"), dtype=np.float64)
-        intensity = stored_intensity(self.array("intensity"), self.array("scale"), offsets)
+        mz, intensity = widen_stored_peaks(
+            self.array("mz"), self.array("intensity"), self.array("scale"), offsets
+        )
         columns = {c: self.text(c) for c in TEXT_COLUMNS} if metadata else {}
         return SpectrumLibrary(
             mz=mz,
