@@ -5,6 +5,7 @@ Examples
 ``simms repo build runs.simmsrepo run1.mzML run2.mgf --dataset 2024``
 ``simms repo add runs.simmsrepo run3.mzML``
 ``simms repo compact runs.simmsrepo``
+``simms repo prepare runs.simmsrepo --mode identity``
 ``simms repo info runs.simmsrepo``
 ``simms repo search queries.mgf runs.simmsrepo -o hits.tsv --summary files.tsv``
 """
@@ -32,7 +33,8 @@ stored), sorted by precursor m/z within each ion mode."""
 
 
 def add_repo_parser(sub) -> None:
-    """Add the ``repo`` subcommand (``build``, ``add``, ``info``, ``search``) to ``simms``."""
+    """Add the ``repo`` subcommand (``build``, ``add``, ``compact``, ``prepare``, ``info``,
+    ``search``) to ``simms``."""
     r = add_command(sub, "repo", _ABOUT)
     actions = r.add_subparsers(dest="repo_command", required=True)
     b = actions.add_parser("build", help="create a repository from spectrum files")
@@ -52,6 +54,13 @@ def add_repo_parser(sub) -> None:
         "searches; repository indexes change)",
     )  # fmt: skip
     c.add_argument("repository")
+    p = actions.add_parser(
+        "prepare", help="store the shards' spectra prepared for a search mode (cold searches "
+        "then read them instead of preparing every peak)",
+    )  # fmt: skip
+    p.add_argument("repository")
+    p.add_argument("--mode", choices=["identity", "analog", "custom", "open"], default="identity")
+    p.add_argument("--processes", type=int, default=1, help="shards prepared at once [1]")
     i = actions.add_parser("info", help="describe a repository")
     i.add_argument("repository")
     i.add_argument("--files", action="store_true", help="also list the files")
@@ -95,6 +104,12 @@ def run_repo(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         shards = repo.compact(on_message=say)
         say(f"compacted into {len(shards)} shards in {time.perf_counter() - start:.1f} s")
+        return 0
+    if args.repo_command == "prepare":
+        start = time.perf_counter()
+        folders = repo.prepare(mode=args.mode, processes=args.processes, on_message=say)
+        say(f"prepared {len(folders)} shards for {args.mode} searches "
+            f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
         return 0
     if args.repo_command == "info":
         print(repo.info())

@@ -1,4 +1,4 @@
-"""A repository shard's stored peaks widened to the float64 peaks a search reads."""
+"""A repository shard's stored float32 peaks widened to the float64 a search reads."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from numba import njit
 from engine.kernels.spectrum_set import read_only
 from engine.kernels.threads import for_each_span
 
-__all__ = ["widen_stored_peaks"]
+__all__ = ["widen_stored_peaks", "widened"]
 
 #: Spectra of one call (a spectrum is a few dozen peaks: short calls queue on the GIL).
 _SPECTRA_PER_SPAN = 4096
+#: Values per block of :func:`widened`.
+_BLOCK = 1 << 16
 
 
 @njit(cache=True, nogil=True)
@@ -54,3 +56,18 @@ def widen_stored_peaks(
         max_span=_SPECTRA_PER_SPAN,
     )  # fmt: skip
     return out[0], out[1]
+
+
+@njit(cache=True, nogil=True)
+def _widen_blocks(start, stop, values, out):  # pragma: no cover - numba
+    for b in range(start, stop):
+        for k in range(b * _BLOCK, min((b + 1) * _BLOCK, values.shape[0])):
+            out[k] = values[k]
+
+
+def widened(values: np.ndarray) -> np.ndarray:
+    """A float64 copy of float32 ``values`` (exact), on several threads."""
+    values = read_only(np.ascontiguousarray(values, dtype=np.float32))
+    out = np.empty(values.shape[0], dtype=np.float64)
+    for_each_span(_widen_blocks, (values.shape[0] + _BLOCK - 1) // _BLOCK, values, out)
+    return out

@@ -306,6 +306,25 @@ class Repository:
             if entry.is_dir() and entry.name not in listed:
                 shutil.rmtree(entry, ignore_errors=True)
 
+    def prepare(self, params=None, *, processes: int = 1, on_message=None, **overrides):
+        """Store every shard's spectra prepared for a search (see :mod:`~.prepared`).
+
+        A cold search with the same preparation then reads them instead of
+        cleaning and weighting every peak again (in each process and Dask worker).
+        ``params`` and keywords as :meth:`search` takes them (default identity
+        mode; identity and open entropy searches share one preparation).
+
+        Returns
+        -------
+        list of Path
+            The stored preparations' folders, in shard order.
+        """
+        from engine.api import parameters_with
+        from engine.repository.prepared import prepare_shards
+
+        params = parameters_with(params, overrides, "Repository.prepare")
+        return prepare_shards(self.shards, params, processes=processes, on_message=on_message)
+
     # -- reading -----------------------------------------------------------------------
     @property
     def synthetic(self) -> bool:
@@ -368,6 +387,10 @@ class Repository:
             f"shards: {len(shards)} of up to {self.manifest['shard_spectra']:,} spectra",
             f"disk: {self.nbytes() / 1e6:,.1f} MB",
         ]  # fmt: skip
+        from engine.repository.prepared import stored_preparations
+
+        for key, n in stored_preparations(self.shards).items():
+            lines.append(f"prepared on disk: {n} of {len(shards)} shards for {key}")
         return "\n".join(lines)
 
     def records(self, index: np.ndarray) -> dict[str, np.ndarray]:

@@ -41,6 +41,7 @@ from engine.hits import HitTable
 from engine.library import SpectrumLibrary
 from engine.memo import nbytes
 from engine.params import SearchParameters
+from engine.repository.prepared import load_prepared
 from engine.repository.store import Shard
 from engine.search import CancelToken, SearchJob
 
@@ -120,7 +121,9 @@ class _ShardCache:
             if found is not None:
                 self.items.move_to_end(key)
                 return found[0]
-        prepared = PreparedSpectra.for_search(shard.library(), params)
+        prepared = load_prepared(shard, params)
+        if prepared is None:
+            prepared = PreparedSpectra.for_search(shard.library(), params)
         if budget > 0:
             size = nbytes(prepared)
             with self.lock:

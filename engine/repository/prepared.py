@@ -1,0 +1,237 @@
+"""A shard's prepared spectra kept on disk: a cold search reads them instead of preparing.
+
+Opening a shard for a search widens its peaks and prepares them as the search's
+parameters ask (entropy: ms_entropy's cleaning and weights), about 40 s of 16
+threads for 10⁸ spectra, again in every new process and on every Dask worker.
+:meth:`Repository.prepare <engine.repository.Repository.prepare>` does it once
+and stores the result beside each shard::
+
+    shards/000000/prepared/<name>/   mz.npy  weight.npy  offsets.npy  norm.npy
+                                     precursor_mz.npy  polarity.npy  prepared.json
+
+``<name>`` is a hash of the preparation (:func:`~engine.backends.base.preparation_key`),
+the engine's version and this store's version.  Entropy peaks and weights are
+float32 values (ms_entropy's arithmetic) and are stored as float32 when every value
+round-trips exactly (checked when written); other preparations as float64.  A
+stored preparation is read only when its manifest names the same shard counts,
+preparation and versions; anything else (a missing or damaged store) is prepared
+in memory as before, with a warning for a damaged one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engine.backends import PreparedSpectra
+from engine.backends.base import preparation_key
+from engine.kernels.stored_peaks import widened
+from engine.params import SearchParameters
+from engine.repository.build import map_tasks
+from engine.repository.store import Shard
+from engine.version import __version__
+
+__all__ = [
+    "load_prepared", "prepare_shards", "prepared_folder", "stored_preparations", "store_prepared",
+]  # fmt: skip
+
+log = logging.getLogger(__name__)
+
+FORMAT = "simms-prepared-shard"
+#: Bump when what a preparation writes changes without the engine's version changing.
+VERSION = 1
+MANIFEST = "prepared.json"
+_PEAK_ARRAYS = ("mz", "weight")
+_SPECTRUM_ARRAYS = {
+    "offsets": np.int64, "norm": np.float64, "precursor_mz": np.float64, "polarity": np.int8,
+}  # fmt: skip
+
+
+def _identity(params: SearchParameters) -> dict[str, object]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "engine": __version__,
+        "preparation": repr(preparation_key(params)),
+    }
+
+
+def prepared_folder(shard: Shard, params: SearchParameters) -> Path:
+    """Where ``shard``'s spectra prepared for ``params`` are stored (present or not)."""
+    text = json.dumps(_identity(params), sort_keys=True).encode()
+    return shard.folder / "prepared" / hashlib.sha256(text).hexdigest()[:16]
+
+
+def _exact_float32(values: np.ndarray) -> np.ndarray:
+    """``values`` as float32 where that loses nothing, else as float64."""
+    narrow = values.astype(np.float32)
+    same = np.array_equal(narrow.astype(np.float64), values, equal_nan=True)
+    return narrow if same else np.ascontiguousarray(values, dtype=np.float64)
+
+
+def store_prepared(shard: Shard, params: SearchParameters) -> Path:
+    """Prepare ``shard`` for ``params`` and store the result (kept if already stored).
+
+    Written under a temporary name and renamed into place, so a reader (or another
+    process preparing the same shard) never sees half of it.
+
+    Returns
+    -------
+    Path
+        The folder of the stored preparation.
+    """
+    folder = prepared_folder(shard, params)
+    if load_prepared(shard, params) is not None:
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)  # a damaged one (said by load_prepared)
+    prepared = PreparedSpectra.for_search(shard.library(), params)
+    folder.parent.mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
+    try:
+        dtypes = {}
+        for name in _PEAK_ARRAYS:
+            stored = _exact_float32(getattr(prepared, name))
+            dtypes[name] = stored.dtype.name
+            np.save(tmp / f"{name}.npy", stored)
+        for name, dtype in _SPECTRUM_ARRAYS.items():
+            values = prepared.polarities if name == "polarity" else getattr(prepared, name)
+            np.save(tmp / f"{name}.npy", np.ascontiguousarray(values, dtype=dtype))
+        manifest = {
+            **_identity(params),
+            "spectra": len(shard),
+            "peaks": int(shard.manifest["peaks"]),
+            "prepared_peaks": int(prepared.offsets[-1]),
+            "mz_power": prepared.mz_power,
+            "intensity_power": prepared.intensity_power,
+            "dtypes": dtypes,
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process stored it first (a non-empty folder is kept)
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+def _manifest(shard: Shard, params: SearchParameters) -> dict | None:
+    """The stored preparation's manifest if it is one for ``shard`` and ``params``."""
+    try:
+        manifest = json.loads((prepared_folder(shard, params) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    expected = {**_identity(params), "spectra": len(shard), "peaks": shard.manifest["peaks"]}
+    if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expected.items()):
+        return None
+    return manifest
+
+
+def _float64(values: np.ndarray) -> np.ndarray:
+    if values.dtype == np.float32:
+        return widened(values)
+    return np.array(values, dtype=np.float64)
+
+
+def load_prepared(shard: Shard, params: SearchParameters) -> PreparedSpectra | None:
+    """``shard``'s stored spectra prepared for ``params``, or None where none are usable."""
+    folder = prepared_folder(shard, params)
+    if not (folder / MANIFEST).is_file():
+        return None
+    try:
+        manifest = _manifest(shard, params)
+        if manifest is None:
+            raise ValueError("unreadable, or made for another shard, preparation or version")
+        arrays = {}
+        for name in (*_PEAK_ARRAYS, *_SPECTRUM_ARRAYS):
+            try:
+                arrays[name] = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{name}.npy is not a readable array ({exc})") from None
+        offsets = np.array(arrays["offsets"], dtype=np.int64)
+        n, peaks = len(shard), int(manifest["prepared_peaks"])
+        if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != peaks:
+            raise ValueError("offsets do not match the manifest")
+        for name in _PEAK_ARRAYS:
+            if arrays[name].shape != (peaks,):
+                raise ValueError(f"{name} does not match the manifest")
+        for name in ("norm", "precursor_mz", "polarity"):
+            if arrays[name].shape != (n,):
+                raise ValueError(f"{name} does not match the shard")
+        return PreparedSpectra(
+            mz=_float64(arrays["mz"]),
+            weight=_float64(arrays["weight"]),
+            offsets=offsets,
+            norm=np.array(arrays["norm"], dtype=np.float64),
+            precursor_mz=np.array(arrays["precursor_mz"], dtype=np.float64),
+            mz_power=float(manifest["mz_power"]),
+            intensity_power=float(manifest["intensity_power"]),
+            polarity=np.array(arrays["polarity"], dtype=np.int8),
+            preparation=preparation_key(params),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: stored preparation not used, prepared again (%s)", folder, exc)
+        return None
+
+
+def _prepare_task(folder: str, manifest: dict, start: int, params: SearchParameters) -> str:
+    return str(store_prepared(Shard(Path(folder), manifest, start), params))
+
+
+def prepare_shards(
+    shards: Sequence[Shard],
+    params: SearchParameters,
+    *,
+    processes: int = 1,
+    on_message: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Store every shard's spectra prepared for ``params`` (shards already stored are kept).
+
+    Parameters
+    ----------
+    shards : sequence of Shard
+    params : SearchParameters
+        Searches with the same preparation (:func:`preparation_key`) read them.
+    processes : int
+        Shards prepared at once, each in a process of its own (each also uses
+        numba's threads).
+    on_message : callable, optional
+        A line per shard stored.
+
+    Returns
+    -------
+    list of Path
+        The stored preparations' folders, in shard order.
+    """
+    tasks = [(str(s.folder), s.manifest, s.start, params) for s in shards]
+    folders = []
+    for shard, folder in zip(shards, map_tasks(_prepare_task, tasks, processes), strict=True):
+        folders.append(Path(folder))
+        if on_message is not None:
+            on_message(f"shard {shard.name}: prepared spectra stored")
+    return folders
+
+
+def stored_preparations(shards: Sequence[Shard]) -> dict[str, int]:
+    """Shards with a stored preparation, per preparation (this engine's versions only)."""
+    counts: dict[str, int] = {}
+    for shard in shards:
+        for path in sorted((shard.folder / "prepared").glob(f"*/{MANIFEST}")):
+            try:
+                manifest = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            current = manifest.get("engine") == __version__ and manifest.get("version") == VERSION
+            if current and manifest.get("spectra") == len(shard):
+                key = str(manifest.get("preparation"))
+                counts[key] = counts.get(key, 0) + 1
+    return counts

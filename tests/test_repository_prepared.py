@@ -1,0 +1,124 @@
+"""Prepared spectra stored beside a repository's shards: read by cold searches, exactly.
+
+A stored preparation must be the preparation a search would make (every array
+equal bit for bit), searches reading it must give the hits of searches that
+prepare again, and a damaged or foreign store must be ignored (with a warning),
+never read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+import engine
+from engine.backends import PreparedSpectra
+from engine.repository import Repository
+from engine.repository.prepared import load_prepared, prepared_folder
+from engine.repository.store import Shard
+
+P = engine.SearchParameters
+MODES = {
+    "identity": P(),
+    "entropy-open": P(precursor_tolerance=None),
+    "cosine": P(mode="custom", top_n=5),
+    "analog": P(mode="analog", threshold=0.0, min_matches=1),
+}
+
+
+@pytest.fixture
+def repo(tmp_path, data_dir) -> Repository:
+    """Real spectra of both ion modes in small shards (a fresh folder per test)."""
+    repo = Repository.build(
+        tmp_path / "r", [data_dir / "pesticides.mgf"], dataset="gnps", shard_spectra=20
+    )
+    repo.add([data_dir / "sample.mzML", data_dir / "sample.msp"], dataset="runs")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def queries(data_dir):
+    return engine.combine_libraries(
+        [engine.read_library(data_dir / "pesticides.mgf"),
+         engine.read_library(data_dir / "sample.mzML")]
+    )  # fmt: skip
+
+
+def _same_prepared(a: PreparedSpectra, b: PreparedSpectra) -> None:
+    for name in ("mz", "weight", "offsets", "norm", "precursor_mz", "polarities"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype, name
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    assert (a.mz_power, a.intensity_power) == (b.mz_power, b.intensity_power)
+    assert a.preparation == b.preparation
+
+
+def _same_hits(a: engine.HitTable, b: engine.HitTable) -> None:
+    assert len(a) == len(b) > 0
+    for column in engine.HitTable.columns():
+        np.testing.assert_array_equal(getattr(a, column), getattr(b, column), err_msg=column)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_stored_preparation_is_the_preparation_and_searches_read_it(repo, queries, mode):
+    params = MODES[mode]
+    expected = repo.search(queries, params).run()  # prepares in memory
+    folders = repo.prepare(params)
+    assert len(folders) == len(repo.shards) and all(f.is_dir() for f in folders)
+    for shard, folder in zip(repo.shards, folders, strict=True):
+        stored = load_prepared(shard, params)
+        assert stored is not None and folder == prepared_folder(shard, params)
+        _same_prepared(stored, PreparedSpectra.for_search(shard.library(), params))
+        dtypes = json.loads((folder / "prepared.json").read_text())["dtypes"]
+        if params.entropy:  # ms_entropy's arithmetic: float32 values, stored in half the bytes
+            assert dtypes == {"mz": "float32", "weight": "float32"}
+    # a fresh process's view: shards reopened, and preparing them again would fail
+    fresh = Repository(repo.path)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Shard, "library", lambda *a, **k: pytest.fail("prepared again"))
+        _same_hits(fresh.search(queries, params).run(), expected)
+    assert f"prepared on disk: {len(folders)} of {len(folders)} shards" in fresh.info()
+
+
+def test_identity_and_open_search_share_one_stored_preparation(repo):
+    shard = repo.shards[0]
+    assert prepared_folder(shard, MODES["identity"]) == prepared_folder(
+        shard, MODES["entropy-open"]
+    )
+    assert prepared_folder(shard, MODES["identity"]) != prepared_folder(shard, MODES["cosine"])
+
+
+def test_damaged_or_foreign_store_is_ignored_and_prepare_repairs_it(repo, queries, caplog):
+    params = MODES["identity"]
+    expected = repo.search(queries, params).run()
+    first, second = repo.prepare(params)[:2]
+    (first / "weight.npy").write_bytes(b"not an array")  # damaged
+    manifest = json.loads((second / "prepared.json").read_text())
+    manifest["spectra"] += 1  # made for another shard
+    (second / "prepared.json").write_text(json.dumps(manifest))
+    fresh = Repository(repo.path)
+    with caplog.at_level(logging.WARNING, logger="engine.repository.prepared"):
+        assert load_prepared(fresh.shards[0], params) is None
+        assert load_prepared(fresh.shards[1], params) is None
+        _same_hits(fresh.search(queries, params).run(), expected)
+    said = [r.getMessage() for r in caplog.records]
+    assert any(str(first) in m and "weight.npy is not a readable array" in m for m in said)
+    assert any(str(second) in m and "another shard" in m for m in said)
+    repo.prepare(params)
+    for shard in fresh.shards:
+        _same_prepared(
+            load_prepared(shard, params), PreparedSpectra.for_search(shard.library(), params)
+        )
+
+
+def test_cli_prepare_and_info(repo, capsys):
+    from engine.cli import main
+
+    assert main(["repo", "prepare", str(repo.path), "--mode", "open"]) == 0
+    assert f"prepared {len(repo.shards)} shards for open searches" in capsys.readouterr().err
+    assert main(["repo", "info", str(repo.path)]) == 0
+    out = capsys.readouterr().out
+    assert f"prepared on disk: {len(repo.shards)} of {len(repo.shards)} shards" in out
