@@ -10,9 +10,12 @@ and stores the result beside each shard::
                                      precursor_mz.npy  polarity.npy  prepared.json
 
 ``<name>`` is a hash of the preparation (:func:`~engine.backends.base.preparation_key`),
-the engine's version and this store's version.  Entropy peaks and weights are
-float32 values (ms_entropy's arithmetic) and are stored as float32 when every value
-round-trips exactly (checked when written); other preparations as float64.  A
+the engine's version, this store's version and the source of the modules that
+prepare spectra (any change to them makes stored preparations stale: they are
+then neither read nor counted, and :func:`store_prepared` replaces them).  Entropy
+peaks and weights are float32 values (ms_entropy's arithmetic) and are stored as
+float32 when every value round-trips exactly (checked when written); other
+preparations as float64.  A
 stored preparation is read only when its manifest names the same shard counts,
 preparation and versions; anything else (a missing or damaged store) is prepared
 in memory as before, with a warning for a damaged one.
@@ -20,7 +23,9 @@ in memory as before, with a warning for a damaged one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -55,11 +60,31 @@ _SPECTRUM_ARRAYS = {
 }  # fmt: skip
 
 
+#: The modules whose code decides what a preparation holds.
+_PREPARING_MODULES = (
+    "engine.backends.base", "engine.kernels.entropy", "engine.kernels.pair",
+    "engine.kernels.peak_filters", "engine.kernels.stored_peaks", "engine.preprocess.filters",
+    "engine.preprocess.fused", "engine.preprocess.pipeline", "engine.repository.store",
+)  # fmt: skip
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """A hash of the source that prepares spectra (the version where there is none: frozen)."""
+    digest = hashlib.sha256()
+    for name in _PREPARING_MODULES:
+        path = Path(getattr(importlib.import_module(name), "__file__", None) or "")
+        digest.update(name.encode())
+        digest.update(path.read_bytes() if path.is_file() else __version__.encode())
+    return digest.hexdigest()[:16]
+
+
 def _identity(params: SearchParameters) -> dict[str, object]:
     return {
         "format": FORMAT,
         "version": VERSION,
         "engine": __version__,
+        "code": _code_fingerprint(),
         "preparation": repr(preparation_key(params)),
     }
 
@@ -121,7 +146,21 @@ def store_prepared(shard: Shard, params: SearchParameters) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _remove_stale(folder, manifest["preparation"])
     return folder
+
+
+def _remove_stale(folder: Path, preparation: object) -> None:
+    """Other stored copies of the same preparation (older code or versions) go."""
+    for other in folder.parent.glob(f"*/{MANIFEST}"):
+        if other.parent == folder:
+            continue
+        try:
+            stale = json.loads(other.read_text()).get("preparation") == preparation
+        except (OSError, ValueError, AttributeError):
+            continue
+        if stale:
+            shutil.rmtree(other.parent, ignore_errors=True)
 
 
 def _manifest(shard: Shard, params: SearchParameters) -> dict | None:
@@ -223,6 +262,7 @@ def prepare_shards(
 
 def stored_preparations(shards: Sequence[Shard]) -> dict[str, int]:
     """Shards with a stored preparation, per preparation (this engine's versions only)."""
+    code = {k: v for k, v in _identity(SearchParameters()).items() if k != "preparation"}
     counts: dict[str, int] = {}
     for shard in shards:
         for path in sorted((shard.folder / "prepared").glob(f"*/{MANIFEST}")):
@@ -230,7 +270,9 @@ def stored_preparations(shards: Sequence[Shard]) -> dict[str, int]:
                 manifest = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            current = manifest.get("engine") == __version__ and manifest.get("version") == VERSION
+            current = isinstance(manifest, dict) and all(
+                manifest.get(k) == v for k, v in code.items()
+            )
             if current and manifest.get("spectra") == len(shard):
                 key = str(manifest.get("preparation"))
                 counts[key] = counts.get(key, 0) + 1
