@@ -131,7 +131,7 @@ def test_a_change_to_the_preparing_code_makes_stored_preparations_stale(repo, mo
     old = repo.prepare(params)
     monkeypatch.setattr(prepared, "_code_fingerprint", lambda: "changed code")
     assert all(load_prepared(shard, params) is None for shard in repo.shards)
-    assert "prepared on disk" not in Repository(repo.path).info()
+    assert "prepared on disk: none" in Repository(repo.path).info()
     new = repo.prepare(params)
     assert not any(f.exists() for f in old) and all(f.is_dir() for f in new)
     assert f"prepared on disk: {len(new)} of {len(new)} shards" in Repository(repo.path).info()

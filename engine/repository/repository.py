@@ -389,8 +389,11 @@ class Repository:
         ]  # fmt: skip
         from engine.repository.prepared import stored_preparations
 
-        for key, n in stored_preparations(self.shards).items():
+        stored = stored_preparations(self.shards)
+        for key, n in stored.items():
             lines.append(f"prepared on disk: {n} of {len(shards)} shards for {key}")
+        if not stored:
+            lines.append("prepared on disk: none (`simms repo prepare` speeds up cold searches)")
         return "\n".join(lines)
 
     def records(self, index: np.ndarray) -> dict[str, np.ndarray]:
