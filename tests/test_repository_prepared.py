@@ -117,7 +117,7 @@ def test_damaged_or_foreign_store_is_ignored_and_prepare_repairs_it(repo, querie
 def test_cli_prepare_and_info(repo, capsys):
     from engine.cli import main
 
-    assert main(["repo", "prepare", str(repo.path), "--mode", "open"]) == 0
+    assert main(["repo", "prepare", str(repo.path), "--mode", "open", "--processes", "2"]) == 0
     assert f"prepared {len(repo.shards)} shards for open searches" in capsys.readouterr().err
     assert main(["repo", "info", str(repo.path)]) == 0
     out = capsys.readouterr().out
@@ -135,3 +135,7 @@ def test_a_change_to_the_preparing_code_makes_stored_preparations_stale(repo, mo
     new = repo.prepare(params)
     assert not any(f.exists() for f in old) and all(f.is_dir() for f in new)
     assert f"prepared on disk: {len(new)} of {len(new)} shards" in Repository(repo.path).info()
+    params = P(mode="open")  # stored by two processes: the same as preparing here
+    for shard in Repository(repo.path).shards:
+        fresh = PreparedSpectra.for_search(shard.library(), params)
+        _same_prepared(load_prepared(shard, params), fresh)
