@@ -59,7 +59,11 @@ def add_repo_parser(sub) -> None:
         "then read them instead of preparing every peak)",
     )  # fmt: skip
     p.add_argument("repository")
-    p.add_argument("--mode", choices=["identity", "analog", "custom", "open"], default="identity")
+    p.add_argument(
+        "--mode", choices=["identity", "analog", "custom", "open"], default="identity",
+        help="the search mode to prepare for [identity: also entropy open searches, "
+        "--no-precursor-window]",
+    )  # fmt: skip
     p.add_argument("--processes", type=int, default=1, help="shards prepared at once [1]")
     i = actions.add_parser("info", help="describe a repository")
     i.add_argument("repository")

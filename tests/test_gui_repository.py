@@ -143,6 +143,16 @@ def test_not_a_repository_is_one_line(tmp_path, window, boxes):
     assert window.library_panel.repository_item.isHidden()
 
 
+def test_spectra_panel_says_how_many_shards_are_prepared_on_disk(tmp_path, window, data_dir):
+    built = engine.Repository.build(tmp_path / "r", [data_dir / "pesticides.mgf"], shard_spectra=30)
+    built.prepare(mode="identity")
+    assert window.repositories.open(built.path) is not None
+    item = window.library_panel.repository_item.child(0)
+    shards = len(built.manifest["shards"])
+    assert item.child(0).text(0) == f"{shards} shards, {shards} prepared on disk"
+    assert f"prepared on disk: {shards} of {shards} shards" in item.toolTip(0)
+
+
 def search_in_window(qtbot, window, repo, query_file, monkeypatch, backend="cpu", address=""):
     from PyQt6.QtWidgets import QFileDialog
 

@@ -387,14 +387,18 @@ class Repository:
             f"shards: {len(shards)} of up to {self.manifest['shard_spectra']:,} spectra",
             f"disk: {self.nbytes() / 1e6:,.1f} MB",
         ]  # fmt: skip
-        from engine.repository.prepared import stored_preparations
-
-        stored = stored_preparations(self.shards)
+        stored = self.preparations()
         for key, n in stored.items():
             lines.append(f"prepared on disk: {n} of {len(shards)} shards for {key}")
         if not stored:
             lines.append("prepared on disk: none (`simms repo prepare` speeds up cold searches)")
         return "\n".join(lines)
+
+    def preparations(self) -> dict[str, int]:
+        """Shards with stored prepared spectra (:meth:`prepare`), per preparation."""
+        from engine.repository.prepared import stored_preparations
+
+        return stored_preparations(self.shards)
 
     def records(self, index: np.ndarray) -> dict[str, np.ndarray]:
         """Where repository spectra ``index`` come from: file, dataset, position, id, name.

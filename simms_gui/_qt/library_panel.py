@@ -145,8 +145,9 @@ class LibraryPanel(QWidget):
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             item.setToolTip(0, opened.info)
             item.setData(0, Qt.ItemDataRole.UserRole, ("repository", 0))
+            prepared = f", {opened.prepared:,} prepared on disk" if opened.prepared else ""
             lines = [
-                f"{opened.shards:,} shards",
+                f"{opened.shards:,} shards{prepared}",
                 f"{opened.files:,} files in {opened.datasets:,} datasets",
             ]
             if opened.synthetic:

@@ -150,6 +150,8 @@ class RepositoryOpened:
         Its lines of ``Repository.info()`` (the first says SYNTHETIC when it is).
     spectra, shards, files, datasets : int
     synthetic : bool
+    prepared : int
+        Shards with stored prepared spectra (the most of any preparation).
     """
 
     path: Path
@@ -159,6 +161,7 @@ class RepositoryOpened:
     files: int
     datasets: int
     synthetic: bool
+    prepared: int = 0
 
     @property
     def name(self) -> str:

@@ -136,6 +136,7 @@ def repository_opened(repository: Repository) -> RepositoryOpened:
         Path(repository.path), repository.info(), len(repository),
         len(repository.manifest["shards"]), len(files),
         len({f["dataset"] for f in files}), repository.synthetic,
+        max(repository.preparations().values(), default=0),
     )  # fmt: skip
 
 
