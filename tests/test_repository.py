@@ -18,41 +18,21 @@ import engine
 from engine.io.mgf_writer import write_mgf
 from engine.repository import Repository
 from engine.repository.synthetic import add_synthetic, build_synthetic
-
-P = engine.SearchParameters
-
-#: The modes of the issue: entropy identity and open, cosine, modified-cosine analog.
-MODES = {
-    "identity": P(),
-    "entropy-open": P(precursor_tolerance=None),
-    "cosine": P(mode="custom", top_n=5),
-    "analog": P(mode="analog", threshold=0.0, min_matches=1),
-}
-
-
-def _same_hits(a: engine.HitTable, b: engine.HitTable) -> None:
-    assert len(a) == len(b)
-    for column in engine.HitTable.columns():
-        np.testing.assert_array_equal(getattr(a, column), getattr(b, column), err_msg=column)
+from tests import repository_checks as checks
+from tests.repository_checks import MODES, P
+from tests.repository_checks import assert_same_hits as _same_hits
 
 
 @pytest.fixture(scope="module")
 def real_repo(tmp_path_factory, data_dir):
     """Pesticides (76, negative) in shards of 20, then the mzML and MSP files appended."""
-    path = tmp_path_factory.mktemp("repo") / "real"
-    repo = Repository.build(path, [data_dir / "pesticides.mgf"], dataset="gnps", shard_spectra=20)
-    first = len(repo.manifest["shards"])
-    repo.add([data_dir / "sample.mzML", data_dir / "sample.msp"], dataset="runs")
-    return repo, first
+    return checks.build_real_repository(tmp_path_factory.mktemp("repo") / "real", data_dir)
 
 
 @pytest.fixture(scope="module")
 def real_queries(data_dir):
     """Real queries of both ion modes: the pesticides and the mzML scans."""
-    return engine.combine_libraries(
-        [engine.read_library(data_dir / "pesticides.mgf"),
-         engine.read_library(data_dir / "sample.mzML")]
-    )  # fmt: skip
+    return checks.real_queries(data_dir)
 
 
 def test_build_and_add_store_the_files_peaks(real_repo, data_dir):

@@ -19,32 +19,24 @@ from engine.backends import PreparedSpectra
 from engine.repository import Repository
 from engine.repository.prepared import load_prepared, prepared_folder
 from engine.repository.store import Shard
-
-P = engine.SearchParameters
-MODES = {
-    "identity": P(),
-    "entropy-open": P(precursor_tolerance=None),
-    "cosine": P(mode="custom", top_n=5),
-    "analog": P(mode="analog", threshold=0.0, min_matches=1),
-}
+from tests.repository_checks import (
+    MODES,
+    P,
+    assert_same_hits,
+    build_real_repository,
+    real_queries,
+)  # fmt: skip
 
 
 @pytest.fixture
 def repo(tmp_path, data_dir) -> Repository:
     """Real spectra of both ion modes in small shards (a fresh folder per test)."""
-    repo = Repository.build(
-        tmp_path / "r", [data_dir / "pesticides.mgf"], dataset="gnps", shard_spectra=20
-    )
-    repo.add([data_dir / "sample.mzML", data_dir / "sample.msp"], dataset="runs")
-    return repo
+    return build_real_repository(tmp_path / "r", data_dir)[0]
 
 
 @pytest.fixture(scope="module")
 def queries(data_dir):
-    return engine.combine_libraries(
-        [engine.read_library(data_dir / "pesticides.mgf"),
-         engine.read_library(data_dir / "sample.mzML")]
-    )  # fmt: skip
+    return real_queries(data_dir)
 
 
 def _same_prepared(a: PreparedSpectra, b: PreparedSpectra) -> None:
@@ -57,9 +49,8 @@ def _same_prepared(a: PreparedSpectra, b: PreparedSpectra) -> None:
 
 
 def _same_hits(a: engine.HitTable, b: engine.HitTable) -> None:
-    assert len(a) == len(b) > 0
-    for column in engine.HitTable.columns():
-        np.testing.assert_array_equal(getattr(a, column), getattr(b, column), err_msg=column)
+    assert len(a) > 0
+    assert_same_hits(a, b)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
