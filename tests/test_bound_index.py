@@ -58,3 +58,20 @@ def test_host_peak_index_equals_numpy(library, shifted, l0, l1, chunk) -> None:
         assert len(got[3]) - 1 == -(-(l1 - l0) // chunk) > 1 and len(got[0]) > 0
         if shifted:  # peaks of spectra without a precursor are left out
             assert len(got[0]) < prepared.offsets[l1] - prepared.offsets[l0]
+
+
+def test_stable_order_sorts_like_numpys_stable_sort() -> None:
+    """Negative and positive keys, -0.0 beside 0.0, ties, float32 values and full float64."""
+    from engine.kernels.bound_index import _stable_order
+
+    rng = np.random.default_rng(0)
+    edge = np.array([0.0, -0.0, 1.5, -1.5, 1.5, -0.0, 0.0, -1e-300, 1e-300, -1e300, 1e300])
+    for keys in (
+        edge,
+        np.repeat(rng.normal(size=300).astype(np.float32), 3).astype(np.float64),
+        rng.normal(scale=500.0, size=5000),
+        np.zeros(0),
+        np.array([7.0]),
+    ):
+        keys = rng.permutation(keys)
+        np.testing.assert_array_equal(_stable_order(keys), np.argsort(keys, kind="stable"))
