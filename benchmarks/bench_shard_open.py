@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,7 +52,10 @@ def main() -> None:
     """Build or reuse the SYNTHETIC shard, time its openings, print the table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spectra", type=int, default=1_000_000)
-    ap.add_argument("--path", type=Path, default=Path("/tmp/simms-bench-shard"))
+    ap.add_argument(
+        "--path", type=Path, default=Path(tempfile.gettempdir()) / "simms-bench-shard",
+        help="folder of the SYNTHETIC shard (built once, reused) [the temporary folder's]",
+    )  # fmt: skip
     ap.add_argument("--threads", type=int, nargs="+", default=[numba.config.NUMBA_NUM_THREADS])
     ap.add_argument("--repeat", type=int, default=4)
     ap.add_argument("--data", type=Path, default=DATA, help="folder of the MassBank MGF file")

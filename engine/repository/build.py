@@ -20,7 +20,10 @@ import numpy as np
 from engine.library import SpectrumLibrary, peak_ranges
 from engine.repository.store import TEXT_COLUMNS, Shard, quantize_intensity, write_shard
 
-__all__ = ["ShardWriter", "file_entry", "map_tasks", "merge_plan", "merge_range"]
+__all__ = [
+    "ShardWriter", "file_entry", "map_tasks", "merge_plan", "merge_range", "read_issues",
+    "shard_described",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -305,3 +308,22 @@ def map_tasks(function, tasks: list[tuple], processes: int):
     context = multiprocessing.get_context("spawn")  # no fork of a process with numba threads
     with ProcessPoolExecutor(min(processes, len(tasks)), mp_context=context) as pool:
         yield from pool.map(function, *zip(*tasks, strict=True))
+
+
+def shard_described(summary: dict) -> str:
+    """One line about a written shard (its manifest summary): spectra, ion mode, range."""
+    lo, hi = summary["precursor_min"], summary["precursor_max"]
+    reach = "no precursor m/z" if lo is None else f"precursor m/z {lo:.4f}-{hi:.4f}"
+    return f"shard {summary['name']}: {summary['spectra']:,} {summary['ion_mode']} spectra, {reach}"
+
+
+def read_issues(library: SpectrumLibrary) -> str:
+    """``"; N records skipped, M repaired …"`` of a file read with issues, else ``""``."""
+    report = library.report
+    if report is None or not report.issues:
+        return ""
+    skipped, repaired = len(report.skipped), len(report.repaired)
+    return (
+        f"; {skipped} record{'s' * (skipped != 1)} skipped, {repaired} repaired"
+        " (the file's import report lists them)"
+    )

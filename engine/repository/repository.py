@@ -26,7 +26,15 @@ import numpy as np
 from engine.atomic import atomic_path
 from engine.io import read_library
 from engine.library import SpectrumLibrary
-from engine.repository.build import ShardWriter, file_entry, map_tasks, merge_plan, merge_range
+from engine.repository.build import (
+    ShardWriter,
+    file_entry,
+    map_tasks,
+    merge_plan,
+    merge_range,
+    read_issues,
+    shard_described,
+)
 from engine.repository.store import TEXT_COLUMNS, Shard
 
 __all__ = ["DEFAULT_SHARD_SPECTRA", "Repository"]
@@ -171,7 +179,7 @@ class Repository:
                 library = read_library(path)
                 name = dataset if dataset is not None else Path(path).resolve().parent.name
                 if on_message is not None:
-                    on_message(f"{path}: {len(library):,} spectra ({name})" + _issues(library))
+                    on_message(f"{path}: {len(library):,} spectra ({name})" + read_issues(library))
                 yield library, str(path), name
 
         return self.add_libraries(libraries(), on_message=on_message)
@@ -292,7 +300,7 @@ class Repository:
             for summaries in map_tasks(_merge_task, tasks, processes):
                 written.extend(summaries)
                 for summary in summaries if on_message is not None else ():
-                    on_message(_described(summary))
+                    on_message(shard_described(summary))
         except BaseException:
             self._remove(written)
             raise
@@ -307,12 +315,10 @@ class Repository:
                 shutil.rmtree(entry, ignore_errors=True)
 
     def prepare(self, params=None, *, processes: int = 1, on_message=None, **overrides):
-        """Store every shard's spectra prepared for a search (see :mod:`~.prepared`).
+        """Store every shard's spectra prepared for a search; cold searches read them.
 
-        A cold search with the same preparation then reads them instead of
-        cleaning and weighting every peak again (in each process and Dask worker).
-        ``params`` and keywords as :meth:`search` takes them (default identity
-        mode; identity and open entropy searches share one preparation).
+        ``params`` and keywords as :meth:`search` takes them (default identity mode,
+        whose preparation entropy open searches share); see :mod:`~.prepared`.
 
         Returns
         -------
@@ -387,11 +393,9 @@ class Repository:
             f"shards: {len(shards)} of up to {self.manifest['shard_spectra']:,} spectra",
             f"disk: {self.nbytes() / 1e6:,.1f} MB",
         ]  # fmt: skip
-        stored = self.preparations()
-        for key, n in stored.items():
-            lines.append(f"prepared on disk: {n} of {len(shards)} shards for {key}")
-        if not stored:
-            lines.append("prepared on disk: none (`simms repo prepare` speeds up cold searches)")
+        stored = [f"{n} of {len(shards)} shards for {k}" for k, n in self.preparations().items()]
+        for line in stored or ["none (`simms repo prepare` speeds up cold searches)"]:
+            lines.append(f"prepared on disk: {line}")
         return "\n".join(lines)
 
     def preparations(self) -> dict[str, int]:
@@ -491,24 +495,6 @@ def _merge_task(path: str, number: int, folders: list[str], lo, hi, last) -> lis
     return writer.written
 
 
-def _described(s: dict) -> str:
-    lo, hi = s["precursor_min"], s["precursor_max"]
-    reach = "no precursor m/z" if lo is None else f"precursor m/z {lo:.4f}-{hi:.4f}"
-    return f"shard {s['name']}: {s['spectra']:,} {s['ion_mode']} spectra, {reach}"
-
-
 def _write_manifest(path: Path, manifest: dict) -> None:
     with atomic_path(path / MANIFEST, fsync=True) as tmp:
         tmp.write_text(json.dumps(manifest, indent=1))
-
-
-def _issues(library: SpectrumLibrary) -> str:
-    """``"; N records skipped, M repaired …"`` of a file read with issues, else ``""``."""
-    report = library.report
-    if report is None or not report.issues:
-        return ""
-    skipped, repaired = len(report.skipped), len(report.repaired)
-    return (
-        f"; {skipped} record{'s' * (skipped != 1)} skipped, {repaired} repaired"
-        " (the file's import report lists them)"
-    )
