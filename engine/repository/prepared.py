@@ -114,9 +114,9 @@ def store_prepared(shard: Shard, params: SearchParameters) -> Path:
         The folder of the stored preparation.
     """
     folder = prepared_folder(shard, params)
-    if load_prepared(shard, params) is not None:
+    if _usable(shard, params) is not None:  # checked, not read whole
         return folder
-    shutil.rmtree(folder, ignore_errors=True)  # a damaged one (said by load_prepared)
+    shutil.rmtree(folder, ignore_errors=True)  # a damaged one (said by _usable)
     prepared = PreparedSpectra.for_search(shard.library(), params)
     folder.parent.mkdir(exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
@@ -163,16 +163,42 @@ def _remove_stale(folder: Path, preparation: object) -> None:
             shutil.rmtree(other.parent, ignore_errors=True)
 
 
-def _manifest(shard: Shard, params: SearchParameters) -> dict | None:
-    """The stored preparation's manifest if it is one for ``shard`` and ``params``."""
-    try:
-        manifest = json.loads((prepared_folder(shard, params) / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
+def _opened(shard: Shard, params: SearchParameters) -> tuple[dict, dict[str, np.ndarray]]:
+    """The stored preparation's manifest and arrays (memory maps), checked against
+    ``shard`` and ``params``; ``ValueError`` or ``OSError`` saying what is wrong."""
+    folder = prepared_folder(shard, params)
+    manifest = json.loads((folder / MANIFEST).read_text())
     expected = {**_identity(params), "spectra": len(shard), "peaks": shard.manifest["peaks"]}
     if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expected.items()):
+        raise ValueError("made for another shard, preparation or version")
+    arrays = {}
+    for name in (*_PEAK_ARRAYS, *_SPECTRUM_ARRAYS):
+        try:
+            arrays[name] = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{name}.npy is not a readable array ({exc})") from None
+    offsets, n, peaks = arrays["offsets"], len(shard), int(manifest["prepared_peaks"])
+    if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != peaks:
+        raise ValueError("offsets do not match the manifest")
+    for name in _PEAK_ARRAYS:
+        if arrays[name].shape != (peaks,):
+            raise ValueError(f"{name} does not match the manifest")
+    for name in ("norm", "precursor_mz", "polarity"):
+        if arrays[name].shape != (n,):
+            raise ValueError(f"{name} does not match the shard")
+    return manifest, arrays
+
+
+def _usable(shard: Shard, params: SearchParameters) -> tuple[dict, dict] | None:
+    """:func:`_opened`, or None (with a warning naming the reason when a store is there)."""
+    folder = prepared_folder(shard, params)
+    if not (folder / MANIFEST).is_file():
         return None
-    return manifest
+    try:
+        return _opened(shard, params)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: stored preparation not used, prepared again (%s)", folder, exc)
+        return None
 
 
 def _float64(values: np.ndarray) -> np.ndarray:
@@ -183,43 +209,21 @@ def _float64(values: np.ndarray) -> np.ndarray:
 
 def load_prepared(shard: Shard, params: SearchParameters) -> PreparedSpectra | None:
     """``shard``'s stored spectra prepared for ``params``, or None where none are usable."""
-    folder = prepared_folder(shard, params)
-    if not (folder / MANIFEST).is_file():
+    opened = _usable(shard, params)
+    if opened is None:
         return None
-    try:
-        manifest = _manifest(shard, params)
-        if manifest is None:
-            raise ValueError("unreadable, or made for another shard, preparation or version")
-        arrays = {}
-        for name in (*_PEAK_ARRAYS, *_SPECTRUM_ARRAYS):
-            try:
-                arrays[name] = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{name}.npy is not a readable array ({exc})") from None
-        offsets = np.array(arrays["offsets"], dtype=np.int64)
-        n, peaks = len(shard), int(manifest["prepared_peaks"])
-        if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != peaks:
-            raise ValueError("offsets do not match the manifest")
-        for name in _PEAK_ARRAYS:
-            if arrays[name].shape != (peaks,):
-                raise ValueError(f"{name} does not match the manifest")
-        for name in ("norm", "precursor_mz", "polarity"):
-            if arrays[name].shape != (n,):
-                raise ValueError(f"{name} does not match the shard")
-        return PreparedSpectra(
-            mz=_float64(arrays["mz"]),
-            weight=_float64(arrays["weight"]),
-            offsets=offsets,
-            norm=np.array(arrays["norm"], dtype=np.float64),
-            precursor_mz=np.array(arrays["precursor_mz"], dtype=np.float64),
-            mz_power=float(manifest["mz_power"]),
-            intensity_power=float(manifest["intensity_power"]),
-            polarity=np.array(arrays["polarity"], dtype=np.int8),
-            preparation=preparation_key(params),
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("%s: stored preparation not used, prepared again (%s)", folder, exc)
-        return None
+    manifest, arrays = opened
+    return PreparedSpectra(
+        mz=_float64(arrays["mz"]),
+        weight=_float64(arrays["weight"]),
+        offsets=np.array(arrays["offsets"], dtype=np.int64),
+        norm=np.array(arrays["norm"], dtype=np.float64),
+        precursor_mz=np.array(arrays["precursor_mz"], dtype=np.float64),
+        mz_power=float(manifest["mz_power"]),
+        intensity_power=float(manifest["intensity_power"]),
+        polarity=np.array(arrays["polarity"], dtype=np.int8),
+        preparation=preparation_key(params),
+    )
 
 
 def _prepare_task(folder: str, manifest: dict, start: int, params: SearchParameters) -> str:
