@@ -32,7 +32,7 @@ from numba import njit
 from engine.kernels.jit import nopython_helper
 from engine.kernels.sorting import stable_order
 from engine.kernels.spectrum_set import read_only
-from engine.kernels.threads import for_each_span
+from engine.kernels.threads import SPECTRA_PER_SPAN, for_each_span
 
 __all__ = [
     "clean_spectra",
@@ -192,8 +192,6 @@ def _clean_span(
         )
 
 
-#: Rows of one call for the per-spectrum kernels (a spectrum is a few dozen peaks).
-SPECTRA_PER_SPAN = 2048
 #: From this many kept peaks on, packing runs on several threads (a compiled kernel;
 #: below it numpy, which compiles nothing, is as fast).
 PARALLEL_PACK_PEAKS = 1 << 22

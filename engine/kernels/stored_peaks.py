@@ -6,12 +6,10 @@ import numpy as np
 from numba import njit
 
 from engine.kernels.spectrum_set import read_only
-from engine.kernels.threads import for_each_span
+from engine.kernels.threads import SPECTRA_PER_SPAN, for_each_span
 
 __all__ = ["widen_stored_peaks", "widened"]
 
-#: Spectra of one call (a spectrum is a few dozen peaks: short calls queue on the GIL).
-_SPECTRA_PER_SPAN = 4096
 #: Values per block of :func:`widened`.
 _BLOCK = 1 << 16
 
@@ -53,7 +51,7 @@ def widen_stored_peaks(
         read_only(np.ascontiguousarray(mz, dtype=np.float32)),
         read_only(np.ascontiguousarray(codes, dtype=np.uint16)),
         read_only(np.ascontiguousarray(scale, dtype=np.float32)), offsets, out[0], out[1],
-        max_span=_SPECTRA_PER_SPAN,
+        max_span=SPECTRA_PER_SPAN,
     )  # fmt: skip
     return out[0], out[1]
 

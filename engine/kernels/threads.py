@@ -73,6 +73,10 @@ def parallel_region() -> Iterator[None]:
         yield
 
 
+#: ``max_span`` for kernels whose row is one spectrum (a few dozen peaks).
+SPECTRA_PER_SPAN = 2048
+
+
 def for_each_span(
     kernel: Callable, n: int, *args, threads: int | None = None, max_span: int = 64
 ) -> None:
