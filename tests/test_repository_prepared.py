@@ -16,6 +16,7 @@ import pytest
 
 import engine
 from engine.backends import PreparedSpectra
+from engine.backends.base import preparation_key
 from engine.repository import Repository
 from engine.repository.prepared import load_prepared, prepared_folder
 from engine.repository.store import Shard
@@ -85,20 +86,26 @@ def test_identity_and_open_search_share_one_stored_preparation(repo):
 def test_damaged_or_foreign_store_is_ignored_and_prepare_repairs_it(repo, queries, caplog):
     params = MODES["identity"]
     expected = repo.search(queries, params).run()
-    first, second = repo.prepare(params)[:2]
+    first, second, third = repo.prepare(params)[:3]
+    n_shards = len(repo.shards)
+    assert repo.preparations() == {repr(preparation_key(params)): n_shards}
     (first / "weight.npy").write_bytes(b"not an array")  # damaged
     manifest = json.loads((second / "prepared.json").read_text())
     manifest["spectra"] += 1  # made for another shard
     (second / "prepared.json").write_text(json.dumps(manifest))
+    np.save(third / "mz.npy", np.load(third / "mz.npy")[:-1])  # cut short
     fresh = Repository(repo.path)
+    assert fresh.preparations() == {repr(preparation_key(params)): n_shards - 3}  # not counted
     with caplog.at_level(logging.WARNING, logger="engine.repository.prepared"):
-        assert load_prepared(fresh.shards[0], params) is None
-        assert load_prepared(fresh.shards[1], params) is None
+        for shard in fresh.shards[:3]:
+            assert load_prepared(shard, params) is None
         _same_hits(fresh.search(queries, params).run(), expected)
     said = [r.getMessage() for r in caplog.records]
     assert any(str(first) in m and "weight.npy is not a readable array" in m for m in said)
     assert any(str(second) in m and "another shard" in m for m in said)
+    assert any(str(third) in m and "mz does not match the manifest" in m for m in said)
     repo.prepare(params)
+    assert fresh.preparations() == {repr(preparation_key(params)): n_shards}
     for shard in fresh.shards:
         _same_prepared(
             load_prepared(shard, params), PreparedSpectra.for_search(shard.library(), params)

@@ -171,13 +171,19 @@ def _opened(shard: Shard, params: SearchParameters) -> tuple[dict, dict[str, np.
     expected = {**_identity(params), "spectra": len(shard), "peaks": shard.manifest["peaks"]}
     if not isinstance(manifest, dict) or any(manifest.get(k) != v for k, v in expected.items()):
         raise ValueError("made for another shard, preparation or version")
+    return manifest, _stored_arrays(folder, len(shard), manifest)
+
+
+def _stored_arrays(folder: Path, n: int, manifest: dict) -> dict[str, np.ndarray]:
+    """A stored preparation's arrays (memory maps) of ``n`` spectra, their shapes checked
+    against its ``manifest``; ``ValueError`` or ``OSError`` saying what is wrong."""
     arrays = {}
     for name in (*_PEAK_ARRAYS, *_SPECTRUM_ARRAYS):
         try:
             arrays[name] = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise ValueError(f"{name}.npy is not a readable array ({exc})") from None
-    offsets, n, peaks = arrays["offsets"], len(shard), int(manifest["prepared_peaks"])
+    offsets, peaks = arrays["offsets"], int(manifest["prepared_peaks"])
     if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != peaks:
         raise ValueError("offsets do not match the manifest")
     for name in _PEAK_ARRAYS:
@@ -186,7 +192,7 @@ def _opened(shard: Shard, params: SearchParameters) -> tuple[dict, dict[str, np.
     for name in ("norm", "precursor_mz", "polarity"):
         if arrays[name].shape != (n,):
             raise ValueError(f"{name} does not match the shard")
-    return manifest, arrays
+    return arrays
 
 
 def _usable(shard: Shard, params: SearchParameters) -> tuple[dict, dict] | None:
@@ -265,19 +271,25 @@ def prepare_shards(
 
 
 def stored_preparations(shards: Sequence[Shard]) -> dict[str, int]:
-    """Shards with a stored preparation, per preparation (this engine's versions only)."""
+    """Shards with a usable stored preparation, per preparation (this engine's versions only).
+
+    Each store's manifest and its arrays' headers are read (memory maps, no peaks):
+    a store of other code, or one whose arrays are missing or cut short, is not counted.
+    """
     code = {k: v for k, v in _identity(SearchParameters()).items() if k != "preparation"}
     counts: dict[str, int] = {}
     for shard in shards:
+        expected = {**code, "spectra": len(shard), "peaks": shard.manifest["peaks"]}
         for path in sorted((shard.folder / "prepared").glob(f"*/{MANIFEST}")):
             try:
                 manifest = json.loads(path.read_text())
-            except (OSError, ValueError):
+                if not isinstance(manifest, dict) or any(
+                    manifest.get(k) != v for k, v in expected.items()
+                ):
+                    continue
+                _stored_arrays(path.parent, len(shard), manifest)
+            except (OSError, ValueError, KeyError, TypeError):
                 continue
-            current = isinstance(manifest, dict) and all(
-                manifest.get(k) == v for k, v in code.items()
-            )
-            if current and manifest.get("spectra") == len(shard):
-                key = str(manifest.get("preparation"))
-                counts[key] = counts.get(key, 0) + 1
+            key = str(manifest.get("preparation"))
+            counts[key] = counts.get(key, 0) + 1
     return counts

@@ -6,10 +6,9 @@ Layout of a repository folder::
     shards/000000/         one shard: .npy arrays + shard.json (see engine.repository.store)
     shards/000001/ ...
 
-Each spectrum keeps its source file (path, dataset, sha256) and its position
-in that file.  The manifest is replaced atomically at the end of each
-:meth:`Repository.add`; shards written by an add that did not finish are not
-in it and are removed by the next add.
+Each spectrum keeps its source file (path, dataset, sha256) and its position in it.
+The manifest is replaced atomically at the end of each :meth:`Repository.add`;
+shards written by an add that did not finish are removed by the next add.
 """
 
 from __future__ import annotations
@@ -377,8 +376,8 @@ class Repository:
         columns = ["id", "path", "dataset", "sha256", "format", "spectra", "skipped"]
         return pd.DataFrame(self.manifest["files"], columns=columns)
 
-    def info(self) -> str:
-        """A few lines about the repository (what ``simms repo info`` prints)."""
+    def info(self, preparations: dict[str, int] | None = None) -> str:
+        """What ``simms repo info`` prints (``preparations``: :meth:`preparations`, if known)."""
         shards = self.manifest["shards"]
         modes: dict[str, int] = {}
         for s in shards:
@@ -393,7 +392,8 @@ class Repository:
             f"shards: {len(shards)} of up to {self.manifest['shard_spectra']:,} spectra",
             f"disk: {self.nbytes() / 1e6:,.1f} MB",
         ]  # fmt: skip
-        stored = [f"{n} of {len(shards)} shards for {k}" for k, n in self.preparations().items()]
+        prepared = (self.preparations() if preparations is None else preparations).items()
+        stored = [f"{n} of {len(shards)} shards for {k}" for k, n in prepared]
         for line in stored or ["none (`simms repo prepare` speeds up cold searches)"]:
             lines.append(f"prepared on disk: {line}")
         return "\n".join(lines)

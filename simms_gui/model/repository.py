@@ -132,11 +132,12 @@ class HitSpectra:
 def repository_opened(repository: Repository) -> RepositoryOpened:
     """What the window shows of an opened repository."""
     files = repository.manifest["files"]
+    prepared = repository.preparations()
     return RepositoryOpened(
-        Path(repository.path), repository.info(), len(repository),
+        Path(repository.path), repository.info(prepared), len(repository),
         len(repository.manifest["shards"]), len(files),
         len({f["dataset"] for f in files}), repository.synthetic,
-        max(repository.preparations().values(), default=0),
+        max(prepared.values(), default=0),
     )  # fmt: skip
 
 
