@@ -80,8 +80,8 @@ class CpuBackend(Backend):
         )
 
     def score_batch(self, queries, library, batch, params) -> HitTable:
-        index = self._library_index(library, batch, score_kind(params))
         with self._threads():
+            index = self._library_index(library, batch, score_kind(params))
             found = search_block(
                 queries.spectrum_set, library.spectrum_set,
                 batch.q_start, batch.q_stop, batch.l_start, batch.l_stop,

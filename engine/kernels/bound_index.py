@@ -5,52 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from engine.kernels.sorting import radix_order
+
 __all__ = ["PIECE_BINS", "index_pieces", "piece_bins"]
 
 #: Key bins per piece of a device peak index: a window's first candidate is found from
 #: its bin's start and a short coalesced scan instead of a binary search of the piece.
 PIECE_BINS = 16384
-
-
-@njit(cache=True, nogil=True)
-def _stable_order(keys):  # pragma: no cover - numba
-    """Positions of float64 ``keys`` (no NaN) in ascending order, equal keys in input order.
-
-    An LSD radix sort of the keys' IEEE bits, eight bits a pass (a pass whose digit
-    is the same for every key is skipped: float32 values leave the low bits zero),
-    so stable like a merge sort and in far fewer passes over a piece.
-    """
-    m = keys.shape[0]
-    order = np.arange(m)
-    if m < 2:
-        return order
-    bits = (keys + 0.0).view(np.uint64)  # + 0.0: -0.0 sorts with 0.0, as compared
-    top = np.uint64(1) << np.uint64(63)
-    for i in range(m):
-        u = bits[i]
-        bits[i] = ~u if u & top else u | top  # unsigned order = float order
-    other_bits = np.empty(m, dtype=np.uint64)
-    other_order = np.empty(m, dtype=np.int64)
-    counts = np.empty(257, dtype=np.int64)
-    mask = np.uint64(255)
-    for shift in range(0, 64, 8):
-        s = np.uint64(shift)
-        counts[:] = 0
-        for i in range(m):
-            counts[((bits[i] >> s) & mask) + 1] += 1
-        if counts[1:].max() == m:
-            continue
-        for d in range(256):
-            counts[d + 1] += counts[d]
-        for i in range(m):
-            d = (bits[i] >> s) & mask
-            p = counts[d]
-            other_bits[p] = bits[i]
-            other_order[p] = order[i]
-            counts[d] = p + 1
-        bits, other_bits = other_bits, bits
-        order, other_order = other_order, order
-    return order
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -120,7 +81,7 @@ def index_pieces(mz, weight, offsets, precursor_mz, l0, l1, shifted, chunk):  # 
                 c[i] = col - l0
                 v[i] = np.float64(weight[j])
                 i += 1
-        order = _stable_order(k)
+        order = radix_order(k)
         for i in range(m):
             o = order[i]
             key[a + i] = k[o]

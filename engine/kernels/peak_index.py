@@ -33,6 +33,7 @@ from engine.kernels.score_kinds import (
     kind_marker,
     kind_score_deferring,
 )
+from engine.kernels.sorting import stable_argsort
 from engine.kernels.spectrum_set import (
     COSINE,
     ENTROPY,
@@ -103,7 +104,7 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
     p0, p1 = offsets[l_start], offsets[l_stop]
     mz = library.mz[p0:p1]
     weight = np.ascontiguousarray(library.weight[p0:p1], dtype=np.float64)
-    order = np.argsort(mz, kind="stable")
+    order = stable_argsort(mz)
     sid = np.repeat(
         np.arange(l_stop - l_start, dtype=np.int32), np.diff(offsets[l_start : l_stop + 1])
     )
@@ -115,7 +116,7 @@ def library_peak_index(library, l_start: int, l_stop: int, kind: int = COSINE) -
     if kind == MODIFIED_COSINE:
         key = mz - library.precursor_mz[l_start:l_stop][sid]
         known = np.flatnonzero(np.isfinite(key))
-        by_loss = known[np.argsort(key[known], kind="stable")]
+        by_loss = known[stable_argsort(key[known])]
         loss = key[by_loss].astype(np.float32)
         loss_spectrum = np.ascontiguousarray(sid[by_loss])
         loss_weight = _rounded_up(weight[by_loss])

@@ -1,19 +1,31 @@
-"""A stable argsort for the kernels, quick to compile.
+"""Stable argsorts for the kernels: each gives ``np.argsort(keys, kind="stable")``.
 
-``np.argsort(kind="mergesort")`` in nopython code compiles numba's generic merge
-sort and its NaN-aware comparisons (~1.5 s of a first search for each key type);
-:func:`stable_order` gives the same order (ascending, equal keys in their
-original order, NaN last) from a few plain loops.
+* :func:`stable_order`, for the short arrays of one spectrum, quick to compile:
+  ``np.argsort(kind="mergesort")`` in nopython code compiles numba's generic merge
+  sort and its NaN-aware comparisons (~1.5 s of a first search for each key type);
+  this one is a few plain loops.
+* :func:`radix_order` and :func:`parallel_radix_order` (:func:`stable_argsort`
+  for long arrays), for the arrays of a peak index: an LSD radix sort of the
+  keys' IEEE bits, eight bits a pass, a pass whose digit is the same for every
+  key skipped (float32 values widened to float64 leave the low bytes zero).  The
+  first runs in one thread (inside a ``prange`` of its caller), the second in
+  numba's threads.
+
+All give the same order: ascending, -0.0 equal to 0.0, NaN last, equal keys in
+their original order.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from engine.kernels.jit import nopython_helper
 
-__all__ = ["stable_order"]
+__all__ = [
+    "PARALLEL_SORT_KEYS", "parallel_radix_order", "radix_order", "stable_argsort", "stable_order",
+]  # fmt: skip
 
 #: Runs this long are sorted by insertion before they are merged.
 _RUN = 16
@@ -62,3 +74,153 @@ def stable_order(keys):  # pragma: no cover - numba
         order, other = other, order
         width *= 2
     return order
+
+
+_TOP = np.uint64(1) << np.uint64(63)
+_DIGIT = np.uint64(255)
+#: A NaN's sortable bits: after +inf's, the same for every NaN (so they keep their order).
+_NAN_BITS = np.uint64(0xFFF8000000000000)
+#: Keys per thread below which :func:`parallel_radix_order` uses fewer threads.
+_KEYS_PER_THREAD = 1 << 16
+#: From this many keys on, :func:`stable_argsort` sorts in numba's threads (compiled
+#: kernels); below it numpy's stable sort, which compiles nothing, takes < 0.05 s.
+PARALLEL_SORT_KEYS = 1 << 18
+
+
+@njit(cache=True, inline="always")
+def _sortable(u, x):  # pragma: no cover - numba
+    """Bits ``u`` of float64 ``x + 0.0`` mapped so that unsigned order is numpy's order."""
+    if x != x:
+        return _NAN_BITS
+    return ~u if u & _TOP else u | _TOP
+
+
+@njit(cache=True, nogil=True)
+def radix_order(keys):  # pragma: no cover - numba
+    """``np.argsort(keys, kind="stable")`` of a 1-D float array, in one thread."""
+    m = keys.shape[0]
+    widened = np.empty(m, dtype=np.float64)
+    bits = widened.view(np.uint64)
+    order = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        x = np.float64(keys[i]) + 0.0  # + 0.0: -0.0 sorts with 0.0, as compared
+        widened[i] = x
+        bits[i] = _sortable(bits[i], x)
+        order[i] = i
+    if m < 2:
+        return order
+    other_bits = np.empty(m, dtype=np.uint64)
+    other_order = np.empty(m, dtype=np.int64)
+    counts = np.empty(257, dtype=np.int64)
+    for shift in range(0, 64, 8):
+        s = np.uint64(shift)
+        counts[:] = 0
+        for i in range(m):
+            counts[((bits[i] >> s) & _DIGIT) + 1] += 1
+        if counts[1:].max() == m:
+            continue
+        for d in range(256):
+            counts[d + 1] += counts[d]
+        for i in range(m):
+            d = (bits[i] >> s) & _DIGIT
+            p = counts[d]
+            other_bits[p] = bits[i]
+            other_order[p] = order[i]
+            counts[d] = p + 1
+        bits, other_bits = other_bits, bits
+        order, other_order = other_order, order
+    return order
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _sortable_bits(keys):  # pragma: no cover - numba
+    """The keys' sortable bits (:func:`_sortable`) and their positions ``0..m-1``."""
+    m = keys.shape[0]
+    widened = np.empty(m, dtype=np.float64)
+    order = np.empty(m, dtype=np.int64)
+    for i in prange(m):
+        widened[i] = np.float64(keys[i]) + 0.0
+        order[i] = i
+    bits = widened.view(np.uint64)
+    for i in prange(m):
+        bits[i] = _sortable(bits[i], widened[i])
+    return bits, order
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _count_digits(bits, shift, counts, size):  # pragma: no cover - numba
+    """``counts[c, d]``: keys of chunk ``c`` (``size`` keys each) whose digit is ``d``."""
+    m = bits.shape[0]
+    s = np.uint64(shift)
+    for c in prange(counts.shape[0]):
+        counts[c, :] = 0
+        for i in range(c * size, min(m, (c + 1) * size)):
+            counts[c, (bits[i] >> s) & _DIGIT] += 1
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _scatter(bits, order, shift, starts, size, to_bits, to_order):  # pragma: no cover - numba
+    """Each chunk's keys to their places: ``starts[c, d]``, the first of chunk ``c``'s
+    keys of digit ``d``, after those of the smaller digits and of the chunks before."""
+    m = bits.shape[0]
+    s = np.uint64(shift)
+    for c in prange(starts.shape[0]):
+        for i in range(c * size, min(m, (c + 1) * size)):
+            d = (bits[i] >> s) & _DIGIT
+            p = starts[c, d]
+            to_bits[p] = bits[i]
+            to_order[p] = order[i]
+            starts[c, d] = p + 1
+
+
+def parallel_radix_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of a 1-D float array, in numba's threads.
+
+    Each pass counts the digits of consecutive chunks of the keys in parallel,
+    then moves each chunk's keys to their places in their digit's run, after
+    those of the chunks before: stable, as in one thread.
+
+    Parameters
+    ----------
+    keys : ndarray
+        1-D, float32 or float64.
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    keys = np.ascontiguousarray(keys)
+    m = len(keys)
+    bits, order = _sortable_bits(keys)
+    if m < 2:
+        return order
+    chunks = max(1, min(numba.get_num_threads(), m // _KEYS_PER_THREAD))
+    size = -(-m // chunks)
+    counts = np.empty((chunks, 256), dtype=np.int64)
+    to_bits, to_order = np.empty_like(bits), np.empty_like(order)
+    for shift in range(0, 64, 8):
+        _count_digits(bits, shift, counts, size)
+        if counts.sum(axis=0).max() == m:  # one digit for every key: nothing moves
+            continue
+        starts = (np.cumsum(counts.T.ravel()) - counts.T.ravel()).reshape(256, chunks).T
+        _scatter(bits, order, shift, np.ascontiguousarray(starts), size, to_bits, to_order)
+        bits, to_bits = to_bits, bits
+        order, to_order = to_order, order
+    return order
+
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of 1-D float ``keys``, long ones in numba's threads.
+
+    Parameters
+    ----------
+    keys : ndarray
+        1-D, float32 or float64.
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    if len(keys) >= PARALLEL_SORT_KEYS:
+        return parallel_radix_order(keys)
+    return np.argsort(keys, kind="stable")
