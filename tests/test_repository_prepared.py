@@ -72,7 +72,15 @@ def test_stored_preparation_is_the_preparation_and_searches_read_it(repo, querie
     with pytest.MonkeyPatch.context() as m:
         m.setattr(Shard, "library", lambda *a, **k: pytest.fail("prepared again"))
         _same_hits(fresh.search(queries, params).run(), expected)
-    assert f"prepared on disk: {len(folders)} of {len(folders)} shards" in fresh.info()
+    n = len(folders)
+    described = {  # the info line says, in words, which searches the store serves
+        "identity": "entropy similarity: identity and open searches, tolerance up to 0.025 Da",
+        "entropy-open": "entropy similarity: identity and open searches, tolerance up to 0.025 Da",
+        "cosine": "cosine and modified cosine: peaks weighted m/z^0 x intensity^1",
+        "analog": "cosine and modified cosine: peaks weighted m/z^0 x intensity^1, "
+        "gnps preprocessing",
+    }[mode]
+    assert f"prepared on disk: {n} of {n} shards for {described}" in fresh.info().splitlines()
 
 
 def test_identity_and_open_search_share_one_stored_preparation(repo):

@@ -23,6 +23,7 @@ in memory as before, with a warning for a damaged one.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib
@@ -45,7 +46,8 @@ from engine.repository.store import Shard
 from engine.version import __version__
 
 __all__ = [
-    "load_prepared", "prepare_shards", "prepared_folder", "stored_preparations", "store_prepared",
+    "describe_preparation", "load_prepared", "prepare_shards", "prepared_folder",
+    "stored_preparations", "store_prepared",
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
@@ -293,3 +295,27 @@ def stored_preparations(shards: Sequence[Shard]) -> dict[str, int]:
             key = str(manifest.get("preparation"))
             counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def describe_preparation(key: str) -> str:
+    """A preparation (a key of :func:`stored_preparations`) in words: the searches it serves."""
+    try:
+        kind, preprocess, *rest = ast.literal_eval(key)
+        if preprocess == "none":
+            pre = ""
+        else:
+            pre = f", {preprocess if len(preprocess) <= 24 else 'custom'} preprocessing"
+        if kind == "entropy":
+            score, window = rest
+            tolerance = "up to 0.025" if window == 0.05 else f"{window / 2:g}"
+            return (
+                f"{score.replace('_', ' ')} similarity: identity and open searches, "
+                f"tolerance {tolerance} Da{pre}"
+            )
+        mz_power, intensity_power = rest
+        return (
+            f"cosine and modified cosine: peaks weighted m/z^{mz_power:g} "
+            f"x intensity^{intensity_power:g}{pre}"
+        )
+    except (ValueError, TypeError, SyntaxError, AttributeError):
+        return key

@@ -378,7 +378,7 @@ class Repository:
 
     def info(self, preparations: dict[str, int] | None = None) -> str:
         """What ``simms repo info`` prints (``preparations``: :meth:`preparations`, if known)."""
-        shards = self.manifest["shards"]
+        shards, files = self.manifest["shards"], self.manifest["files"]
         modes: dict[str, int] = {}
         for s in shards:
             modes[s["ion_mode"]] = modes.get(s["ion_mode"], 0) + int(s["spectra"])
@@ -387,16 +387,16 @@ class Repository:
              if self.synthetic else "repository: ") + str(self.path),
             f"spectra: {len(self):,} ({', '.join(f'{m} {n:,}' for m, n in modes.items())})",
             f"peaks: {self.n_peaks:,} (m/z float32, intensity uint16 scaled per spectrum)",
-            f"files: {len(self.manifest['files']):,} in "
-            f"{len({f['dataset'] for f in self.manifest['files']}):,} datasets",
+            f"files: {len(files):,} in {len({f['dataset'] for f in files}):,} datasets",
             f"shards: {len(shards)} of up to {self.manifest['shard_spectra']:,} spectra",
             f"disk: {self.nbytes() / 1e6:,.1f} MB",
         ]  # fmt: skip
+        from engine.repository.prepared import describe_preparation as words
+
         prepared = (self.preparations() if preparations is None else preparations).items()
-        stored = [f"{n} of {len(shards)} shards for {k}" for k, n in prepared]
-        for line in stored or ["none (`simms repo prepare` speeds up cold searches)"]:
-            lines.append(f"prepared on disk: {line}")
-        return "\n".join(lines)
+        stored = [f"{n} of {len(shards)} shards for {words(k)}" for k, n in prepared]
+        stored = stored or ["none (`simms repo prepare` speeds up cold searches)"]
+        return "\n".join(lines + [f"prepared on disk: {line}" for line in stored])
 
     def preparations(self) -> dict[str, int]:
         """Shards with stored prepared spectra (:meth:`prepare`), per preparation."""
