@@ -8,8 +8,9 @@
   for long arrays), for the arrays of a peak index: an LSD radix sort of the
   keys' IEEE bits, eight bits a pass, a pass whose digit is the same for every
   key skipped (float32 values widened to float64 leave the low bytes zero).  The
-  first runs in one thread (inside a ``prange`` of its caller), the second in
-  numba's threads.
+  first runs in one thread (inside a ``prange`` of its caller), the second on
+  numba's thread count, a chunk of keys a thread (plain ``nogil`` kernels, like
+  the search's: no parfor compilation, no threading-layer lock).
 
 All give the same order: ascending, -0.0 equal to 0.0, NaN last, equal keys in
 their original order.
@@ -19,9 +20,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from engine.kernels.jit import nopython_helper
+from engine.kernels.threads import for_each_span
 
 __all__ = [
     "PARALLEL_SORT_KEYS", "parallel_radix_order", "radix_order", "stable_argsort", "stable_order",
@@ -82,7 +84,7 @@ _DIGIT = np.uint64(255)
 _NAN_BITS = np.uint64(0xFFF8000000000000)
 #: Keys per thread below which :func:`parallel_radix_order` uses fewer threads.
 _KEYS_PER_THREAD = 1 << 16
-#: From this many keys on, :func:`stable_argsort` sorts in numba's threads (compiled
+#: From this many keys on, :func:`stable_argsort` sorts on several threads (compiled
 #: kernels); below it numpy's stable sort, which compiles nothing, takes < 0.05 s.
 PARALLEL_SORT_KEYS = 1 << 18
 
@@ -132,39 +134,39 @@ def radix_order(keys):  # pragma: no cover - numba
     return order
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _sortable_bits(keys):  # pragma: no cover - numba
-    """The keys' sortable bits (:func:`_sortable`) and their positions ``0..m-1``."""
-    m = keys.shape[0]
-    widened = np.empty(m, dtype=np.float64)
-    order = np.empty(m, dtype=np.int64)
-    for i in prange(m):
-        widened[i] = np.float64(keys[i]) + 0.0
-        order[i] = i
+@njit(cache=True, nogil=True)
+def _sortable_span(start, stop, keys, widened, order):  # pragma: no cover - numba
+    """Keys ``[start, stop)`` as sortable bits (:func:`_sortable`, written into
+    ``widened``'s bytes), and their positions."""
     bits = widened.view(np.uint64)
-    for i in prange(m):
-        bits[i] = _sortable(bits[i], widened[i])
-    return bits, order
+    for i in range(start, stop):
+        x = np.float64(keys[i]) + 0.0
+        widened[i] = x
+        bits[i] = _sortable(bits[i], x)
+        order[i] = i
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _count_digits(bits, shift, counts, size):  # pragma: no cover - numba
-    """``counts[c, d]``: keys of chunk ``c`` (``size`` keys each) whose digit is ``d``."""
+@njit(cache=True, nogil=True)
+def _count_span(start, stop, bits, shift, counts, size):  # pragma: no cover - numba
+    """``counts[c, d]``: keys of chunk ``c`` (``size`` keys each) whose digit is ``d``,
+    for chunks ``[start, stop)``."""
     m = bits.shape[0]
     s = np.uint64(shift)
-    for c in prange(counts.shape[0]):
+    for c in range(start, stop):
         counts[c, :] = 0
         for i in range(c * size, min(m, (c + 1) * size)):
             counts[c, (bits[i] >> s) & _DIGIT] += 1
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _scatter(bits, order, shift, starts, size, to_bits, to_order):  # pragma: no cover - numba
-    """Each chunk's keys to their places: ``starts[c, d]``, the first of chunk ``c``'s
-    keys of digit ``d``, after those of the smaller digits and of the chunks before."""
+@njit(cache=True, nogil=True)
+def _scatter_span(
+    start, stop, bits, order, shift, starts, size, to_bits, to_order
+):  # pragma: no cover - numba
+    """Chunks ``[start, stop)``' keys to their places: ``starts[c, d]``, the first of
+    chunk ``c``'s keys of digit ``d``, after those of smaller digits and earlier chunks."""
     m = bits.shape[0]
     s = np.uint64(shift)
-    for c in prange(starts.shape[0]):
+    for c in range(start, stop):
         for i in range(c * size, min(m, (c + 1) * size)):
             d = (bits[i] >> s) & _DIGIT
             p = starts[c, d]
@@ -174,11 +176,12 @@ def _scatter(bits, order, shift, starts, size, to_bits, to_order):  # pragma: no
 
 
 def parallel_radix_order(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` of a 1-D float array, in numba's threads.
+    """``np.argsort(keys, kind="stable")`` of a 1-D float array, on numba's thread count.
 
-    Each pass counts the digits of consecutive chunks of the keys in parallel,
-    then moves each chunk's keys to their places in their digit's run, after
-    those of the chunks before: stable, as in one thread.
+    Each pass counts the digits of consecutive chunks of the keys at once (a
+    thread a chunk, :func:`~engine.kernels.threads.for_each_span`), then moves
+    each chunk's keys to their places in their digit's run, after those of the
+    chunks before: stable, as in one thread.
 
     Parameters
     ----------
@@ -191,26 +194,33 @@ def parallel_radix_order(keys: np.ndarray) -> np.ndarray:
     """
     keys = np.ascontiguousarray(keys)
     m = len(keys)
-    bits, order = _sortable_bits(keys)
+    threads = numba.get_num_threads()
+    chunks = max(1, min(threads, m // _KEYS_PER_THREAD))
+    size = max(1, -(-m // chunks))
+    widened, order = np.empty(m, dtype=np.float64), np.empty(m, dtype=np.int64)
+    for_each_span(_sortable_span, m, keys, widened, order, max_span=size)
     if m < 2:
         return order
-    chunks = max(1, min(numba.get_num_threads(), m // _KEYS_PER_THREAD))
-    size = -(-m // chunks)
+    bits = widened.view(np.uint64)
     counts = np.empty((chunks, 256), dtype=np.int64)
     to_bits, to_order = np.empty_like(bits), np.empty_like(order)
     for shift in range(0, 64, 8):
-        _count_digits(bits, shift, counts, size)
+        for_each_span(_count_span, chunks, bits, shift, counts, size, max_span=1)
         if counts.sum(axis=0).max() == m:  # one digit for every key: nothing moves
             continue
-        starts = (np.cumsum(counts.T.ravel()) - counts.T.ravel()).reshape(256, chunks).T
-        _scatter(bits, order, shift, np.ascontiguousarray(starts), size, to_bits, to_order)
+        flat = counts.T.ravel()  # digit-major: a digit's run holds chunk 0's keys first
+        starts = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(256, chunks).T)
+        for_each_span(
+            _scatter_span, chunks, bits, order, shift, starts, size, to_bits, to_order,
+            max_span=1,
+        )  # fmt: skip
         bits, to_bits = to_bits, bits
         order, to_order = to_order, order
     return order
 
 
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` of 1-D float ``keys``, long ones in numba's threads.
+    """``np.argsort(keys, kind="stable")`` of 1-D float ``keys``, long ones on several threads.
 
     Parameters
     ----------
