@@ -21,6 +21,7 @@ from engine.backends.base import PreparedSpectra, score_kind, score_tolerance
 from engine.backends.cuda_buffers import Resident
 from engine.kernels.bound_index import index_pieces, piece_bins
 from engine.kernels.spectrum_set import COSINE, ENTROPY, MODIFIED_COSINE
+from engine.kernels.threads import parallel_region
 from engine.params import SearchParameters
 
 __all__ = ["LISTED_BLOCKS", "GpuBounds", "bound_eps", "host_peak_index"]
@@ -243,8 +244,11 @@ class GpuBounds:
             cache.move_to_end(key)
             return found
         h, k = res.host, self.kernels()
-        arrays = host_peak_index(h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted, chunk)
-        bins, key_min, inv_width = piece_bins(arrays[0], arrays[3])
+        with parallel_region():  # parallel=True kernels: one at a time on numba's workqueue
+            arrays = host_peak_index(
+                h.mz, h.weight, h.offsets, h.precursor_mz, l0, l1, shifted, chunk
+            )
+            bins, key_min, inv_width = piece_bins(arrays[0], arrays[3])
         if arrays[0].size == 0:  # the kernels need arrays of at least one element
             arrays = (np.array([np.inf]), np.zeros(1, np.int32), np.zeros(1), arrays[3])
         arrays = (*arrays, bins)
