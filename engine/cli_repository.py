@@ -65,6 +65,11 @@ def add_repo_parser(sub) -> None:
         "--no-precursor-window]",
     )  # fmt: skip
     p.add_argument("--processes", type=int, default=1, help="shards prepared at once [1]")
+    p.add_argument(
+        "--open-index", action="store_true",
+        help="also store the CPU peak indexes of open searches (cold open searches on the "
+        "CPU then build none; about 12 bytes a prepared peak)",
+    )  # fmt: skip
     i = actions.add_parser("info", help="describe a repository")
     i.add_argument("repository")
     i.add_argument("--files", action="store_true", help="also list the files")
@@ -111,7 +116,9 @@ def run_repo(args: argparse.Namespace) -> int:
         return 0
     if args.repo_command == "prepare":
         start = time.perf_counter()
-        folders = repo.prepare(mode=args.mode, processes=args.processes, on_message=say)
+        folders = repo.prepare(
+            mode=args.mode, processes=args.processes, on_message=say, open_index=args.open_index
+        )
         say(f"prepared {len(folders)} shards for {args.mode} searches "
             f"in {time.perf_counter() - start:.1f} s")  # fmt: skip
         return 0

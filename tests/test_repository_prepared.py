@@ -145,3 +145,65 @@ def test_a_change_to_the_preparing_code_makes_stored_preparations_stale(repo, mo
     new = repo.prepare(params)
     assert not any(f.exists() for f in old) and all(f.is_dir() for f in new)
     assert f"prepared on disk: {len(new)} of {len(new)} shards" in Repository(repo.path).info()
+
+
+@pytest.mark.parametrize("mode", ["identity", "cosine", "analog"])
+def test_open_index_is_the_built_index_and_open_searches_read_it(repo, queries, mode):
+    """Each score kind's stored open-search indexes: the arrays a search builds, bit for bit;
+    a fresh repository's cold open search builds none and finds the same hits."""
+    import dataclasses
+
+    from engine.backends import cpu
+    from engine.backends.cpu import peak_index_key
+    from engine.kernels.peak_index import library_peak_index
+    from engine.repository.prepared_index import index_block
+
+    params = dataclasses.replace(MODES[mode], precursor_tolerance=None)
+    expected = repo.search(queries, params).run()
+    repo.prepare(params, open_index=True)
+    fresh = Repository(repo.path)
+    kind, block = cpu.score_kind(params), index_block(params)
+    for shard in fresh.shards:
+        prepared = load_prepared(shard, params)
+        for l0 in range(0, len(prepared), block):
+            l1 = min(l0 + block, len(prepared))
+            built = library_peak_index(prepared.spectrum_set, l0, l1, kind)
+            stored = prepared.derived(peak_index_key(l0, l1, kind), lambda: pytest.fail("built"))
+            for name, array in built._asdict().items():
+                got = getattr(stored, name)
+                np.testing.assert_array_equal(got, array, err_msg=name)
+                assert np.asarray(got).dtype == np.asarray(array).dtype, name
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cpu, "library_peak_index", lambda *a: pytest.fail("index built"))
+        _same_hits(fresh.search(queries, params).run(), expected)
+
+
+def test_damaged_open_index_is_ignored_and_prepare_repairs_it(repo, queries, caplog):
+    params = MODES["entropy-open"]
+    expected = repo.search(queries, params).run()
+    folders = repo.prepare(params, open_index=True)
+    index = folders[0] / "open_index"
+    np.save(index / "weight.npy", np.load(index / "weight.npy")[:-1])  # cut short
+    fresh = Repository(repo.path)
+    with caplog.at_level(logging.WARNING, logger="engine.repository.prepared_index"):
+        _same_hits(fresh.search(queries, params).run(), expected)
+    said = [r.getMessage() for r in caplog.records]
+    assert any(str(index) in m and "weight does not match its starts" in m for m in said), said
+    repo.prepare(params, open_index=True)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="engine.repository.prepared_index"):
+        _same_hits(Repository(repo.path).search(queries, params).run(), expected)
+    assert not caplog.records
+
+
+def test_cli_prepare_with_the_open_index(repo, capsys):
+    from engine.cli import main
+
+    assert main(["repo", "prepare", str(repo.path), "--open-index"]) == 0
+    err = capsys.readouterr().err
+    assert "prepared spectra and open-search index stored" in err
+    assert all((f / "open_index" / "index.json").is_file() for f in _prepared_folders(repo))
+
+
+def _prepared_folders(repo: Repository) -> list:
+    return [prepared_folder(s, MODES["identity"]) for s in repo.shards]

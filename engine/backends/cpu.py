@@ -18,7 +18,13 @@ from engine.backends.base import (
 from engine.hits import HitTable
 from engine.kernels import dense_block, library_peak_index, search_block
 
-__all__ = ["CpuBackend"]
+__all__ = ["CpuBackend", "peak_index_key"]
+
+
+def peak_index_key(l_start: int, l_stop: int, kind: int) -> tuple:
+    """The key of library block ``[l_start, l_stop)``'s peak index for score ``kind`` among
+    the structures derived from its prepared spectra (:meth:`PreparedSpectra.derived`)."""
+    return ("peak_index", int(l_start), int(l_stop), int(kind))
 
 
 class CpuBackend(Backend):
@@ -75,7 +81,7 @@ class CpuBackend(Backend):
     def _library_index(self, library: PreparedSpectra, batch: Batch, kind: int):
         l0, l1 = batch.l_start, batch.l_stop
         return library.derived(
-            ("peak_index", l0, l1, kind),
+            peak_index_key(l0, l1, kind),
             lambda: library_peak_index(library.spectrum_set, l0, l1, kind),
         )
 

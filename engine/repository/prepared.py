@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import importlib
 import json
 import logging
 import os
@@ -42,6 +41,7 @@ from engine.backends.base import preparation_key
 from engine.kernels.stored_peaks import widened
 from engine.params import SearchParameters
 from engine.repository.build import map_tasks
+from engine.repository.prepared_index import seed_open_index, source_fingerprint, store_open_index
 from engine.repository.store import Shard
 from engine.version import __version__
 
@@ -73,12 +73,7 @@ _PREPARING_MODULES = (
 @functools.cache
 def _code_fingerprint() -> str:
     """A hash of the source that prepares spectra (the version where there is none: frozen)."""
-    digest = hashlib.sha256()
-    for name in _PREPARING_MODULES:
-        path = Path(getattr(importlib.import_module(name), "__file__", None) or "")
-        digest.update(name.encode())
-        digest.update(path.read_bytes() if path.is_file() else __version__.encode())
-    return digest.hexdigest()[:16]
+    return source_fingerprint(_PREPARING_MODULES)
 
 
 def _identity(params: SearchParameters) -> dict[str, object]:
@@ -104,11 +99,12 @@ def _exact_float32(values: np.ndarray) -> np.ndarray:
     return narrow if same else np.ascontiguousarray(values, dtype=np.float64)
 
 
-def store_prepared(shard: Shard, params: SearchParameters) -> Path:
+def store_prepared(shard: Shard, params: SearchParameters, open_index: bool = False) -> Path:
     """Prepare ``shard`` for ``params`` and store the result (kept if already stored).
 
     Written under a temporary name and renamed into place, so a reader (or another
-    process preparing the same shard) never sees half of it.
+    process preparing the same shard) never sees half of it.  With ``open_index``,
+    also the CPU peak indexes of open searches (:mod:`~.prepared_index`).
 
     Returns
     -------
@@ -116,8 +112,14 @@ def store_prepared(shard: Shard, params: SearchParameters) -> Path:
         The folder of the stored preparation.
     """
     folder = prepared_folder(shard, params)
-    if _usable(shard, params) is not None:  # checked, not read whole
-        return folder
+    if _usable(shard, params) is None:  # checked, not read whole
+        _write_prepared(shard, params, folder)
+    if open_index:
+        store_open_index(folder, load_prepared(shard, params, seed=False), params)
+    return folder
+
+
+def _write_prepared(shard: Shard, params: SearchParameters, folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)  # a damaged one (said by _usable)
     prepared = PreparedSpectra.for_search(shard.library(), params)
     folder.parent.mkdir(exist_ok=True)
@@ -149,7 +151,6 @@ def store_prepared(shard: Shard, params: SearchParameters) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _remove_stale(folder, manifest["preparation"])
-    return folder
 
 
 def _remove_stale(folder: Path, preparation: object) -> None:
@@ -215,13 +216,18 @@ def _float64(values: np.ndarray) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
-def load_prepared(shard: Shard, params: SearchParameters) -> PreparedSpectra | None:
-    """``shard``'s stored spectra prepared for ``params``, or None where none are usable."""
+def load_prepared(
+    shard: Shard, params: SearchParameters, *, seed: bool = True
+) -> PreparedSpectra | None:
+    """``shard``'s stored spectra prepared for ``params``, or None where none are usable.
+
+    With ``seed``, they come with their stored open-search indexes, if any.
+    """
     opened = _usable(shard, params)
     if opened is None:
         return None
     manifest, arrays = opened
-    return PreparedSpectra(
+    prepared = PreparedSpectra(
         mz=_float64(arrays["mz"]),
         weight=_float64(arrays["weight"]),
         offsets=np.array(arrays["offsets"], dtype=np.int64),
@@ -232,10 +238,15 @@ def load_prepared(shard: Shard, params: SearchParameters) -> PreparedSpectra | N
         polarity=np.array(arrays["polarity"], dtype=np.int8),
         preparation=preparation_key(params),
     )
+    if seed:
+        seed_open_index(prepared_folder(shard, params), prepared)
+    return prepared
 
 
-def _prepare_task(folder: str, manifest: dict, start: int, params: SearchParameters) -> str:
-    return str(store_prepared(Shard(Path(folder), manifest, start), params))
+def _prepare_task(
+    folder: str, manifest: dict, start: int, params: SearchParameters, open_index: bool
+) -> str:
+    return str(store_prepared(Shard(Path(folder), manifest, start), params, open_index))
 
 
 def prepare_shards(
@@ -244,6 +255,7 @@ def prepare_shards(
     *,
     processes: int = 1,
     on_message: Callable[[str], None] | None = None,
+    open_index: bool = False,
 ) -> list[Path]:
     """Store every shard's spectra prepared for ``params`` (shards already stored are kept).
 
@@ -257,18 +269,23 @@ def prepare_shards(
         numba's threads).
     on_message : callable, optional
         A line per shard stored.
+    open_index : bool, default False
+        Also store the CPU peak indexes of open searches (:mod:`~.prepared_index`):
+        cold CPU open searches then build none; about 12 bytes a prepared peak (24
+        for the modified cosine).
 
     Returns
     -------
     list of Path
         The stored preparations' folders, in shard order.
     """
-    tasks = [(str(s.folder), s.manifest, s.start, params) for s in shards]
+    tasks = [(str(s.folder), s.manifest, s.start, params, open_index) for s in shards]
     folders = []
     for shard, folder in zip(shards, map_tasks(_prepare_task, tasks, processes), strict=True):
         folders.append(Path(folder))
         if on_message is not None:
-            on_message(f"shard {shard.name}: prepared spectra stored")
+            stored = "prepared spectra and open-search index" if open_index else "prepared spectra"
+            on_message(f"shard {shard.name}: {stored} stored")
     return folders
 
 

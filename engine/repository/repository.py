@@ -313,22 +313,21 @@ class Repository:
             if entry.is_dir() and entry.name not in listed:
                 shutil.rmtree(entry, ignore_errors=True)
 
-    def prepare(self, params=None, *, processes: int = 1, on_message=None, **overrides):
+    def prepare(self, params=None, *, processes=1, on_message=None, open_index=False, **overrides):
         """Store every shard's spectra prepared for a search; cold searches read them.
 
         ``params`` and keywords as :meth:`search` takes them (default identity mode,
-        whose preparation entropy open searches share); see :mod:`~.prepared`.
-
-        Returns
-        -------
-        list of Path
-            The stored preparations' folders, in shard order.
+        whose preparation entropy open searches share); ``open_index``: also the CPU
+        peak indexes of open searches.  See :mod:`~.prepared` and :mod:`~.prepared_index`.
+        Returns the stored preparations' folders (list of Path), in shard order.
         """
         from engine.api import parameters_with
         from engine.repository.prepared import prepare_shards
 
         params = parameters_with(params, overrides, "Repository.prepare")
-        return prepare_shards(self.shards, params, processes=processes, on_message=on_message)
+        return prepare_shards(
+            self.shards, params, processes=processes, on_message=on_message, open_index=open_index
+        )
 
     # -- reading -----------------------------------------------------------------------
     @property
