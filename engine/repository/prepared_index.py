@@ -108,16 +108,15 @@ def _opened(folder: Path, prepared: PreparedSpectra) -> tuple[dict, dict[str, np
     return manifest, arrays
 
 
-def _usable(folder: Path, prepared: PreparedSpectra, kind: int, block: int) -> bool:
-    """Whether ``folder`` holds usable indexes of ``kind`` and ``block`` (a warning if damaged)."""
+def _stored(folder: Path, prepared: PreparedSpectra) -> tuple[dict, dict] | None:
+    """:func:`_opened`, or None (with a warning naming the reason when an index is there)."""
     if not (folder / MANIFEST).is_file():
-        return False
+        return None
     try:
-        manifest, _ = _opened(folder, prepared)
+        return _opened(folder, prepared)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.warning("%s: stored open-search index not used, built again (%s)", folder, exc)
-        return False
-    return (int(manifest["kind"]), int(manifest["block"])) == (int(kind), int(block))
+        return None
 
 
 def store_open_index(
@@ -141,7 +140,8 @@ def store_open_index(
     """
     folder, spectra = prepared_folder / FOLDER, prepared
     kind, block = score_kind(params), index_block(params)
-    if _usable(folder, spectra, kind, block):
+    stored = _stored(folder, spectra)
+    if stored is not None and (stored[0]["kind"], stored[0]["block"]) == (kind, block):
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{FOLDER}.", suffix=".part", dir=prepared_folder))
@@ -180,14 +180,10 @@ def seed_open_index(prepared_folder: Path, prepared: PreparedSpectra) -> bool:
     bool
         Whether usable indexes were there (a damaged one is said in a warning).
     """
-    folder = prepared_folder / FOLDER
-    if not (folder / MANIFEST).is_file():
+    stored = _stored(prepared_folder / FOLDER, prepared)
+    if stored is None:
         return False
-    try:
-        manifest, arrays = _opened(folder, prepared)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.warning("%s: stored open-search index not used, built again (%s)", folder, exc)
-        return False
+    manifest, arrays = stored
     kind = int(manifest["kind"])
     starts = arrays["starts"]
     no_loss = (np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.float32))
