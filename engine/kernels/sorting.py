@@ -220,17 +220,8 @@ def parallel_radix_order(keys: np.ndarray) -> np.ndarray:
 
 
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` of 1-D float ``keys``, long ones on several threads.
-
-    Parameters
-    ----------
-    keys : ndarray
-        1-D, float32 or float64.
-
-    Returns
-    -------
-    ndarray of int64
-    """
+    """:func:`parallel_radix_order` of ``keys`` from :data:`PARALLEL_SORT_KEYS` keys on,
+    numpy's stable argsort below (the same order, nothing compiled)."""
     if len(keys) >= PARALLEL_SORT_KEYS:
         return parallel_radix_order(keys)
     return np.argsort(keys, kind="stable")
